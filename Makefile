@@ -1,0 +1,40 @@
+# Two entry points for a fresh machine with Python 3.11+ and make:
+#   make demo   install, then run the workflow on the bundled corpus (SQLite)
+#   make test   install with dev extras, then lint, type-check and run the tests
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+OBJECTIVE ?= Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs
+
+.PHONY: demo test install lint typecheck pytest schemas clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/handoff run "$(OBJECTIVE)"
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+pytest: install
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+schemas: install
+	$(BIN)/python -m contracts
+
+clean:
+	rm -rf $(VENV) .handoff .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Runtime services: settings, stores, agents, the Python API and the CLI."""

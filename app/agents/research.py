@@ -1,0 +1,257 @@
+"""Offline Research: BM25 over corpus sentences, facts as verbatim quotes with spans."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from app.corpus import CorpusDocument, CorpusNotFound, discover, sha256_of
+from app.text import Sentence, sentences, terms, title_of
+from contracts import (
+    ErrorCode,
+    ErrorDetail,
+    Fact,
+    Handoff,
+    Question,
+    ResearchBundle,
+    ResultStatus,
+    Source,
+    Span,
+    TaskSpec,
+    ToolReceipt,
+    Usage,
+)
+from contracts.research import Confidence
+from graphs import AgentOutput, ArtifactStore, StepInfo
+
+CORROBORATION_OVERLAP = 0.5
+"""Share of a claim's content terms another source's sentence must contain to agree."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A sentence of a source, the unit BM25 ranks."""
+
+    source: Source
+    sentence: Sentence
+    terms: frozenset[str]
+
+
+@dataclass
+class OfflineResearchAgent:
+    """Deterministic research: same corpus and task, same bundle, byte for byte."""
+
+    default_corpus: list[Path]
+    clock: Callable[[], datetime]
+    max_facts: int = 14
+    min_shared_terms: int = 2
+    read_file: Callable[[Path], bytes] = field(default=Path.read_bytes)
+
+    def research(
+        self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
+    ) -> AgentOutput[ResearchBundle]:
+        """Read every source, rank sentences per question, keep the best as facts."""
+        locations = [Path(item) for item in task.corpus] or self.default_corpus
+        try:
+            documents = discover(locations)
+        except CorpusNotFound as error:
+            return AgentOutput(self._failed(task, ErrorCode.MISSING_INPUT, str(error), locations))
+        sources, texts, errors, receipts = self._read_sources(documents, store, step)
+        passages = [
+            Passage(source=source, sentence=sentence, terms=frozenset(terms(sentence.text)))
+            for source in sources
+            for sentence in sentences(texts[source.id])
+        ]
+        questions = [
+            Question(id=f"q-{index + 1}", text=text)
+            for index, text in enumerate(task.research_questions())
+        ]
+        ranked = self._rank(questions, passages)
+        facts = self._facts(ranked, passages, step)
+        open_questions = [question for question in questions if not ranked[question.id]]
+        notes = store.put(
+            step.artifact_id("notes"),
+            "notes",
+            self._notes(task, questions, ranked, passages).encode(),
+            "text/markdown",
+        )
+        step.fault("after_artifact")
+        if not facts:
+            errors.append(
+                ErrorDetail(
+                    code=ErrorCode.INSUFFICIENT_EVIDENCE,
+                    detail="no sentence in the corpus matches the objective",
+                )
+            )
+        status: ResultStatus = "failed" if not facts else ("partial" if errors else "completed")
+        bundle = ResearchBundle(
+            task_id=task.task_id,
+            result_status=status,
+            facts=facts,
+            sources=sources,
+            open_questions=open_questions,
+            artifact_refs=[notes],
+            errors=errors,
+            retryable=any(error.code == ErrorCode.SOURCE_UNREADABLE for error in errors),
+            missing_inputs=[],
+        )
+        usage = Usage(tool_calls=len(documents) + len(questions))
+        return AgentOutput(bundle, usage=usage, receipts=receipts)
+
+    def _read_sources(
+        self, documents: list[CorpusDocument], store: ArtifactStore, step: StepInfo
+    ) -> tuple[list[Source], dict[str, str], list[ErrorDetail], list[ToolReceipt]]:
+        sources: list[Source] = []
+        texts: dict[str, str] = {}
+        errors: list[ErrorDetail] = []
+        receipts: list[ToolReceipt] = []
+        for document in documents:
+            try:
+                data = self.read_file(document.path)
+                text = data.decode("utf-8")
+            except (OSError, UnicodeDecodeError) as error:
+                errors.append(
+                    ErrorDetail(
+                        code=ErrorCode.SOURCE_UNREADABLE,
+                        source_id=document.source_id,
+                        detail=f"could not read {document.path.name}: {error}",
+                    )
+                )
+                continue
+            digest = sha256_of(data)
+            snapshot = store.put(
+                step.artifact_id(document.source_id), "source", data, document.media_type
+            )
+            source = Source(
+                id=document.source_id,
+                uri=document.path.as_uri(),
+                title=title_of(text, document.path.stem),
+                retrieved_at=self.clock(),
+                sha256=digest,
+                snapshot=snapshot,
+            )
+            sources.append(source)
+            texts[source.id] = text
+            receipts.append(
+                ToolReceipt(
+                    tool="read_source",
+                    call_id=f"read-{document.source_id}",
+                    input_summary=document.path.name,
+                    output_sha256=digest,
+                    provenance=step.provenance(),
+                )
+            )
+        return sources, texts, errors, receipts
+
+    def _rank(
+        self, questions: list[Question], passages: list[Passage]
+    ) -> dict[str, list[tuple[int, float]]]:
+        """Per question: passage indexes with scores, best first, relevant ones only."""
+        ranked: dict[str, list[tuple[int, float]]] = {question.id: [] for question in questions}
+        per_question = max(3, -(-self.max_facts // max(1, len(questions))))
+        if not passages:
+            return ranked
+        retriever = bm25s.BM25()
+        retriever.index(
+            [sorted(passage.terms) or ["\x00"] for passage in passages], show_progress=False
+        )
+        for question in questions:
+            query = frozenset(terms(question.text))
+            if not query:
+                continue
+            scores = np.asarray(retriever.get_scores(sorted(query)))
+            needed = min(self.min_shared_terms, len(query))
+            order = sorted(range(len(passages)), key=lambda index: (-float(scores[index]), index))
+            for index in order:
+                if scores[index] <= 0 or len(ranked[question.id]) >= per_question:
+                    break
+                if len(passages[index].terms & query) >= needed:
+                    ranked[question.id].append((index, round(float(scores[index]), 6)))
+        return ranked
+
+    def _facts(
+        self, ranked: dict[str, list[tuple[int, float]]], passages: list[Passage], step: StepInfo
+    ) -> list[Fact]:
+        chosen: dict[int, tuple[str, int]] = {}
+        depth = max((len(hits) for hits in ranked.values()), default=0)
+        for position in range(depth):  # round-robin across questions so each gets coverage
+            for question_id, hits in ranked.items():
+                if position < len(hits) and len(chosen) < self.max_facts:
+                    chosen.setdefault(hits[position][0], (question_id, position))
+        facts = []
+        for index in sorted(
+            chosen, key=lambda i: (passages[i].source.id, passages[i].sentence.start)
+        ):
+            passage = passages[index]
+            question_id, rank = chosen[index]
+            corroborating = self._corroborating(passage, passages)
+            if corroborating:
+                confidence: Confidence = "high"
+            elif rank < 3:
+                confidence = "medium"
+            else:
+                confidence = "low"
+            number = int(passage.source.id.removeprefix("src-"))
+            facts.append(
+                Fact(
+                    id=f"claim-{number}{passage.sentence.index + 1:03d}",
+                    claim=passage.sentence.text,
+                    source_id=passage.source.id,
+                    quote=passage.sentence.text,
+                    span=Span(start=passage.sentence.start, end=passage.sentence.end),
+                    confidence=confidence,
+                    corroborating_source_ids=corroborating,
+                    question_id=question_id,
+                    producer="research",
+                    provenance=step.provenance(),
+                )
+            )
+        return facts
+
+    def _corroborating(self, passage: Passage, passages: list[Passage]) -> list[str]:
+        if not passage.terms:
+            return []
+        agreeing = {
+            other.source.id
+            for other in passages
+            if other.source.id != passage.source.id
+            and len(passage.terms & other.terms) / len(passage.terms) >= CORROBORATION_OVERLAP
+        }
+        return sorted(agreeing, key=lambda source_id: int(source_id.removeprefix("src-")))
+
+    def _notes(
+        self,
+        task: TaskSpec,
+        questions: list[Question],
+        ranked: dict[str, list[tuple[int, float]]],
+        passages: list[Passage],
+    ) -> str:
+        lines = [f"# Research notes: {task.objective}", ""]
+        for question in questions:
+            lines += [f"## {question.id}: {question.text}", ""]
+            hits = ranked[question.id]
+            if not hits:
+                lines += ["No relevant passage found.", ""]
+            for rank, (index, score) in enumerate(hits, start=1):
+                passage = passages[index]
+                lines.append(
+                    f"{rank}. [{passage.source.id}, chars {passage.sentence.start}-"
+                    f"{passage.sentence.end}, score {score:.3f}] {passage.sentence.text}"
+                )
+            lines.append("")
+        return "\n".join(lines)
+
+    def _failed(
+        self, task: TaskSpec, code: ErrorCode, detail: str, locations: list[Path]
+    ) -> ResearchBundle:
+        return ResearchBundle(
+            task_id=task.task_id,
+            result_status="failed",
+            errors=[ErrorDetail(code=code, detail=detail, field="corpus")],
+            missing_inputs=[str(location) for location in locations],
+        )

@@ -1,0 +1,123 @@
+"""Offline Writer: an article built only from sourced facts, every sentence cited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.text import strip_citations, terms, word_count
+from contracts import (
+    DraftArticle,
+    Fact,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    TaskSpec,
+    Usage,
+)
+from graphs import AgentOutput, ArtifactStore, StepInfo
+
+DEFAULT_MAX_WORDS = 600
+"""Length the offline writer aims for when the task sets no limit."""
+
+
+def cite(fact: Fact) -> str:
+    """The fact's claim as a sentence ending in its citation marker."""
+    claim = strip_citations(" ".join(fact.claim.split()))
+    body, end = (claim[:-1], claim[-1]) if claim[-1:] in ".!?" else (claim, ".")
+    return f"{body} [{fact.id}]{end}"
+
+
+@dataclass
+class OfflineWriterAgent:
+    """Deterministic writer: same facts, constraints and review, same bytes."""
+
+    default_max_words: int = DEFAULT_MAX_WORDS
+
+    def write(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        previous: DraftArticle | None,
+        review: ReviewResult | None,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[DraftArticle]:
+        """Draft round N+1: leave out rejected claims, fit the limits, cover the sections."""
+        excluded = set(previous.excluded_claim_ids if previous else [])
+        if review is not None:
+            excluded |= set(review.rejected_claims)
+        usable = [fact for fact in bundle.facts if fact.id not in excluded]
+        limit = task.constraints.max_words or self.default_max_words
+        sections = self._sections(task, bundle, usable)
+        body, cited = self._compose(task, sections, limit)
+        ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
+        step.fault("after_artifact")
+        addressed = [
+            f"{change.code.value}:{change.claim_id or change.section or '-'}"
+            for change in (review.required_changes if review else [])
+        ]
+        draft = DraftArticle(
+            task_id=task.task_id,
+            result_status="completed" if cited else "failed",
+            revision=(previous.revision + 1) if previous else 1,
+            body=ref,
+            cited_claim_ids=cited,
+            excluded_claim_ids=sorted(excluded),
+            addressed_changes=addressed,
+            word_count=word_count(body),
+        )
+        return AgentOutput(draft, usage=Usage())
+
+    def _sections(
+        self, task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]
+    ) -> list[tuple[str, list[Fact]]]:
+        """Required sections get the facts closest to their titles; else one per source."""
+        required = task.constraints.required_sections
+        if not required:
+            grouped: dict[str, list[Fact]] = {}
+            for fact in facts:
+                source = bundle.source(fact.source_id)
+                title = source.title if source else fact.source_id
+                grouped.setdefault(title, []).append(fact)
+            return list(grouped.items())
+        buckets: list[tuple[str, list[Fact]]] = [(title, []) for title in required]
+        title_terms = [set(terms(title)) for title in required]
+        for position, fact in enumerate(facts):
+            fact_terms = set(terms(fact.claim))
+            overlaps = [len(fact_terms & words) for words in title_terms]
+            best = max(overlaps)
+            target = overlaps.index(best) if best > 0 else position % len(required)
+            buckets[target][1].append(fact)
+        return buckets
+
+    def _compose(
+        self, task: TaskSpec, sections: list[tuple[str, list[Fact]]], limit: int
+    ) -> tuple[str, list[str]]:
+        """Take facts in rank order, round-robin over sections, until the word limit."""
+        chosen: dict[str, list[Fact]] = {title: [] for title, _ in sections}
+        used = 0
+        depth = max((len(facts) for _, facts in sections), default=0)
+        for position in range(depth):
+            for title, facts in sections:
+                if position >= len(facts):
+                    continue
+                sentence = cite(facts[position])
+                words = word_count(sentence)
+                if used + words > limit:
+                    continue
+                chosen[title].append(facts[position])
+                used += words
+        lines = [f"# {strip_citations(task.objective).rstrip('.?!')}", ""]
+        cited: list[str] = []
+        for title, _ in sections:
+            lines += [f"## {title}", ""]
+            facts = sorted(chosen[title], key=_reading_order)
+            if facts:
+                lines += [" ".join(cite(fact) for fact in facts), ""]
+            cited += [fact.id for fact in facts]
+        return "\n".join(lines).rstrip() + "\n", cited
+
+
+def _reading_order(fact: Fact) -> tuple[int, int]:
+    return int(fact.source_id.removeprefix("src-")), fact.span.start

@@ -1,0 +1,245 @@
+"""The ``handoff`` command: thin commands over the Python API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from app.exit_codes import ExitCode, for_error, for_outcome
+from app.settings import Settings
+from app.workflow import ARTIFACT_NAMES, Workflow
+from contracts import Constraints, RunOutcome
+from graphs.boundary import describe_validation_error
+from graphs.errors import HandoffError
+
+cli = typer.Typer(
+    help="Run and inspect handoff workflows (Research → Writer → Reviewer).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+wide = Console(highlight=False, width=None if out.is_terminal else 200)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+_state: dict[str, Any] = {"debug": False}
+
+
+@cli.callback()
+def _options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+def _fail(error: BaseException) -> NoReturn:
+    if _state["debug"]:
+        raise error
+    code = for_error(error)
+    if isinstance(error, ValidationError):
+        message = f"invalid {error.title}: {describe_validation_error(error)}"
+    elif isinstance(error, HandoffError):
+        message = error.message
+    else:
+        message = str(error)
+    err.print(f"error: {message}", markup=False)
+    raise typer.Exit(int(code))
+
+
+def _workflow() -> Workflow:
+    return Workflow(Settings())
+
+
+def _print_outcome(outcome: RunOutcome, workflow: Workflow, as_json: bool) -> None:
+    if as_json:
+        out.print_json(outcome.model_dump_json())
+        return
+    out.print(f"thread: {outcome.thread_id}", markup=False)
+    out.print(f"state: {outcome.state.value}  result: {outcome.result_status}", markup=False)
+    if outcome.article is not None:
+        path = workflow.settings.resolved_artifact_dir()
+        out.print(
+            f"article: {outcome.article.uri} (revision {outcome.article.revision}, "
+            f"sha256 {outcome.article.sha256[:12]}…) in {path}",
+            markup=False,
+        )
+        out.print(f"read it: handoff show {outcome.thread_id} --artifact article", markup=False)
+    for error in outcome.errors:
+        out.print(f"  {error.code.value}: {error.detail}", markup=False)
+    if outcome.reason:
+        out.print(f"reason: {outcome.reason}", markup=False)
+
+
+def _progress(node: str, values: dict[str, Any]) -> None:
+    summary = ""
+    if "research" in values and values["research"] is not None:
+        bundle = values["research"]
+        summary = f"{len(bundle.facts)} facts from {len(bundle.sources)} sources"
+    elif "draft" in values and values["draft"] is not None:
+        draft = values["draft"]
+        summary = f"draft revision {draft.revision}, {draft.word_count} words"
+    elif "review" in values and values["review"] is not None:
+        summary = f"verdict {values['review'].verdict}"
+    elif "outcome" in values and values["outcome"] is not None:
+        summary = values["outcome"].state.value
+    mark = "[green]✓[/green] " if err.is_terminal else ""
+    err.print(f"{mark}{node}: {summary}".rstrip(": "), markup=err.is_terminal)
+
+
+@cli.command()
+def run(
+    objective: Annotated[str, typer.Argument(help="What the article must explain.")],
+    corpus: Annotated[
+        list[Path] | None, typer.Option("--corpus", help="Folder or file to research.")
+    ] = None,
+    thread: Annotated[str | None, typer.Option("--thread", help="Thread id to use.")] = None,
+    max_words: Annotated[int | None, typer.Option("--max-words", help="Word limit.")] = None,
+    section: Annotated[
+        list[str] | None, typer.Option("--section", help="Required section (repeatable).")
+    ] = None,
+    max_rounds: Annotated[int | None, typer.Option("--max-rounds", help="Review rounds.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
+    """Run a new task on a new thread and print where the article is."""
+    try:
+        budget: dict[str, Any] = {}
+        if max_rounds is not None:
+            budget["max_review_rounds"] = max_rounds
+        with _workflow() as workflow:
+            task = workflow.task(
+                objective,
+                corpus=[str(path) for path in corpus or []],
+                constraints=Constraints(max_words=max_words, required_sections=section or []),
+                budget=budget,
+            )
+            outcome = workflow.run(task, thread, on_progress=None if as_json else _progress)
+            _print_outcome(outcome, workflow, as_json)
+    except (HandoffError, ValidationError, OSError, ValueError) as error:
+        _fail(error)
+    raise typer.Exit(int(for_outcome(outcome)))
+
+
+@cli.command()
+def status(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Show a thread's current step, what comes next, and its outcome."""
+    try:
+        with _workflow() as workflow:
+            info = workflow.status(thread_id)
+            outcome = workflow.outcome(thread_id)
+    except (HandoffError, ValueError) as error:
+        _fail(error)
+    if as_json:
+        payload = {
+            "thread_id": info.thread_id,
+            "next": list(info.next_nodes),
+            "checkpoints": info.checkpoints,
+            "step": info.step,
+            "draft_revision": info.draft_revision,
+            "verdict": info.verdict,
+            "fact_count": info.fact_count,
+            "outcome": json.loads(outcome.model_dump_json()),
+        }
+        out.print_json(json.dumps(payload))
+        return
+    out.print(f"thread: {info.thread_id}", markup=False)
+    out.print(f"state: {outcome.state.value}  result: {outcome.result_status}", markup=False)
+    out.print(f"step: {info.step}  checkpoints: {info.checkpoints}", markup=False)
+    out.print(f"next: {', '.join(info.next_nodes) or '(nothing: thread has ended)'}", markup=False)
+    if info.fact_count is not None:
+        out.print(f"facts: {info.fact_count}", markup=False)
+    if info.draft_revision is not None:
+        out.print(f"draft revision: {info.draft_revision}  verdict: {info.verdict}", markup=False)
+    for error in outcome.errors:
+        out.print(f"  {error.code.value}: {error.detail}", markup=False)
+
+
+@cli.command()
+def history(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Print the thread's audit log: one row per node attempt."""
+    try:
+        with _workflow() as workflow:
+            runs = workflow.history(thread_id)
+    except (HandoffError, ValueError) as error:
+        _fail(error)
+    if as_json:
+        out.print_json(json.dumps([json.loads(item.model_dump_json()) for item in runs]))
+        return
+    table = Table("node", "attempt", "status", "input", "ms", "tools", "tokens", "artifacts")
+    for item in runs:
+        table.add_row(
+            item.node_id,
+            str(item.attempt),
+            item.status,
+            item.input_hash[:10],
+            f"{item.duration_ms:.1f}" if item.duration_ms is not None else "",
+            str(item.usage.tool_calls),
+            str(item.usage.tokens),
+            " ".join(item.artifact_ids),
+        )
+    wide.print(table)
+
+
+@cli.command()
+def show(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    artifact: Annotated[
+        str, typer.Option("--artifact", help=f"One of: {', '.join(ARTIFACT_NAMES)}.")
+    ] = "article",
+) -> None:
+    """Print an artifact of a thread (verified against its recorded sha256)."""
+    try:
+        with _workflow() as workflow:
+            data = workflow.artifact(thread_id, artifact)
+    except (HandoffError, ValueError) as error:
+        _fail(error)
+    sys.stdout.write(data.decode("utf-8", errors="replace"))
+    sys.stdout.flush()
+
+
+@cli.command()
+def threads(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List every thread in the checkpoint store."""
+    try:
+        with _workflow() as workflow:
+            ids = workflow.threads()
+    except (HandoffError, ValueError) as error:
+        _fail(error)
+    if as_json:
+        out.print_json(json.dumps(ids))
+        return
+    for thread_id in ids:
+        out.print(thread_id, markup=False)
+
+
+@cli.command()
+def schema(
+    name: Annotated[str, typer.Argument(help="Contract name, e.g. TaskSpec.")],
+) -> None:
+    """Print a contract's JSON Schema."""
+    from contracts import TOP_LEVEL_CONTRACTS
+    from contracts.registry import render_schema
+
+    models = {model.__name__: model for model in TOP_LEVEL_CONTRACTS}
+    if name not in models:
+        err.print(f"error: unknown contract {name!r}; expected one of {', '.join(models)}")
+        raise typer.Exit(int(ExitCode.USAGE))
+    sys.stdout.write(render_schema(models[name]))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()

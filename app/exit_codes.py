@@ -1,0 +1,48 @@
+"""Process exit codes of the CLI, mapped in one place."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from pydantic import ValidationError
+
+from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
+from contracts import RunOutcome, TaskState
+
+
+class ExitCode(IntEnum):
+    """What a script can rely on; documented in the README."""
+
+    COMPLETED = 0
+    FAILED = 1
+    USAGE = 2
+    WAITING_FOR_HUMAN = 3
+    PARTIAL = 4
+    NOT_FOUND = 5
+    ALREADY_FINISHED = 6
+    THREAD_BUSY = 7
+    INTEGRITY = 8
+
+
+def for_outcome(outcome: RunOutcome) -> ExitCode:
+    """Exit code of a run that ended (or paused) with this outcome."""
+    if outcome.state == TaskState.INPUT_REQUIRED:
+        return ExitCode.WAITING_FOR_HUMAN
+    if outcome.state == TaskState.COMPLETED and outcome.result_status == "completed":
+        return ExitCode.COMPLETED
+    if outcome.state == TaskState.COMPLETED and outcome.result_status == "partial":
+        return ExitCode.PARTIAL
+    return ExitCode.FAILED
+
+
+def for_error(error: BaseException) -> ExitCode:
+    """Exit code of an error raised by the Python API."""
+    from graphs.errors import IntegrityError
+
+    if isinstance(error, (ThreadNotFound, UnknownArtifactName)):
+        return ExitCode.NOT_FOUND
+    if isinstance(error, (InvalidThreadId, ThreadExists, ValidationError)):
+        return ExitCode.USAGE
+    if isinstance(error, IntegrityError):
+        return ExitCode.INTEGRITY
+    return ExitCode.FAILED

@@ -1,0 +1,301 @@
+"""The Python API: open a Workflow, run tasks on threads, inspect what happened."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from app.checkpointing import open_checkpointer
+from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
+from app.services import build_context
+from app.settings import Settings
+from contracts import (
+    ArtifactRef,
+    DraftArticle,
+    NodeRun,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
+)
+from graphs import RunContext, build_graph
+from graphs.boundary import read
+from graphs.state import append_node_runs
+
+ArtifactName = Literal["article", "draft", "notes", "research", "review"]
+ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "review")
+_THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+ProgressCallback = Callable[[str, dict[str, Any]], None]
+
+
+def check_thread_id(thread_id: str) -> str:
+    """Thread ids become part of artifact ids, so they are kept to a safe alphabet."""
+    if not _THREAD_ID.match(thread_id):
+        raise InvalidThreadId(
+            f"invalid thread id {thread_id!r}: use 1-64 letters, digits, '-' or '_', "
+            "starting with a letter or digit"
+        )
+    return thread_id
+
+
+def new_thread_id() -> str:
+    """A fresh, collision-resistant thread id."""
+    return f"t-{uuid.uuid4().hex[:16]}"
+
+
+@dataclass(frozen=True)
+class ThreadStatus:
+    """Where a thread stands, from its latest checkpoint."""
+
+    thread_id: str
+    next_nodes: tuple[str, ...]
+    outcome: RunOutcome | None
+    checkpoints: int
+    step: int | None
+    draft_revision: int | None
+    verdict: str | None
+    fact_count: int | None
+
+
+class Workflow:
+    """The workflow with its checkpointer and services; use as a context manager.
+
+    ``Workflow(settings)`` reads locations from settings; ``database_url`` and
+    ``artifact_dir`` override them for one instance (tests, scripts).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        database_url: str | None = None,
+        artifact_dir: Path | None = None,
+        context: RunContext | None = None,
+    ) -> None:
+        base = settings or Settings()
+        overrides: dict[str, Any] = {}
+        if database_url is not None:
+            overrides["database_url"] = database_url
+        if artifact_dir is not None:
+            overrides["artifact_dir"] = artifact_dir
+        self.settings = base.model_copy(update=overrides) if overrides else base
+        self._context = context
+        self._stack: ExitStack | None = None
+        self._saver: BaseCheckpointSaver[str] | None = None
+        self._graph: CompiledStateGraph[Any, Any, Any, Any] | None = None
+
+    def __enter__(self) -> Workflow:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Open the checkpointer and compile the graph with it."""
+        if self._stack is not None:
+            return
+        stack = ExitStack()
+        try:
+            self._saver = stack.enter_context(
+                open_checkpointer(self.settings.resolved_database_url())
+            )
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        self._graph = build_graph().compile(checkpointer=self._saver)
+
+    def close(self) -> None:
+        """Release the checkpointer's connections."""
+        if self._stack is not None:
+            self._stack.close()
+        self._stack = None
+        self._saver = None
+        self._graph = None
+
+    @property
+    def graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
+        """The compiled graph (with this workflow's checkpointer)."""
+        if self._graph is None:
+            self.open()
+        assert self._graph is not None
+        return self._graph
+
+    @property
+    def saver(self) -> BaseCheckpointSaver[str]:
+        """The open checkpointer."""
+        if self._saver is None:
+            self.open()
+        assert self._saver is not None
+        return self._saver
+
+    @property
+    def context(self) -> RunContext:
+        """The run-scoped services passed to every invoke (and every resume)."""
+        if self._context is None:
+            self._context = build_context(self.settings)
+        return self._context
+
+    @staticmethod
+    def config(thread_id: str) -> RunnableConfig:
+        """The LangGraph config addressing one thread."""
+        return {"configurable": {"thread_id": thread_id}}
+
+    def task(self, objective: str, **fields: Any) -> TaskSpec:
+        """A TaskSpec for an objective, with a fresh task id unless one is given."""
+        fields.setdefault("task_id", f"task-{uuid.uuid4().hex[:12]}")
+        return TaskSpec.model_validate({"objective": objective, **fields})
+
+    def run(
+        self,
+        task: TaskSpec | str,
+        thread_id: str | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+    ) -> RunOutcome:
+        """Start a new thread for ``task`` and run it to its end (or first pause)."""
+        spec = self.task(task) if isinstance(task, str) else TaskSpec.model_validate(task)
+        thread = check_thread_id(thread_id) if thread_id else new_thread_id()
+        if self._exists(thread):
+            raise ThreadExists(
+                f"thread {thread!r} already exists; choose another id, or inspect it with "
+                f"`handoff status {thread}`"
+            )
+        self._drive({"task": spec}, thread, on_progress)
+        return self.outcome(thread)
+
+    def _drive(self, payload: Any, thread_id: str, on_progress: ProgressCallback | None) -> None:
+        for update in self.graph.stream(
+            payload,
+            self.config(thread_id),
+            context=self.context,
+            durability="sync",
+            stream_mode="updates",
+        ):
+            if on_progress is not None:
+                for node, values in update.items():
+                    on_progress(node, values if isinstance(values, dict) else {})
+
+    def _exists(self, thread_id: str) -> bool:
+        return self.saver.get_tuple(self.config(thread_id)) is not None
+
+    def _values(self, thread_id: str) -> dict[str, Any]:
+        snapshot = self.graph.get_state(self.config(thread_id))
+        if not snapshot.values and not snapshot.next and snapshot.created_at is None:
+            raise ThreadNotFound(
+                f"no thread {thread_id!r} in {self._where()}; list threads with `handoff threads`"
+            )
+        return dict(snapshot.values)
+
+    def _where(self) -> str:
+        url = self.settings.resolved_database_url()
+        return url.split("@")[-1] if "@" in url else url
+
+    def outcome(self, thread_id: str) -> RunOutcome:
+        """The thread's recorded outcome; a thread that has not ended reports WORKING."""
+        status = self.status(thread_id)
+        if status.outcome is not None:
+            return status.outcome
+        from contracts import TaskState
+
+        values = self._values(thread_id)
+        task = read(values, "task", TaskSpec, node="workflow")
+        return RunOutcome(
+            thread_id=thread_id,
+            task_id=task.task_id if task else "unknown",
+            state=TaskState.WORKING,
+            reason=f"next step: {', '.join(status.next_nodes) or 'none'}",
+        )
+
+    def status(self, thread_id: str) -> ThreadStatus:
+        """Current step, next nodes and outcome of a thread."""
+        values = self._values(thread_id)
+        snapshot = self.graph.get_state(self.config(thread_id))
+        draft = read(values, "draft", DraftArticle, node="workflow")
+        review = read(values, "review", ReviewResult, node="workflow")
+        bundle = read(values, "research", ResearchBundle, node="workflow")
+        metadata = snapshot.metadata or {}
+        step = metadata.get("step")
+        return ThreadStatus(
+            thread_id=thread_id,
+            next_nodes=tuple(snapshot.next),
+            outcome=read(values, "outcome", RunOutcome, node="workflow"),
+            checkpoints=self.checkpoint_count(thread_id),
+            step=step if isinstance(step, int) else None,
+            draft_revision=draft.revision if draft else None,
+            verdict=review.verdict if review else None,
+            fact_count=len(bundle.facts) if bundle else None,
+        )
+
+    def checkpoint_count(self, thread_id: str) -> int:
+        """How many checkpoints the thread has (every namespace)."""
+        return sum(1 for _ in self.saver.list(self.config(thread_id)))
+
+    def history(self, thread_id: str) -> list[NodeRun]:
+        """The audit log: one NodeRun per node attempt, oldest first."""
+        values = self._values(thread_id)
+        return append_node_runs(values.get("audit") or [], [])
+
+    def state(self, thread_id: str) -> dict[str, Any]:
+        """The thread's latest state values (contracts, validated)."""
+        values = self._values(thread_id)
+        from graphs.boundary import validate_channel
+
+        return {
+            channel: validate_channel("workflow", channel, value, direction="read")
+            for channel, value in values.items()
+        }
+
+    def artifact_ref(self, thread_id: str, name: str) -> ArtifactRef:
+        """The reference the thread holds for a named artifact."""
+        if name not in ARTIFACT_NAMES:
+            raise UnknownArtifactName(
+                f"unknown artifact {name!r}; expected one of {', '.join(ARTIFACT_NAMES)}"
+            )
+        values = self._values(thread_id)
+        ref: ArtifactRef | None = None
+        if name == "article":
+            outcome = read(values, "outcome", RunOutcome, node="workflow")
+            ref = outcome.article if outcome else None
+        elif name == "draft":
+            draft = read(values, "draft", DraftArticle, node="workflow")
+            ref = draft.body if draft else None
+        elif name in ("notes", "research"):
+            bundle = read(values, "research", ResearchBundle, node="workflow")
+            ref = bundle.artifact_refs[0] if bundle and bundle.artifact_refs else None
+        elif name == "review":
+            review = read(values, "review", ReviewResult, node="workflow")
+            ref = review.report if review else None
+        if ref is None:
+            raise UnknownArtifactName(f"thread {thread_id!r} has no {name} artifact yet")
+        return ref
+
+    def artifact(self, thread_id: str, name: str) -> bytes:
+        """The bytes of a named artifact, verified against the hash the thread recorded."""
+        return self.context.store.get(self.artifact_ref(thread_id, name))
+
+    def threads(self) -> list[str]:
+        """Every thread id in the checkpoint store, sorted."""
+        return sorted(
+            _distinct(item.config["configurable"]["thread_id"] for item in self.saver.list(None))
+        )
+
+
+def _distinct(values: Iterator[str]) -> set[str]:
+    return set(values)

@@ -1,0 +1,70 @@
+"""Contracts: the only way work moves between agents. Imports nothing but pydantic."""
+
+from contracts.a2a import TaskState
+from contracts.artifacts import ArtifactKind, ArtifactRef
+from contracts.audit import NodeError, NodeRun, NodeStatus, Usage
+from contracts.base import SCHEMA_VERSION, Contract, VersionedContract
+from contracts.draft import DraftArticle
+from contracts.errors import ErrorCode, ErrorDetail, ErrorKind, ResultStatus
+from contracts.handoff import (
+    AuthoritativeInput,
+    ConstraintItem,
+    Decision,
+    Handoff,
+    NextAction,
+    ToolReceipt,
+)
+from contracts.human import Answer, FactSummary, HumanAction, HumanDecision, HumanRequest
+from contracts.outcome import RunOutcome
+from contracts.provenance import Provenance
+from contracts.registry import TOP_LEVEL_CONTRACTS, serializable_types
+from contracts.research import CONFIDENCE_RULE, Fact, Question, ResearchBundle, Source, Span
+from contracts.review import RequiredChange, ReviewResult, Verdict
+from contracts.task import Budget, Constraints, Policies, StalePolicy, TaskSpec
+
+__all__ = [
+    "CONFIDENCE_RULE",
+    "SCHEMA_VERSION",
+    "TOP_LEVEL_CONTRACTS",
+    "Answer",
+    "ArtifactKind",
+    "ArtifactRef",
+    "AuthoritativeInput",
+    "Budget",
+    "ConstraintItem",
+    "Constraints",
+    "Contract",
+    "Decision",
+    "DraftArticle",
+    "ErrorCode",
+    "ErrorDetail",
+    "ErrorKind",
+    "Fact",
+    "FactSummary",
+    "Handoff",
+    "HumanAction",
+    "HumanDecision",
+    "HumanRequest",
+    "NextAction",
+    "NodeError",
+    "NodeRun",
+    "NodeStatus",
+    "Policies",
+    "Provenance",
+    "Question",
+    "RequiredChange",
+    "ResearchBundle",
+    "ResultStatus",
+    "ReviewResult",
+    "RunOutcome",
+    "Source",
+    "Span",
+    "StalePolicy",
+    "TaskSpec",
+    "TaskState",
+    "ToolReceipt",
+    "Usage",
+    "Verdict",
+    "VersionedContract",
+    "serializable_types",
+]

@@ -1,0 +1,39 @@
+"""References to content held in the artifact store; state carries these, never the bytes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from contracts.base import Identifier, Sha256Hex, VersionedContract
+
+ArtifactKind = Literal["source", "notes", "draft", "review", "article", "human"]
+"""What an artifact is; the first segment of its URI."""
+
+
+class ArtifactRef(VersionedContract):
+    """A pointer to one revision of an artifact, with the hash its bytes must match."""
+
+    artifact_id: Identifier = Field(description="Stable id of the artifact across revisions.")
+    kind: ArtifactKind = Field(description="What the artifact holds.")
+    uri: str = Field(
+        pattern=r"^artifact://[a-z]+/[A-Za-z0-9._-]+$",
+        max_length=300,
+        description="Address in the store: artifact://<kind>/<artifact_id>.",
+    )
+    media_type: str = Field(
+        max_length=100,
+        pattern=r"^[a-z]+/[A-Za-z0-9.+-]+$",
+        description="IANA media type of the bytes, e.g. text/markdown.",
+    )
+    sha256: Sha256Hex = Field(description="sha256 of the bytes of this revision.")
+    revision: int = Field(ge=1, description="Revision number; grows by one per content change.")
+    size_bytes: int = Field(ge=0, description="Length of the bytes of this revision.")
+
+    @model_validator(mode="after")
+    def _uri_matches(self) -> ArtifactRef:
+        expected = f"artifact://{self.kind}/{self.artifact_id}"
+        if self.uri != expected:
+            raise ValueError(f"uri {self.uri!r} does not match kind/artifact_id ({expected!r})")
+        return self

@@ -1,0 +1,46 @@
+"""The audit record of one node attempt: what ran, on which input, at what cost."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from contracts.base import Contract, Sha256Hex, VersionedContract
+from contracts.errors import ErrorKind
+
+NodeStatus = Literal["ready", "running", "waiting_user", "succeeded", "failed"]
+
+
+class Usage(Contract):
+    """Resources a step consumed, counted against the task budget."""
+
+    tool_calls: int = Field(default=0, ge=0, description="Tool calls (reads, searches).")
+    tokens: int = Field(default=0, ge=0, description="Model tokens (0 for offline agents).")
+
+
+class NodeError(Contract):
+    """Why a node attempt failed, classified for recovery."""
+
+    kind: ErrorKind = Field(description="Recovery class.")
+    detail: str = Field(max_length=4000, description="What happened.")
+
+
+class NodeRun(VersionedContract):
+    """One attempt of one node; the thread's audit log is a list of these."""
+
+    kind: Literal["node_run"] = Field(default="node_run", description="Discriminator.")
+    task_version: int = Field(ge=1, description="Task version the attempt worked on.")
+    node_id: str = Field(max_length=100, description="Graph node.")
+    attempt: int = Field(ge=1, description="Attempt number for this node step.")
+    status: NodeStatus = Field(description="Status at the end of the attempt.")
+    input_hash: Sha256Hex = Field(description="Hash of input contracts + task_version.")
+    started_at: datetime = Field(description="When the attempt started (UTC).")
+    ended_at: datetime | None = Field(default=None, description="When it ended (UTC).")
+    duration_ms: float | None = Field(default=None, ge=0, description="Wall time.")
+    usage: Usage = Field(default_factory=Usage, description="Resources consumed.")
+    artifact_ids: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*@[0-9]+$")]] = (
+        Field(default_factory=list, description="Artifacts written, as <artifact_id>@<revision>.")
+    )
+    error: NodeError | None = Field(default=None, description="Failure, if any.")

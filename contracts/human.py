@@ -1,0 +1,78 @@
+"""A question put to a person, and the typed answer that resumes the run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from contracts.artifacts import ArtifactRef
+from contracts.base import Contract, Identifier, VersionedContract
+from contracts.research import Question
+
+HumanAction = Literal[
+    "approve",
+    "revise",
+    "reject",
+    "accept_partial",
+    "grant_round",
+    "abort",
+    "accept_new_revision",
+    "rerun_producer",
+]
+RequestKind = Literal["approve_research", "review_exhausted", "stale_input"]
+
+
+class FactSummary(Contract):
+    """A fact as shown to a person: id, claim and source."""
+
+    claim_id: Identifier = Field(description="Claim id.")
+    claim: str = Field(max_length=2000, description="The claim.")
+    source_id: Identifier = Field(description="Its source.")
+    confidence: str = Field(max_length=20, description="Its confidence level.")
+
+
+class HumanRequest(VersionedContract):
+    """What a person is asked, with the evidence and the actions they may take."""
+
+    kind: Literal["human_request"] = Field(default="human_request", description="Discriminator.")
+    interrupt_id: Identifier = Field(description="Id a decision must name to answer this request.")
+    request_kind: RequestKind = Field(description="Which decision point this is.")
+    question: str = Field(max_length=2000, description="What is being asked.")
+    allowed_actions: list[HumanAction] = Field(min_length=1, description="Actions allowed.")
+    fact_count: int = Field(default=0, ge=0, description="Facts found.")
+    source_count: int = Field(default=0, ge=0, description="Sources read.")
+    top_facts: list[FactSummary] = Field(default_factory=list, description="Leading facts.")
+    open_questions: list[Question] = Field(default_factory=list, description="Open questions.")
+    artifacts: list[ArtifactRef] = Field(default_factory=list, description="Evidence artifacts.")
+    changes: list[str] = Field(default_factory=list, description="What changed (stale inputs).")
+
+
+class Answer(Contract):
+    """A person's answer to one open question."""
+
+    question_id: Identifier = Field(pattern=r"^q-[0-9]+$", description="Question answered.")
+    text: str = Field(min_length=1, max_length=2000, description="The answer.")
+
+
+class HumanDecision(VersionedContract):
+    """The typed resume payload; validated before the workflow consumes it."""
+
+    kind: Literal["human_decision"] = Field(default="human_decision", description="Discriminator.")
+    interrupt_id: Identifier = Field(description="The request this decision answers.")
+    action: HumanAction = Field(description="The chosen action.")
+    reason: str | None = Field(default=None, max_length=2000, description="Why (for rejections).")
+    answers: list[Answer] = Field(default_factory=list, description="Answers to open questions.")
+    constraints: list[str] = Field(
+        default_factory=list, max_length=20, description="Constraints to add, in prose."
+    )
+    decided_by: str = Field(default="human", max_length=100, description="Who decided.")
+
+    @model_validator(mode="after")
+    def _reason_for_rejection(self) -> HumanDecision:
+        if self.action in ("reject", "abort") and not (self.reason and self.reason.strip()):
+            raise ValueError(f"reason is required when action is {self.action!r}")
+        for index, text in enumerate(self.constraints):
+            if not text.strip():
+                raise ValueError(f"constraints[{index}] must not be blank")
+        return self

@@ -1,0 +1,130 @@
+"""What Research hands on: sourced facts, the sources themselves, and what is still unknown."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from contracts.artifacts import ArtifactRef
+from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract
+from contracts.errors import ErrorDetail, ResultStatus
+from contracts.provenance import Provenance
+
+Confidence = Literal["high", "medium", "low"]
+CONFIDENCE_RULE = (
+    "high: the claim is corroborated by at least two independent sources (a sentence in "
+    "another source shares at least half of the claim's content terms); medium: one source, "
+    "and the sentence ranks in the top three passages for its question; low: any other "
+    "single-source claim."
+)
+
+
+class Span(Contract):
+    """Character offsets of a quote inside the decoded text of a source snapshot."""
+
+    start: int = Field(ge=0, description="Offset of the first character (inclusive).")
+    end: int = Field(ge=0, description="Offset after the last character (exclusive).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Span:
+        if self.end <= self.start:
+            raise ValueError(f"span end ({self.end}) must be greater than start ({self.start})")
+        return self
+
+
+class Source(Contract):
+    """A document that was read, pinned to the exact bytes read via its snapshot."""
+
+    id: Identifier = Field(pattern=r"^src-[0-9]+$", description="Source id, src-N.")
+    uri: str = Field(max_length=2000, description="Where the source was read from.")
+    title: str = Field(max_length=300, description="Title of the document.")
+    retrieved_at: datetime = Field(description="When the source was read (UTC).")
+    sha256: Sha256Hex = Field(description="sha256 of the bytes that were read.")
+    snapshot: ArtifactRef = Field(description="Snapshot of those bytes in the artifact store.")
+
+
+class Fact(Contract):
+    """One claim with the verbatim evidence for it; the unit every later hop cites."""
+
+    id: Identifier = Field(pattern=r"^claim-[0-9]+$", description="Claim id, claim-N.")
+    claim: str = Field(min_length=1, max_length=2000, description="The claim, in prose.")
+    source_id: Identifier = Field(pattern=r"^src-[0-9]+$", description="Source of the quote.")
+    quote: str = Field(min_length=1, max_length=2000, description="Verbatim supporting text.")
+    span: Span = Field(description="Where the quote sits in the source snapshot.")
+    confidence: Confidence = Field(description=f"Confidence level. Rule: {CONFIDENCE_RULE}")
+    corroborating_source_ids: list[Identifier] = Field(
+        default_factory=list, description="Other sources that state the same claim."
+    )
+    question_id: Identifier | None = Field(
+        default=None, description="Research question this fact answers."
+    )
+    producer: str = Field(max_length=100, description="Agent that extracted the fact.")
+    provenance: Provenance = Field(description="Node and step that recorded the fact.")
+
+    @model_validator(mode="after")
+    def _span_fits_quote(self) -> Fact:
+        if self.span.end - self.span.start != len(self.quote):
+            raise ValueError(
+                f"span length {self.span.end - self.span.start} differs from quote length "
+                f"{len(self.quote)}"
+            )
+        return self
+
+
+class Question(Contract):
+    """A part of the objective research must answer, and (later) a human's answer to it."""
+
+    id: Identifier = Field(pattern=r"^q-[0-9]+$", description="Question id, q-N.")
+    text: str = Field(min_length=1, max_length=500, description="The question.")
+    answer: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="An answer given by a human; never a fact, never cited as one.",
+    )
+    answered_by: Provenance | None = Field(default=None, description="Who answered.")
+
+
+class ResearchBundle(VersionedContract):
+    """Research's whole result: the only thing the Writer may write from."""
+
+    kind: Literal["research_bundle"] = Field(
+        default="research_bundle", description="Discriminator."
+    )
+    task_id: Identifier = Field(description="Task this research serves.")
+    result_status: ResultStatus = Field(description="completed, partial or failed.")
+    facts: list[Fact] = Field(default_factory=list, description="Extracted, sourced facts.")
+    sources: list[Source] = Field(default_factory=list, description="Sources read.")
+    open_questions: list[Question] = Field(
+        default_factory=list, description="Parts of the objective without evidence."
+    )
+    artifact_refs: list[ArtifactRef] = Field(
+        default_factory=list, description="Raw notes and other research artifacts."
+    )
+    errors: list[ErrorDetail] = Field(default_factory=list, description="Problems met.")
+    retryable: bool = Field(default=False, description="Whether retrying may help.")
+    missing_inputs: list[str] = Field(
+        default_factory=list, description="Inputs that were needed but absent."
+    )
+
+    @model_validator(mode="after")
+    def _facts_cite_known_sources(self) -> ResearchBundle:
+        source_ids = {source.id for source in self.sources}
+        for index, fact in enumerate(self.facts):
+            if fact.source_id not in source_ids:
+                raise ValueError(
+                    f"facts[{index}] ({fact.id}) cites unknown source_id {fact.source_id!r}"
+                )
+        ids = [fact.id for fact in self.facts]
+        if len(ids) != len(set(ids)):
+            raise ValueError("facts must have unique ids")
+        return self
+
+    def fact(self, claim_id: str) -> Fact | None:
+        """The fact with this id, if research produced it."""
+        return next((fact for fact in self.facts if fact.id == claim_id), None)
+
+    def source(self, source_id: str) -> Source | None:
+        """The source with this id, if research read it."""
+        return next((source for source in self.sources if source.id == source_id), None)

@@ -1,0 +1,44 @@
+"""What the Reviewer decides, per claim, with reasons the Writer can act on."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from contracts.artifacts import ArtifactRef
+from contracts.base import Contract, Identifier, VersionedContract
+from contracts.errors import ErrorCode
+
+Verdict = Literal["approved", "changes_requested", "rejected"]
+
+
+class RequiredChange(Contract):
+    """One change the Writer must make before approval."""
+
+    code: ErrorCode = Field(description="What is wrong, as a stable code.")
+    reason: str = Field(max_length=2000, description="What is wrong, in prose.")
+    claim_id: Identifier | None = Field(default=None, description="Claim concerned, if any.")
+    section: str | None = Field(default=None, max_length=200, description="Section concerned.")
+
+
+class ReviewResult(VersionedContract):
+    """The Reviewer's verdict on one draft revision."""
+
+    kind: Literal["review_result"] = Field(default="review_result", description="Discriminator.")
+    task_id: Identifier = Field(description="Task this review serves.")
+    draft_revision: int = Field(ge=1, description="Draft revision that was reviewed.")
+    verdict: Verdict = Field(description="approved, changes_requested or rejected.")
+    accepted_claims: list[Identifier] = Field(
+        default_factory=list, description="Cited claims verified against their sources."
+    )
+    rejected_claims: list[Identifier] = Field(
+        default_factory=list, description="Cited claims that failed verification."
+    )
+    required_changes: list[RequiredChange] = Field(
+        default_factory=list, description="Changes needed before approval."
+    )
+    checked_sources: list[Identifier] = Field(
+        default_factory=list, description="Sources whose snapshots were checked."
+    )
+    report: ArtifactRef | None = Field(default=None, description="Full review report artifact.")

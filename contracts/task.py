@@ -1,0 +1,117 @@
+"""The graph's input: what to do, within which limits, under which policies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from contracts.base import Contract, Identifier, VersionedContract
+
+StalePolicy = Literal["reevaluate", "fail", "ask"]
+
+
+class Constraints(Contract):
+    """Checkable constraints on the article; the Reviewer verifies each."""
+
+    max_words: int | None = Field(
+        default=None, ge=10, le=20000, description="Most words the article body may have."
+    )
+    required_sections: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Section headings (## level) the article must contain.",
+    )
+    notes: list[str] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Further constraints in prose, passed to agents verbatim.",
+    )
+
+    @field_validator("required_sections")
+    @classmethod
+    def _sections_are_titles(cls, value: list[str]) -> list[str]:
+        for index, title in enumerate(value):
+            if not title.strip() or len(title) > 120 or "\n" in title:
+                raise ValueError(
+                    f"required_sections[{index}] must be a one-line title of 1-120 characters"
+                )
+        return [title.strip() for title in value]
+
+
+class Budget(Contract):
+    """Hard limits; when one is spent the run ends partial or failed, never loops."""
+
+    max_tool_calls: int | None = Field(
+        default=None, ge=1, description="Most tool calls (source reads, searches) per thread."
+    )
+    max_tokens: int | None = Field(default=None, ge=1, description="Most model tokens per thread.")
+    deadline: datetime | None = Field(
+        default=None, description="Time after which no further step starts (timezone-aware)."
+    )
+    max_review_rounds: int = Field(
+        default=3, ge=1, le=50, description="Most Writer→Reviewer rounds."
+    )
+    max_attempts: int = Field(default=3, ge=1, le=10, description="Most attempts per node step.")
+
+    @field_validator("deadline")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("deadline must include a timezone, e.g. 2030-01-01T00:00:00Z")
+        return value
+
+
+class Policies(Contract):
+    """How the workflow decides at its decision points."""
+
+    require_approval: bool = Field(
+        default=False, description="Ask a human to approve research before writing."
+    )
+    on_stale: StalePolicy = Field(
+        default="reevaluate",
+        description="What to do when a handed-off input changed: reevaluate, fail or ask.",
+    )
+
+
+class TaskSpec(VersionedContract):
+    """The workflow's input. Everything else in the run is derived from it."""
+
+    kind: Literal["task_spec"] = Field(default="task_spec", description="Discriminator.")
+    task_id: Identifier = Field(description="Stable id of the task.")
+    task_version: int = Field(
+        default=1, ge=1, description="Bumped when the task changes; invalidates derived work."
+    )
+    objective: str = Field(
+        min_length=3, max_length=2000, description="What the article must explain."
+    )
+    questions: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Sub-questions research must answer; defaults to the objective alone.",
+    )
+    constraints: Constraints = Field(
+        default_factory=Constraints, description="Checkable constraints on the article."
+    )
+    corpus: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Folders or files (.md, .txt) to research; empty means the default corpus.",
+    )
+    budget: Budget = Field(default_factory=Budget, description="Limits for the run.")
+    policies: Policies = Field(default_factory=Policies, description="Decision policies.")
+
+    @field_validator("objective")
+    @classmethod
+    def _objective_has_words(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("objective must not be blank")
+        return value.strip()
+
+    def research_questions(self) -> list[str]:
+        """The questions research must answer: the explicit ones, else the objective."""
+        return list(self.questions) or [self.objective]
+
+
+__all__ = ["Budget", "Constraints", "Identifier", "Policies", "StalePolicy", "TaskSpec"]

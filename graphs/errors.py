@@ -1,0 +1,53 @@
+"""The workflow's error hierarchy: builtin bases, stable codes, one place to map them."""
+
+from __future__ import annotations
+
+from contracts import ErrorCode
+
+
+class HandoffError(Exception):
+    """Base of every error this project raises on purpose."""
+
+    code: ErrorCode = ErrorCode.INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ContractViolation(HandoffError, ValueError):
+    """A value crossing a node boundary does not satisfy its contract."""
+
+    code = ErrorCode.INVALID_OUTPUT
+
+    def __init__(self, message: str, *, node: str, channel: str, fields: list[str]) -> None:
+        super().__init__(message)
+        self.node = node
+        self.channel = channel
+        self.fields = fields
+
+
+class ArtifactError(HandoffError, ValueError):
+    """Base for artifact store problems."""
+
+    code = ErrorCode.INVALID_INPUT
+
+
+class InvalidArtifactId(ArtifactError):
+    """An artifact id or URI that could address something outside the store."""
+
+
+class ArtifactNotFound(ArtifactError, LookupError):
+    """The artifact, revision or blob does not exist."""
+
+    code = ErrorCode.MISSING_INPUT
+
+
+class IntegrityError(ArtifactError):
+    """Stored bytes no longer match the sha256 they were recorded with."""
+
+    code = ErrorCode.INTEGRITY_ERROR
+
+
+class MissingContext(HandoffError, RuntimeError):
+    """A node ran without the runtime services it needs."""

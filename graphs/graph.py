@@ -1,0 +1,57 @@
+"""build_graph(): the Research → Writer → Reviewer StateGraph, uncompiled."""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from graphs import nodes
+from graphs.context import RunContext
+from graphs.node_runner import ContextFactory, contract_node
+from graphs.routing import route_after_research, route_after_review
+from graphs.state import WorkflowInput, WorkflowOutput, WorkflowState
+
+NODE_INPUTS: dict[str, tuple[str, ...]] = {
+    "research": ("task", "handoff"),
+    "writer": ("task", "handoff", "research", "draft", "review"),
+    "reviewer": ("task", "handoff", "research", "draft"),
+    "finalize": ("task", "research", "draft", "review"),
+    "conclude": ("task", "research", "draft", "review"),
+}
+"""The channels each node reads; their hash identifies the node's work."""
+
+
+def build_graph(
+    default_context: ContextFactory | None = None,
+) -> StateGraph[WorkflowState, RunContext, WorkflowInput, WorkflowOutput]:
+    """The workflow's builder; compile it with the checkpointer of your choice.
+
+    Services arrive as ``Runtime[RunContext]`` (``invoke(..., context=...)``). Hosts that
+    cannot pass Python objects as context, like the dev server, give ``default_context``.
+    """
+    builder = StateGraph(
+        WorkflowState,
+        input_schema=WorkflowInput,
+        output_schema=WorkflowOutput,
+        context_schema=RunContext,
+    )
+    bodies = {
+        "research": nodes.research,
+        "writer": nodes.writer,
+        "reviewer": nodes.reviewer,
+        "finalize": nodes.finalize,
+        "conclude": nodes.conclude,
+    }
+    for name, body in bodies.items():
+        builder.add_node(
+            name,
+            contract_node(name, body, inputs=NODE_INPUTS[name], default_context=default_context),
+        )
+    builder.add_edge(START, "research")
+    builder.add_conditional_edges("research", route_after_research, ["writer", "conclude"])
+    builder.add_edge("writer", "reviewer")
+    builder.add_conditional_edges(
+        "reviewer", route_after_review, ["writer", "finalize", "conclude"]
+    )
+    builder.add_edge("finalize", END)
+    builder.add_edge("conclude", END)
+    return builder

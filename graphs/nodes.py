@@ -1,0 +1,204 @@
+"""The workflow's nodes: agents do the work, these functions own the flow.
+
+Each validates what it reads, does one bounded step and returns contract objects.
+"""
+
+from __future__ import annotations
+
+from contracts import (
+    DraftArticle,
+    ErrorCode,
+    ErrorDetail,
+    Handoff,
+    RequiredChange,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskState,
+    Usage,
+)
+from graphs.handoffs import build_handoff
+from graphs.node_runner import NodeCall, NodeResult
+
+
+def _ref_id(ref_id: str, revision: int) -> str:
+    return f"{ref_id}@{revision}"
+
+
+def research(call: NodeCall) -> NodeResult:
+    """Research: read sources, extract sourced facts, hand them to the Writer."""
+    previous: Handoff | None = call.read("handoff")
+    output = call.ctx.research.research(call.task, previous, call.ctx.store, call.step)
+    bundle = output.result
+    snapshots = [source.snapshot for source in bundle.sources]
+    handoff = build_handoff(
+        call.task,
+        call.step,
+        next_action="write" if bundle.result_status != "failed" else "end",
+        bundle=bundle,
+        artifacts=snapshots + list(bundle.artifact_refs),
+        receipts=output.receipts,
+        previous=previous,
+    )
+    artifact_ids = [_ref_id(ref.artifact_id, ref.revision) for ref in handoff.artifacts]
+    return NodeResult(
+        update={"research": bundle, "handoff": handoff},
+        usage=output.usage,
+        artifact_ids=artifact_ids,
+    )
+
+
+def writer(call: NodeCall) -> NodeResult:
+    """Writer: draft (or redraft) from facts only, addressing the last review."""
+    handoff: Handoff = call.require("handoff")
+    bundle: ResearchBundle = call.require("research")
+    previous: DraftArticle | None = call.read("draft")
+    review: ReviewResult | None = call.read("review")
+    output = call.ctx.writer.write(
+        call.task, handoff, bundle, previous, review, call.ctx.store, call.step
+    )
+    draft = output.result
+    snapshots = [source.snapshot for source in bundle.sources]
+    next_handoff = build_handoff(
+        call.task,
+        call.step,
+        next_action="review",
+        bundle=bundle,
+        artifacts=[draft.body, *snapshots],
+        receipts=output.receipts,
+        previous=handoff,
+    )
+    return NodeResult(
+        update={"draft": draft, "handoff": next_handoff},
+        usage=output.usage,
+        artifact_ids=[_ref_id(draft.body.artifact_id, draft.body.revision)],
+    )
+
+
+def reviewer(call: NodeCall) -> NodeResult:
+    """Reviewer: verify every citation against its source snapshot, and the constraints."""
+    handoff: Handoff = call.require("handoff")
+    bundle: ResearchBundle = call.require("research")
+    draft: DraftArticle = call.require("draft")
+    output = call.ctx.reviewer.review(call.task, handoff, bundle, draft, call.ctx.store, call.step)
+    review = output.result
+    artifacts = [draft.body] + ([review.report] if review.report else [])
+    next_handoff = build_handoff(
+        call.task,
+        call.step,
+        next_action="finalize" if review.verdict == "approved" else "write",
+        bundle=bundle,
+        artifacts=artifacts,
+        receipts=output.receipts,
+        previous=handoff,
+    )
+    artifact_ids = (
+        [_ref_id(review.report.artifact_id, review.report.revision)] if review.report else []
+    )
+    return NodeResult(
+        update={"review": review, "handoff": next_handoff},
+        usage=output.usage,
+        artifact_ids=artifact_ids,
+    )
+
+
+def finalize(call: NodeCall) -> NodeResult:
+    """Publish the approved draft as the article and record a completed outcome."""
+    draft: DraftArticle = call.require("draft")
+    review: ReviewResult = call.require("review")
+    bundle: ResearchBundle = call.require("research")
+    if review.verdict != "approved" or review.draft_revision != draft.revision:
+        raise ValueError(
+            f"finalize needs an approved review of draft revision {draft.revision}; "
+            f"got {review.verdict!r} for revision {review.draft_revision}"
+        )
+    body = call.ctx.store.get(draft.body)
+    article = call.ctx.store.put(
+        call.step.artifact_id("article"), "article", body, draft.body.media_type
+    )
+    call.step.fault("after_artifact")
+    outcome = RunOutcome(
+        thread_id=call.step.thread_id,
+        task_id=call.task.task_id,
+        state=TaskState.COMPLETED,
+        result_status="completed",
+        errors=list(bundle.errors),
+        article=article,
+        draft=draft.body,
+        review_rounds=draft.revision,
+        fact_count=len(bundle.facts),
+    )
+    return NodeResult(
+        update={"outcome": outcome},
+        usage=Usage(),
+        artifact_ids=[_ref_id(article.artifact_id, article.revision)],
+    )
+
+
+def conclude(call: NodeCall) -> NodeResult:
+    """Record why a run ends without an approved article: failed research or review."""
+    bundle: ResearchBundle | None = call.read("research")
+    draft: DraftArticle | None = call.read("draft")
+    review: ReviewResult | None = call.read("review")
+    errors: list[ErrorDetail] = list(bundle.errors) if bundle else []
+    if bundle is None or bundle.result_status == "failed" or not bundle.facts:
+        if not errors:
+            errors.append(
+                ErrorDetail(
+                    code=ErrorCode.INSUFFICIENT_EVIDENCE,
+                    detail="research produced no usable facts",
+                )
+            )
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.FAILED,
+            result_status="failed",
+            errors=errors,
+            retryable=bundle.retryable if bundle else False,
+            missing_inputs=list(bundle.missing_inputs) if bundle else [],
+            fact_count=len(bundle.facts) if bundle else 0,
+            reason=f"research failed: {errors[0].detail}",
+        )
+    elif review is not None and review.verdict == "rejected":
+        errors.append(
+            ErrorDetail(code=ErrorCode.REVIEW_REJECTED, detail="the reviewer rejected the draft")
+        )
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.FAILED,
+            result_status="failed",
+            errors=errors + [_change_error(change) for change in review.required_changes],
+            draft=draft.body if draft else None,
+            review_rounds=draft.revision if draft else 0,
+            fact_count=len(bundle.facts),
+            reason="the reviewer rejected the draft",
+        )
+    else:
+        rounds = draft.revision if draft else 0
+        errors.append(
+            ErrorDetail(
+                code=ErrorCode.BUDGET_EXHAUSTED,
+                detail=f"review rounds exhausted after {rounds} of "
+                f"{call.task.budget.max_review_rounds} without approval",
+            )
+        )
+        pending = review.required_changes if review else []
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.COMPLETED,
+            result_status="partial",
+            errors=errors + [_change_error(change) for change in pending],
+            retryable=True,
+            draft=draft.body if draft else None,
+            review_rounds=rounds,
+            fact_count=len(bundle.facts),
+            reason="the draft was not approved within the review-round budget",
+        )
+    return NodeResult(update={"outcome": outcome}, usage=Usage(), artifact_ids=[])
+
+
+def _change_error(change: RequiredChange) -> ErrorDetail:
+    return ErrorDetail(code=change.code, detail=change.reason, claim_id=change.claim_id)

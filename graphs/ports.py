@@ -1,0 +1,122 @@
+"""What the graph needs from the outside world, as protocols the app implements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from contracts import (
+    ArtifactKind,
+    ArtifactRef,
+    DraftArticle,
+    Handoff,
+    Provenance,
+    ResearchBundle,
+    ReviewResult,
+    TaskSpec,
+    ToolReceipt,
+    Usage,
+)
+
+T = TypeVar("T")
+
+
+class ArtifactStore(Protocol):
+    """Revisioned, hash-verified storage for everything too large for state."""
+
+    def put(
+        self, artifact_id: str, kind: ArtifactKind, content: bytes, media_type: str
+    ) -> ArtifactRef:
+        """Store content; identical content to the head returns the head unchanged."""
+        ...
+
+    def get(self, ref: ArtifactRef) -> bytes:
+        """The bytes of exactly that revision, verified against its sha256."""
+        ...
+
+    def head(self, artifact_id: str) -> ArtifactRef | None:
+        """The latest revision, or None if the artifact was never stored."""
+        ...
+
+    def history(self, artifact_id: str) -> list[ArtifactRef]:
+        """Every revision, oldest first."""
+        ...
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """Where a node runs: the thread, node and superstep, for ids and provenance."""
+
+    thread_id: str
+    node: str
+    step: int
+    task_version: int
+    fault_hook: Callable[[str], None] | None = None
+
+    def fault(self, point: str) -> None:
+        """Give fault injection a named point inside this step (``<node>:<point>``)."""
+        if self.fault_hook is not None:
+            self.fault_hook(f"{self.node}:{point}")
+
+    def artifact_id(self, name: str) -> str:
+        """Artifact ids are scoped per thread so threads never overwrite each other."""
+        return f"{self.thread_id}-{name}"
+
+    def provenance(self, producer: str | None = None) -> Provenance:
+        """Provenance stamped on what this step produces."""
+        return Provenance(
+            producer=producer or self.node, node=self.node, step=self.step, thread_id=self.thread_id
+        )
+
+
+@dataclass
+class AgentOutput(Generic[T]):
+    """An agent's contract result plus what it cost and which tools it called."""
+
+    result: T
+    usage: Usage = field(default_factory=Usage)
+    receipts: list[ToolReceipt] = field(default_factory=list)
+
+
+class ResearchAgent(Protocol):
+    """Reads sources and returns sourced facts."""
+
+    def research(
+        self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
+    ) -> AgentOutput[ResearchBundle]:
+        """One bounded research step."""
+        ...
+
+
+class WriterAgent(Protocol):
+    """Writes an article from facts only."""
+
+    def write(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        previous: DraftArticle | None,
+        review: ReviewResult | None,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[DraftArticle]:
+        """One bounded writing round."""
+        ...
+
+
+class ReviewerAgent(Protocol):
+    """Checks a draft against the facts and their sources."""
+
+    def review(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        draft: DraftArticle,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[ReviewResult]:
+        """One bounded review."""
+        ...
