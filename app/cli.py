@@ -158,8 +158,8 @@ def status(
         out.print(f"facts: {info.fact_count}", markup=False)
     if info.draft_revision is not None:
         out.print(f"draft revision: {info.draft_revision}  verdict: {info.verdict}", markup=False)
-    for error in outcome.errors:
-        out.print(f"  {error.code.value}: {error.detail}", markup=False)
+    for problem in outcome.errors:
+        out.print(f"  {problem.code.value}: {problem.detail}", markup=False)
 
 
 @cli.command()
