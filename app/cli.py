@@ -243,3 +243,7 @@ def schema(
 def main() -> None:
     """Console-script entry point."""
     cli()
+
+
+if __name__ == "__main__":
+    main()

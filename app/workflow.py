@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from app.checkpointing import open_checkpointer
 from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
+from app.ledger import RunLedgerBackend, ledger_for_url
 from app.services import build_context
 from app.settings import Settings
 from contracts import (
@@ -30,7 +31,6 @@ from contracts import (
 )
 from graphs import RunContext, build_graph
 from graphs.boundary import read
-from graphs.state import append_node_runs
 
 ArtifactName = Literal["article", "draft", "notes", "research", "review"]
 ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "review")
@@ -93,6 +93,7 @@ class Workflow:
         self._stack: ExitStack | None = None
         self._saver: BaseCheckpointSaver[str] | None = None
         self._graph: CompiledStateGraph[Any, Any, Any, Any] | None = None
+        self._ledger: RunLedgerBackend | None = None
 
     def __enter__(self) -> Workflow:
         self.open()
@@ -118,6 +119,8 @@ class Workflow:
         except BaseException:
             stack.close()
             raise
+        self._ledger = ledger_for_url(self.settings.resolved_database_url())
+        stack.callback(self._ledger.close)
         self._stack = stack
         self._graph = build_graph().compile(checkpointer=self._saver)
 
@@ -128,6 +131,7 @@ class Workflow:
         self._stack = None
         self._saver = None
         self._graph = None
+        self._ledger = None
 
     @property
     def graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -149,8 +153,16 @@ class Workflow:
     def context(self) -> RunContext:
         """The run-scoped services passed to every invoke (and every resume)."""
         if self._context is None:
-            self._context = build_context(self.settings)
+            self._context = build_context(self.settings, self.ledger)
         return self._context
+
+    @property
+    def ledger(self) -> RunLedgerBackend:
+        """The audit log beside this workflow's checkpoints."""
+        if self._ledger is None:
+            self.open()
+        assert self._ledger is not None
+        return self._ledger
 
     @staticmethod
     def config(thread_id: str) -> RunnableConfig:
@@ -171,7 +183,7 @@ class Workflow:
     ) -> RunOutcome:
         """Start a new thread for ``task`` and run it to its end (or first pause)."""
         spec = self.task(task) if isinstance(task, str) else TaskSpec.model_validate(task)
-        thread = check_thread_id(thread_id) if thread_id else new_thread_id()
+        thread = new_thread_id() if thread_id is None else check_thread_id(thread_id)
         if self._exists(thread):
             raise ThreadExists(
                 f"thread {thread!r} already exists; choose another id, or inspect it with "
@@ -249,8 +261,8 @@ class Workflow:
 
     def history(self, thread_id: str) -> list[NodeRun]:
         """The audit log: one NodeRun per node attempt, oldest first."""
-        values = self._values(thread_id)
-        return append_node_runs(values.get("audit") or [], [])
+        self._values(thread_id)
+        return self.context.ledger.runs(thread_id)
 
     def state(self, thread_id: str) -> dict[str, Any]:
         """The thread's latest state values (contracts, validated)."""

@@ -62,7 +62,9 @@ class Handoff(VersionedContract):
         default_factory=list, description="Inputs pinned by hash."
     )
     artifacts: list[ArtifactRef] = Field(
-        default_factory=list, description="Artifacts handed over, each at a specific revision."
+        default_factory=list,
+        description="Artifacts this step produced and hands over, each at a specific revision. "
+        "Source snapshots are pinned in the research bundle's sources.",
     )
     tool_receipts: list[ToolReceipt] = Field(default_factory=list, description="Tool calls made.")
     open_questions: list[Question] = Field(

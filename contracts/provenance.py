@@ -16,8 +16,5 @@ class Provenance(Contract):
     )
     node: str = Field(max_length=100, description="Graph node that recorded the item.")
     step: int | None = Field(
-        default=None, ge=-1, description="LangGraph superstep at which it was recorded."
-    )
-    thread_id: str | None = Field(
-        default=None, max_length=128, description="Thread the item was recorded in."
+        default=None, ge=-1, description="LangGraph superstep (of this thread) that recorded it."
     )

@@ -60,8 +60,9 @@ class Fact(Contract):
     question_id: Identifier | None = Field(
         default=None, description="Research question this fact answers."
     )
-    producer: str = Field(max_length=100, description="Agent that extracted the fact.")
-    provenance: Provenance = Field(description="Node and step that recorded the fact.")
+    provenance: Provenance = Field(
+        description="Producer (the extracting agent), node and step that recorded the fact."
+    )
 
     @model_validator(mode="after")
     def _span_fits_quote(self) -> Fact:

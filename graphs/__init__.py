@@ -7,6 +7,7 @@ from graphs.ports import (
     ArtifactStore,
     ResearchAgent,
     ReviewerAgent,
+    RunLedger,
     StepInfo,
     WriterAgent,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "ResearchAgent",
     "ReviewerAgent",
     "RunContext",
+    "RunLedger",
     "StepInfo",
     "WorkflowInput",
     "WorkflowOutput",

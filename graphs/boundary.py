@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from contracts import VersionedContract
 from graphs.errors import ContractViolation
-from graphs.state import CHANNEL_CONTRACTS, LIST_CHANNELS, NULLABLE_CHANNELS
+from graphs.state import CHANNEL_CONTRACTS, NULLABLE_CHANNELS
 
 M = TypeVar("M", bound=VersionedContract)
 
@@ -50,16 +50,6 @@ def validate_channel(node: str, channel: str, value: Any, *, direction: str) -> 
     if value is None and channel in NULLABLE_CHANNELS:
         return None
     try:
-        if channel in LIST_CHANNELS:
-            if not isinstance(value, list):
-                raise ContractViolation(
-                    f"node {node!r} {direction} {channel!r} as {type(value).__name__}; "
-                    f"expected a list of {model.__name__}",
-                    node=node,
-                    channel=channel,
-                    fields=[channel],
-                )
-            return [model.model_validate(item) for item in value]
         return model.model_validate(value)
     except ValidationError as error:
         raise ContractViolation(

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from graphs.ports import ArtifactStore, ResearchAgent, ReviewerAgent, WriterAgent
+from graphs.ports import ArtifactStore, ResearchAgent, ReviewerAgent, RunLedger, WriterAgent
 
 
 def utc_now() -> datetime:
@@ -26,5 +26,6 @@ class RunContext:
     research: ResearchAgent
     writer: WriterAgent
     reviewer: ReviewerAgent
+    ledger: RunLedger
     clock: Callable[[], datetime] = field(default=utc_now)
     fault: Callable[[str], None] = field(default=no_fault)

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from contracts import NodeRun, TaskSpec, Usage
-from graphs.boundary import read, require, validate_update
+from graphs.boundary import read, require, validate_channel, validate_update
 from graphs.context import RunContext
 from graphs.errors import MissingContext
 from graphs.ports import StepInfo
@@ -35,6 +35,10 @@ class NodeCall:
     def read(self, channel: str) -> Any:
         """A channel's value as its contract (or None), re-validated."""
         return read(self.state, channel, CHANNEL_CONTRACTS[channel], node=self.step.node)
+
+    def accept(self, channel: str, value: Any) -> Any:
+        """An agent's result, validated as the channel's contract before anything uses it."""
+        return validate_channel(self.step.node, channel, value, direction="returned")
 
     def require(self, channel: str) -> Any:
         """A channel that must be present here, re-validated."""
@@ -129,8 +133,9 @@ def contract_node(
             usage=result.usage,
             artifact_ids=result.artifact_ids,
         )
+        ctx.ledger.record(step.thread_id, record)
         ctx.fault(f"{node_id}:before_return")
-        return {**update, "audit": [record]}
+        return update
 
     node.__name__ = node_id
     return node

@@ -29,18 +29,18 @@ def research(call: NodeCall) -> NodeResult:
     """Research: read sources, extract sourced facts, hand them to the Writer."""
     previous: Handoff | None = call.read("handoff")
     output = call.ctx.research.research(call.task, previous, call.ctx.store, call.step)
-    bundle = output.result
-    snapshots = [source.snapshot for source in bundle.sources]
+    bundle: ResearchBundle = call.accept("research", output.result)
     handoff = build_handoff(
         call.task,
         call.step,
         next_action="write" if bundle.result_status != "failed" else "end",
         bundle=bundle,
-        artifacts=snapshots + list(bundle.artifact_refs),
+        artifacts=list(bundle.artifact_refs),
         receipts=output.receipts,
         previous=previous,
     )
-    artifact_ids = [_ref_id(ref.artifact_id, ref.revision) for ref in handoff.artifacts]
+    written = [source.snapshot for source in bundle.sources] + list(bundle.artifact_refs)
+    artifact_ids = [_ref_id(ref.artifact_id, ref.revision) for ref in written]
     return NodeResult(
         update={"research": bundle, "handoff": handoff},
         usage=output.usage,
@@ -57,14 +57,13 @@ def writer(call: NodeCall) -> NodeResult:
     output = call.ctx.writer.write(
         call.task, handoff, bundle, previous, review, call.ctx.store, call.step
     )
-    draft = output.result
-    snapshots = [source.snapshot for source in bundle.sources]
+    draft: DraftArticle = call.accept("draft", output.result)
     next_handoff = build_handoff(
         call.task,
         call.step,
         next_action="review",
         bundle=bundle,
-        artifacts=[draft.body, *snapshots],
+        artifacts=[draft.body],
         receipts=output.receipts,
         previous=handoff,
     )
@@ -81,7 +80,7 @@ def reviewer(call: NodeCall) -> NodeResult:
     bundle: ResearchBundle = call.require("research")
     draft: DraftArticle = call.require("draft")
     output = call.ctx.reviewer.review(call.task, handoff, bundle, draft, call.ctx.store, call.step)
-    review = output.result
+    review: ReviewResult = call.accept("review", output.result)
     artifacts = [draft.body] + ([review.report] if review.report else [])
     next_handoff = build_handoff(
         call.task,

@@ -11,6 +11,7 @@ from contracts import (
     ArtifactRef,
     DraftArticle,
     Handoff,
+    NodeRun,
     Provenance,
     ResearchBundle,
     ReviewResult,
@@ -44,6 +45,18 @@ class ArtifactStore(Protocol):
         ...
 
 
+class RunLedger(Protocol):
+    """The audit log beside the thread: one NodeRun per node attempt, in order."""
+
+    def record(self, thread_id: str, run: NodeRun) -> None:
+        """Append one attempt's record."""
+        ...
+
+    def runs(self, thread_id: str) -> list[NodeRun]:
+        """Every record of the thread, oldest first."""
+        ...
+
+
 @dataclass(frozen=True)
 class StepInfo:
     """Where a node runs: the thread, node and superstep, for ids and provenance."""
@@ -65,9 +78,7 @@ class StepInfo:
 
     def provenance(self, producer: str | None = None) -> Provenance:
         """Provenance stamped on what this step produces."""
-        return Provenance(
-            producer=producer or self.node, node=self.node, step=self.step, thread_id=self.thread_id
-        )
+        return Provenance(producer=producer or self.node, node=self.node, step=self.step)
 
 
 @dataclass

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import TypedDict
 
 from contracts import (
     DraftArticle,
     Handoff,
     HumanRequest,
-    NodeRun,
     ResearchBundle,
     ReviewResult,
     RunOutcome,
     TaskSpec,
     VersionedContract,
 )
-
-
-def append_node_runs(current: list[Any] | None, new: list[Any] | None) -> list[NodeRun]:
-    """Audit reducer: append-only, and every record is validated on the way in."""
-    existing = [NodeRun.model_validate(item) for item in current or []]
-    return existing + [NodeRun.model_validate(item) for item in new or []]
 
 
 class WorkflowInput(TypedDict):
@@ -39,7 +32,6 @@ class WorkflowState(TypedDict, total=False):
     review: ReviewResult | None
     human_request: HumanRequest | None
     outcome: RunOutcome | None
-    audit: Annotated[list[NodeRun], append_node_runs]
 
 
 class WorkflowOutput(TypedDict, total=False):
@@ -59,9 +51,11 @@ CHANNEL_CONTRACTS: dict[str, type[VersionedContract]] = {
     "review": ReviewResult,
     "human_request": HumanRequest,
     "outcome": RunOutcome,
-    "audit": NodeRun,
 }
-"""Contract of each channel; ``audit`` holds a list of NodeRun."""
+"""Contract of each channel.
 
-LIST_CHANNELS = frozenset({"audit"})
-NULLABLE_CHANNELS = frozenset(CHANNEL_CONTRACTS) - {"task", "audit"}
+The audit log (NodeRun records) is kept beside the thread by a RunLedger, not in state: it
+must also hold attempts that failed or crashed, which never reach a checkpoint.
+"""
+
+NULLABLE_CHANNELS = frozenset(CHANNEL_CONTRACTS) - {"task"}

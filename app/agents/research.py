@@ -48,7 +48,7 @@ class OfflineResearchAgent:
 
     default_corpus: list[Path]
     clock: Callable[[], datetime]
-    max_facts: int = 14
+    max_facts: int = 10
     min_shared_terms: int = 2
     read_file: Callable[[Path], bytes] = field(default=Path.read_bytes)
 
@@ -207,7 +207,6 @@ class OfflineResearchAgent:
                     confidence=confidence,
                     corroborating_source_ids=corroborating,
                     question_id=question_id,
-                    producer="research",
                     provenance=step.provenance(),
                 )
             )

@@ -1,0 +1,183 @@
+"""End-to-end runs on real SQLite files and a real artifact folder."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
+
+from app.checkpointing import sqlite_path
+from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
+from app.settings import BUNDLED_CORPUS, Settings
+from app.text import CITATION
+from app.workflow import Workflow
+from contracts import ResearchBundle, RunOutcome, TaskState, VersionedContract
+from graphs.state import CHANNEL_CONTRACTS
+from tests.conftest import OBJECTIVE, write_corpus
+
+SECOND_CORPUS = {
+    "honeybees.md": (
+        "# Honey bees\n\n"
+        "Honey bees communicate the direction of flowers to their nestmates with the waggle dance. "
+        "Karl von Frisch described the waggle dance of honey bees in detail during the 1940s. "
+        "A honey bee colony usually has one queen, thousands of workers and some drones.\n"
+    ),
+    "pollination.txt": (
+        "Pollination by honey bees supports many fruit and nut crops around the world. "
+        "The waggle dance encodes distance by its duration and direction by its angle to gravity. "
+        "Almond orchards in California depend heavily on managed honey bee colonies.\n"
+    ),
+}
+
+
+def test_default_run_completes_research_writer_reviewer_on_the_bundled_corpus(
+    workflow: Workflow,
+) -> None:
+    outcome = workflow.run(OBJECTIVE, "t-default")
+    assert outcome.state == TaskState.COMPLETED
+    assert outcome.result_status == "completed"
+    assert outcome.article is not None
+    assert [run.node_id for run in workflow.history("t-default")] == [
+        "research",
+        "writer",
+        "reviewer",
+        "finalize",
+    ]
+    article = workflow.artifact("t-default", "article")
+    assert hashlib.sha256(article).hexdigest() == outcome.article.sha256
+    assert article.startswith(b"# Explain how the Rosetta Stone")
+    assert CITATION.search(article.decode())
+
+
+def test_every_checkpoint_value_is_a_valid_contract_and_loads_without_serde_warnings(
+    workflow: Workflow,
+) -> None:
+    workflow.run(OBJECTIVE, "t-history")
+    events: list[Any] = []
+    unregister = register_serde_event_listener(events.append)
+    try:
+        with Workflow(workflow.settings) as reopened:  # load from the file, not from memory
+            states = list(reopened.graph.get_state_history(reopened.config("t-history")))
+    finally:
+        unregister()
+    assert events == [], f"serializer allowlist incomplete: {events}"
+    assert len(states) >= 5
+    for snapshot in states:
+        for channel, value in snapshot.values.items():
+            model = CHANNEL_CONTRACTS[channel]
+            for item in value if isinstance(value, list) else [value]:
+                if item is None:
+                    continue
+                assert isinstance(item, VersionedContract), f"{channel} came back as {type(item)}"
+                model.model_validate(item)
+
+
+def _largest_checkpoint_bytes(database: Path) -> int:
+    """Largest serialized checkpoint (the full channel values SqliteSaver stores per step)."""
+    with sqlite3.connect(database) as conn:
+        rows = conn.execute("SELECT length(checkpoint) + length(metadata) FROM checkpoints")
+        return max(size for (size,) in rows)
+
+
+def test_largest_checkpoint_stays_under_16kb_with_a_5mb_document_in_the_corpus(
+    tmp_path: Path, settings: Settings
+) -> None:
+    corpus = write_corpus(tmp_path / "big", {})
+    for path in BUNDLED_CORPUS.glob("*.md"):
+        (corpus / path.name).write_bytes(path.read_bytes())
+    filler = "".join(
+        f"Filler paragraph {n} talks about the weather in harbour town number {n}.\n\n"
+        for n in range(80_000)
+    )
+    (corpus / "zz-large.md").write_text("# Large document\n\n" + filler, encoding="utf-8")
+    assert (corpus / "zz-large.md").stat().st_size > 5_000_000
+    with Workflow(settings) as workflow:
+        outcome = workflow.run(workflow.task(OBJECTIVE, corpus=[str(corpus)]), "t-big")
+        assert outcome.result_status == "completed"
+        bundle = workflow.state("t-big")["research"]
+        large = next(source for source in bundle.sources if source.title == "Large document")
+        assert large.snapshot.size_bytes > 5_000_000, "the large source is held by reference"
+    database = sqlite_path(settings.resolved_database_url())
+    assert _largest_checkpoint_bytes(database) < 16 * 1024
+
+
+@pytest.mark.parametrize("corpus_name", ["bundled", "built_in_test"])
+def test_every_cited_claim_traces_to_a_verbatim_quote_in_its_source_snapshot(
+    tmp_path: Path, workflow: Workflow, corpus_name: str
+) -> None:
+    if corpus_name == "bundled":
+        task = workflow.task(OBJECTIVE)
+    else:
+        corpus = write_corpus(tmp_path / "bees", SECOND_CORPUS)
+        task = workflow.task("Explain the honey bee waggle dance", corpus=[str(corpus)])
+    outcome = workflow.run(task, "t-trace")
+    assert outcome.result_status == "completed"
+    article = workflow.artifact("t-trace", "article").decode()
+    bundle = workflow.state("t-trace")["research"]
+    assert isinstance(bundle, ResearchBundle)
+    cited = CITATION.findall(article)
+    assert cited, "the article cites claims"
+    for claim_id in cited:
+        fact = bundle.fact(claim_id)
+        assert fact is not None, f"{claim_id} is a fact in the bundle"
+        source = bundle.source(fact.source_id)
+        assert source is not None
+        snapshot = workflow.context.store.get(source.snapshot)
+        assert hashlib.sha256(snapshot).hexdigest() == source.sha256
+        text = snapshot.decode()
+        assert text[fact.span.start : fact.span.end] == fact.quote
+        original = Path(source.uri.removeprefix("file://")).read_bytes()
+        assert hashlib.sha256(original).hexdigest() == source.sha256
+
+
+def test_identical_tasks_on_two_threads_produce_byte_identical_articles(
+    workflow: Workflow,
+) -> None:
+    first = workflow.run(workflow.task(OBJECTIVE, task_id="same-task"), "t-one")
+    second = workflow.run(workflow.task(OBJECTIVE, task_id="same-task"), "t-two")
+    assert first.article and second.article
+    assert first.article.sha256 == second.article.sha256
+    assert first.article.artifact_id != second.article.artifact_id
+
+
+def test_a_used_thread_id_is_refused_for_a_new_run(workflow: Workflow) -> None:
+    workflow.run(OBJECTIVE, "t-taken")
+    before = workflow.checkpoint_count("t-taken")
+    with pytest.raises(ThreadExists, match="t-taken"):
+        workflow.run(OBJECTIVE, "t-taken")
+    assert workflow.checkpoint_count("t-taken") == before
+
+
+@pytest.mark.parametrize("thread_id", ["../x", "a/b", "", "-lead", "x" * 65, "sp ace"])
+def test_unsafe_thread_ids_are_refused(workflow: Workflow, thread_id: str) -> None:
+    with pytest.raises(InvalidThreadId, match="invalid thread id"):
+        workflow.run(OBJECTIVE, thread_id)
+
+
+def test_status_history_and_artifacts_of_an_unknown_thread_raise_thread_not_found(
+    workflow: Workflow,
+) -> None:
+    for call in (workflow.status, workflow.history, workflow.outcome):
+        with pytest.raises(ThreadNotFound, match="t-missing"):
+            call("t-missing")
+    assert workflow.threads() == []
+
+
+def test_named_artifacts_resolve_and_unknown_names_are_refused(workflow: Workflow) -> None:
+    workflow.run(OBJECTIVE, "t-names")
+    for name in ("article", "draft", "notes", "review"):
+        assert workflow.artifact("t-names", name)
+    with pytest.raises(UnknownArtifactName, match="expected one of"):
+        workflow.artifact("t-names", "secrets")
+    assert workflow.threads() == ["t-names"]
+
+
+def test_outcome_is_recorded_in_state_not_only_returned(workflow: Workflow) -> None:
+    returned = workflow.run(OBJECTIVE, "t-recorded")
+    stored = workflow.state("t-recorded")["outcome"]
+    assert isinstance(stored, RunOutcome)
+    assert stored == returned

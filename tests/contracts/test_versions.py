@@ -1,0 +1,150 @@
+"""Top-level contracts refuse versions and fields they do not know, even on ready-made instances."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from contracts import (
+    SCHEMA_VERSION,
+    TOP_LEVEL_CONTRACTS,
+    ArtifactRef,
+    Budget,
+    DraftArticle,
+    TaskSpec,
+    VersionedContract,
+)
+from tests.contracts.examples import EXAMPLES, contract_id
+
+BAD_VERSIONS = ["0.9", "2.0"]
+
+contracts = pytest.mark.parametrize("model", TOP_LEVEL_CONTRACTS, ids=contract_id)
+bad_versions = pytest.mark.parametrize("version", BAD_VERSIONS)
+
+
+def valid_data(model: type[VersionedContract]) -> dict[str, Any]:
+    return EXAMPLES[model].model_dump(mode="json")
+
+
+def assert_names_unsupported_version(
+    error: ValidationError, model: type[VersionedContract], version: str
+) -> None:
+    assert [e["loc"] for e in error.errors()] == [("schema_version",)]
+    message = str(error)
+    assert "schema_version" in message
+    assert repr(version) in message
+    assert f"supported: {', '.join(model.SUPPORTED_VERSIONS)}" in message
+
+
+def test_the_written_version_is_the_only_supported_one() -> None:
+    for model in TOP_LEVEL_CONTRACTS:
+        assert model.SUPPORTED_VERSIONS == (SCHEMA_VERSION,)
+        assert EXAMPLES[model].schema_version == SCHEMA_VERSION
+
+
+@contracts
+@bad_versions
+def test_model_validate_refuses_unknown_schema_version_naming_it_and_the_supported_ones(
+    model: type[VersionedContract], version: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate({**valid_data(model), "schema_version": version})
+    assert_names_unsupported_version(caught.value, model, version)
+
+
+@contracts
+@bad_versions
+def test_model_validate_json_refuses_unknown_schema_version(
+    model: type[VersionedContract], version: str
+) -> None:
+    payload = EXAMPLES[model].model_dump_json().replace(
+        f'"schema_version":"{SCHEMA_VERSION}"', f'"schema_version":"{version}"', 1
+    )
+    assert f'"schema_version":"{version}"' in payload
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate_json(payload)
+    assert_names_unsupported_version(caught.value, model, version)
+
+
+@contracts
+@bad_versions
+def test_assigning_an_unknown_schema_version_is_refused(
+    model: type[VersionedContract], version: str
+) -> None:
+    instance = EXAMPLES[model].model_copy(deep=True)
+    with pytest.raises(ValidationError) as caught:
+        instance.schema_version = version
+    assert_names_unsupported_version(caught.value, model, version)
+    assert instance.schema_version == SCHEMA_VERSION
+
+
+@contracts
+def test_unknown_extra_field_is_refused_naming_the_field(model: type[VersionedContract]) -> None:
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate({**valid_data(model), "surprise_field": "x"})
+    assert [(e["loc"], e["type"]) for e in caught.value.errors()] == [
+        (("surprise_field",), "extra_forbidden")
+    ]
+    assert "surprise_field" in str(caught.value)
+
+
+@contracts
+@bad_versions
+def test_model_validate_of_an_unvalidated_instance_revalidates_its_schema_version(
+    model: type[VersionedContract], version: str
+) -> None:
+    # LangGraph's checkpoint deserializer falls back to model_construct on schema drift.
+    constructed = model.model_construct(**{**dict(EXAMPLES[model]), "schema_version": version})
+    assert constructed.schema_version == version
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate(constructed)
+    assert_names_unsupported_version(caught.value, model, version)
+
+
+@contracts
+def test_model_validate_of_an_unvalidated_instance_reports_missing_required_fields(
+    model: type[VersionedContract],
+) -> None:
+    required = sorted(name for name, field in model.model_fields.items() if field.is_required())
+    assert required, f"{model.__name__} has no required field to drop"
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate(model.model_construct())
+    missing = sorted(str(e["loc"][0]) for e in caught.value.errors() if e["type"] == "missing")
+    assert missing == required
+
+
+@contracts
+def test_model_validate_of_a_valid_instance_returns_an_equal_copy(
+    model: type[VersionedContract],
+) -> None:
+    example = EXAMPLES[model]
+    revalidated = model.model_validate(example)
+    assert revalidated == example
+    assert revalidated is not example
+
+
+def test_revalidation_reaches_an_unvalidated_nested_contract() -> None:
+    body = ArtifactRef.model_construct(**{**dict(EXAMPLES[ArtifactRef]), "revision": 0})
+    draft = DraftArticle.model_construct(**{**dict(EXAMPLES[DraftArticle]), "body": body})
+    with pytest.raises(ValidationError) as caught:
+        DraftArticle.model_validate(draft)
+    assert [e["loc"] for e in caught.value.errors()] == [("body", "revision")]
+
+
+def test_revalidation_refuses_a_naive_deadline_smuggled_in_by_model_construct() -> None:
+    budget = Budget.model_construct(deadline=datetime(2030, 1, 1))
+    task = TaskSpec.model_construct(**{**dict(EXAMPLES[TaskSpec]), "budget": budget})
+    with pytest.raises(ValidationError) as caught:
+        TaskSpec.model_validate(task)
+    assert [e["loc"] for e in caught.value.errors()] == [("budget", "deadline")]
+    assert "timezone" in str(caught.value)
+
+
+def test_revalidation_accepts_nested_contracts_left_as_plain_dicts() -> None:
+    # LangGraph's msgpack serde hands nested models to model_construct as dicts.
+    example = EXAMPLES[DraftArticle]
+    data = {**dict(example), "body": example.body.model_dump(mode="json")}
+    assert DraftArticle.model_validate(DraftArticle.model_construct(**data)) == example

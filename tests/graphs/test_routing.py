@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contracts import ArtifactRef, DraftArticle, ResearchBundle, ReviewResult, TaskSpec
+from graphs.errors import ContractViolation
+from graphs.routing import route_after_research, route_after_review
+
+SHA = "a" * 64
+
+
+def _ref(kind: str = "draft") -> ArtifactRef:
+    return ArtifactRef(
+        artifact_id=f"t-{kind}",
+        kind=kind,  # type: ignore[arg-type]
+        uri=f"artifact://{kind}/t-{kind}",
+        media_type="text/markdown",
+        sha256=SHA,
+        revision=1,
+        size_bytes=10,
+    )
+
+
+def _state(verdict: str, revision: int, rounds: int = 3) -> dict[str, Any]:
+    return {
+        "task": TaskSpec(task_id="t", objective="Explain it", budget={"max_review_rounds": rounds}),
+        "draft": DraftArticle(
+            task_id="t", result_status="completed", revision=revision, body=_ref(), word_count=3
+        ),
+        "review": ReviewResult(task_id="t", draft_revision=revision, verdict=verdict),  # type: ignore[arg-type]
+    }
+
+
+def test_failed_research_routes_to_conclude() -> None:
+    bundle = ResearchBundle(task_id="t", result_status="failed")
+    assert route_after_research({"research": bundle}) == "conclude"
+
+
+def test_research_without_facts_routes_to_conclude_even_if_partial() -> None:
+    state = {"research": {"task_id": "t", "result_status": "partial", "facts": []}}
+    assert route_after_research(state) == "conclude"
+
+
+def test_router_accepts_plain_dicts_as_a_server_would_send() -> None:
+    state = {key: value.model_dump(mode="json") for key, value in _state("approved", 1).items()}
+    assert route_after_review(state) == "finalize"
+
+
+@pytest.mark.parametrize(
+    ("verdict", "revision", "rounds", "expected"),
+    [
+        ("approved", 1, 3, "finalize"),
+        ("changes_requested", 1, 3, "writer"),
+        ("changes_requested", 2, 3, "writer"),
+        ("changes_requested", 3, 3, "conclude"),
+        ("changes_requested", 1, 1, "conclude"),
+        ("rejected", 1, 3, "conclude"),
+    ],
+)
+def test_review_routing_follows_verdict_and_round_budget(
+    verdict: str, revision: int, rounds: int, expected: str
+) -> None:
+    assert route_after_review(_state(verdict, revision, rounds)) == expected
+
+
+def test_review_of_another_draft_revision_is_refused() -> None:
+    state = _state("approved", 2)
+    state["review"] = ReviewResult(task_id="t", draft_revision=1, verdict="approved")
+    with pytest.raises(ValueError, match="revision 1.*revision 2"):
+        route_after_review(state)
+
+
+def test_router_without_review_names_the_missing_channel() -> None:
+    state = _state("approved", 1)
+    del state["review"]
+    with pytest.raises(ContractViolation, match="review"):
+        route_after_review(state)
