@@ -50,13 +50,24 @@ def _blocks(text: str) -> Iterator[tuple[int, int]]:
 
 
 def sentences(text: str) -> list[Sentence]:
-    """Prose sentences of a markdown text, headings excluded, with exact offsets."""
+    """Prose sentences of a markdown text, headings excluded, with exact offsets.
+
+    Trailing text without end punctuation still counts as a sentence, so nothing in a
+    draft escapes the reviewer's checks by omitting a full stop.
+    """
     found: list[Sentence] = []
     for block_start, block_end in _blocks(text):
         block = text[block_start:block_end]
+        consumed = 0
         for match in _SENTENCE.finditer(block):
             start = block_start + match.start()
             end = block_start + match.end()
+            found.append(Sentence(text=text[start:end], start=start, end=end, index=len(found)))
+            consumed = match.end()
+        rest = block[consumed:]
+        if rest.strip():
+            start = block_start + consumed + (len(rest) - len(rest.lstrip()))
+            end = block_start + consumed + len(rest.rstrip())
             found.append(Sentence(text=text[start:end], start=start, end=end, index=len(found)))
     return found
 

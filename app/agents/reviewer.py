@@ -70,10 +70,11 @@ class OfflineReviewerAgent:
             self._report(draft, accepted, rejected, changes).encode(),
             "text/markdown",
         )
+        usable = {fact.id for fact in bundle.facts} - set(draft.excluded_claim_ids) - set(rejected)
         if not changes:
             verdict: Verdict = "approved"
-        elif rejected and not accepted:
-            verdict = "rejected"
+        elif not accepted and not usable:
+            verdict = "rejected"  # nothing verifiable is left to write from
         else:
             verdict = "changes_requested"
         result = ReviewResult(

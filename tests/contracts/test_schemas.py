@@ -90,7 +90,9 @@ def test_export_schemas_reproduces_the_committed_folder_byte_for_byte(tmp_path: 
 def test_committed_schema_is_a_valid_draft_2020_12_schema(model: type[VersionedContract]) -> None:
     schema = committed_schema(model)
     Draft202012Validator.check_schema(schema)
-    assert schema["$schema"] == JSON_SCHEMA_DIALECT == "https://json-schema.org/draft/2020-12/schema"
+    assert (
+        schema["$schema"] == JSON_SCHEMA_DIALECT == "https://json-schema.org/draft/2020-12/schema"
+    )
     assert schema["$id"] == f"{model.__name__}.json"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -60,10 +61,7 @@ def test_model_validate_refuses_unknown_schema_version_naming_it_and_the_support
 def test_model_validate_json_refuses_unknown_schema_version(
     model: type[VersionedContract], version: str
 ) -> None:
-    payload = EXAMPLES[model].model_dump_json().replace(
-        f'"schema_version":"{SCHEMA_VERSION}"', f'"schema_version":"{version}"', 1
-    )
-    assert f'"schema_version":"{version}"' in payload
+    payload = json.dumps({**valid_data(model), "schema_version": version})
     with pytest.raises(ValidationError) as caught:
         model.model_validate_json(payload)
     assert_names_unsupported_version(caught.value, model, version)

@@ -1,0 +1,106 @@
+"""The ``handoff`` command, run as a real subprocess against real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.exit_codes import ExitCode
+from tests.conftest import OBJECTIVE
+
+HANDOFF = Path(sys.executable).parent / "handoff"
+
+
+def handoff(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
+    return subprocess.run(
+        [*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One completed run (the README's main job), shared by the read-only tests."""
+    cwd = tmp_path_factory.mktemp("cli")
+    result = handoff(cwd, "run", OBJECTIVE, "--thread", "t-cli")
+    assert result.returncode == ExitCode.COMPLETED, result.stderr
+    assert "thread: t-cli" in result.stdout
+    assert "artifact://article/t-cli-article" in result.stdout
+    assert "handoff show t-cli --artifact article" in result.stdout
+    return cwd
+
+
+def test_run_prints_progress_per_node_on_stderr(finished: Path) -> None:
+    result = handoff(finished, "run", OBJECTIVE, "--thread", "t-cli-2")
+    assert result.returncode == 0
+    for node in ("research:", "writer:", "reviewer:", "finalize:"):
+        assert node in result.stderr
+
+
+def test_run_json_prints_a_run_outcome(finished: Path) -> None:
+    result = handoff(finished, "run", OBJECTIVE, "--json")
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["kind"] == "run_outcome"
+    assert outcome["state"] == "TASK_STATE_COMPLETED"
+    assert outcome["article"]["uri"].startswith("artifact://article/")
+
+
+def test_show_prints_the_article(finished: Path) -> None:
+    result = handoff(finished, "show", "t-cli")
+    assert result.returncode == 0
+    assert result.stdout.startswith("# Explain how the Rosetta Stone")
+    assert "[claim-" in result.stdout
+
+
+def test_status_history_and_threads(finished: Path) -> None:
+    status = handoff(finished, "status", "t-cli", "--json")
+    assert status.returncode == 0
+    assert json.loads(status.stdout)["outcome"]["result_status"] == "completed"
+    history = handoff(finished, "history", "t-cli", "--json")
+    assert [run["node_id"] for run in json.loads(history.stdout)] == [
+        "research",
+        "writer",
+        "reviewer",
+        "finalize",
+    ]
+    table = handoff(finished, "history", "t-cli")
+    assert "research" in table.stdout and "succeeded" in table.stdout
+    threads = handoff(finished, "threads")
+    assert "t-cli" in threads.stdout.split()
+
+
+def test_unknown_thread_exits_not_found_with_one_line(finished: Path) -> None:
+    result = handoff(finished, "status", "t-nope")
+    assert result.returncode == ExitCode.NOT_FOUND
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "t-nope" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_invalid_input_exits_usage_naming_the_field(tmp_path: Path) -> None:
+    result = handoff(tmp_path, "run", OBJECTIVE, "--max-words", "3")
+    assert result.returncode == ExitCode.USAGE
+    assert "max_words" in result.stderr and "greater than or equal to 10" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_research_without_evidence_exits_failed(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "bees.md").write_text("Honey bees dance to share where flowers are.\n")
+    result = handoff(tmp_path, "run", "Describe quantum chromodynamics", "--corpus", str(corpus))
+    assert result.returncode == ExitCode.FAILED
+    assert "INSUFFICIENT_EVIDENCE" in result.stdout
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    result = handoff(tmp_path, "--debug", "show", "t-nope")
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr

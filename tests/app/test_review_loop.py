@@ -1,0 +1,189 @@
+"""Writer ↔ Reviewer rounds: changes are requested, addressed, or the budget ends the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from app.agents import OfflineWriterAgent
+from app.text import CITATION
+from app.workflow import Workflow
+from contracts import (
+    DraftArticle,
+    ErrorCode,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    TaskSpec,
+    TaskState,
+)
+from graphs import AgentOutput, ArtifactStore, StepInfo
+from tests.conftest import OBJECTIVE
+
+
+@dataclass
+class SloppyWriter:
+    """Writes bad drafts for the first ``bad_rounds`` rounds, then defers to the real one."""
+
+    bad_rounds: int
+    body: str = (
+        "# Draft\n\n## Overview\n\nThe stone was carried to the moon in 1850 [claim-9999]. "
+        "Everyone agrees the stone is pretty.\n"
+    )
+    real: OfflineWriterAgent = field(default_factory=OfflineWriterAgent)
+    reviews_seen: list[ReviewResult | None] = field(default_factory=list)
+
+    def write(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        previous: DraftArticle | None,
+        review: ReviewResult | None,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[DraftArticle]:
+        self.reviews_seen.append(review)
+        revision = previous.revision + 1 if previous else 1
+        if revision > self.bad_rounds:
+            return self.real.write(task, handoff, bundle, previous, review, store, step)
+        ref = store.put(step.artifact_id("draft"), "draft", self.body.encode(), "text/markdown")
+        draft = DraftArticle(
+            task_id=task.task_id,
+            result_status="completed",
+            revision=revision,
+            body=ref,
+            cited_claim_ids=CITATION.findall(self.body),
+            word_count=20,
+        )
+        return AgentOutput(draft)
+
+
+def _with_writer(workflow: Workflow, writer: SloppyWriter) -> Workflow:
+    return Workflow(workflow.settings, context=replace(workflow.context, writer=writer))
+
+
+def test_reviewer_requests_changes_and_the_writer_addresses_them_in_round_two(
+    workflow: Workflow,
+) -> None:
+    writer = SloppyWriter(bad_rounds=1)
+    with _with_writer(workflow, writer) as sloppy:
+        outcome = sloppy.run(OBJECTIVE, "t-loop")
+        state = sloppy.state("t-loop")
+    assert outcome.result_status == "completed"
+    assert outcome.review_rounds == 2
+    first_review = writer.reviews_seen[1]
+    assert first_review is not None and first_review.verdict == "changes_requested"
+    codes = {change.code for change in first_review.required_changes}
+    assert {ErrorCode.UNKNOWN_CLAIM, ErrorCode.UNCITED_SENTENCE} <= codes
+    assert first_review.rejected_claims == ["claim-9999"]
+    draft = state["draft"]
+    assert draft.revision == 2
+    assert "claim-9999" in draft.excluded_claim_ids
+    assert "UNKNOWN_CLAIM:claim-9999" in draft.addressed_changes
+    assert draft.body.revision == 2, "each round is a new revision of the draft artifact"
+    article = workflow.artifact("t-loop", "article").decode()
+    assert "claim-9999" not in article and "moon" not in article
+    nodes = [run.node_id for run in workflow.history("t-loop")]
+    assert nodes == ["research", "writer", "reviewer", "writer", "reviewer", "finalize"]
+
+
+def test_review_rounds_exhausted_end_partial_with_budget_exhausted(workflow: Workflow) -> None:
+    writer = SloppyWriter(bad_rounds=5)
+    with _with_writer(workflow, writer) as sloppy:
+        task = sloppy.task(OBJECTIVE, budget={"max_review_rounds": 2})
+        outcome = sloppy.run(task, "t-exhausted")
+    assert outcome.state == TaskState.COMPLETED
+    assert outcome.result_status == "partial"
+    assert outcome.errors[0].code == ErrorCode.BUDGET_EXHAUSTED
+    assert outcome.draft is not None and outcome.article is None
+    assert outcome.review_rounds == 2
+    assert [run.node_id for run in workflow.history("t-exhausted")][-1] == "conclude"
+
+
+@dataclass
+class RejectingReviewer:
+    """A reviewer that finds nothing verifiable, as when every source was withdrawn."""
+
+    def review(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        draft: DraftArticle,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[ReviewResult]:
+        change = {"code": ErrorCode.QUOTE_NOT_FOUND, "reason": "no quote verifies"}
+        return AgentOutput(
+            ReviewResult(
+                task_id=task.task_id,
+                draft_revision=draft.revision,
+                verdict="rejected",
+                rejected_claims=draft.cited_claim_ids,
+                required_changes=[change],
+            )
+        )
+
+
+def test_a_rejected_draft_ends_the_run_failed_with_review_rejected(workflow: Workflow) -> None:
+    context = replace(workflow.context, reviewer=RejectingReviewer())
+    with Workflow(workflow.settings, context=context) as rejecting:
+        outcome = rejecting.run(OBJECTIVE, "t-rejected")
+    assert outcome.state == TaskState.FAILED
+    assert outcome.result_status == "failed"
+    assert ErrorCode.REVIEW_REJECTED in {error.code for error in outcome.errors}
+    assert outcome.review_rounds == 1
+
+
+def test_writer_honours_word_limit_and_required_sections_and_reviewer_checks_them(
+    workflow: Workflow,
+) -> None:
+    sections = ["The Stone", "Decipherment"]
+    task = workflow.task(
+        OBJECTIVE, constraints={"max_words": 120, "required_sections": sections}
+    )
+    outcome = workflow.run(task, "t-constraints")
+    assert outcome.result_status == "completed"
+    state = workflow.state("t-constraints")
+    assert state["draft"].word_count <= 120
+    article = workflow.artifact("t-constraints", "article").decode()
+    for title in sections:
+        assert f"## {title}" in article
+
+
+def test_reviewer_flags_a_draft_over_the_word_limit() -> None:
+    from app.agents import OfflineReviewerAgent
+    from app.artifacts import FilesystemArtifactStore
+    from contracts import ArtifactRef
+
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = FilesystemArtifactStore(Path(folder))
+        body = "# T\n\n## A\n\n" + "word " * 50 + "\n"
+        ref: ArtifactRef = store.put("t-draft", "draft", body.encode(), "text/markdown")
+        task = TaskSpec(
+            task_id="t",
+            objective="Explain it",
+            constraints={"max_words": 20, "required_sections": ["A", "Missing"]},
+        )
+        draft = DraftArticle(
+            task_id="t", result_status="completed", revision=1, body=ref, word_count=50
+        )
+        bundle = ResearchBundle(task_id="t", result_status="completed")
+        handoff = Handoff(
+            task_id="t",
+            task_version=1,
+            objective="Explain it",
+            from_node="writer",
+            next_allowed_action="review",
+            provenance={"producer": "writer", "node": "writer"},
+        )
+        step = StepInfo(thread_id="t", node="reviewer", step=3, task_version=1)
+        review = OfflineReviewerAgent().review(task, handoff, bundle, draft, store, step).result
+    codes = [change.code for change in review.required_changes]
+    assert ErrorCode.CONSTRAINT_VIOLATED in codes
+    assert ErrorCode.MISSING_SECTION in codes
+    assert ErrorCode.UNCITED_SENTENCE in codes
+    assert review.verdict == "rejected", "an empty bundle leaves nothing to write from"
