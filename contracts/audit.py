@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field
 
-from contracts.base import Contract, Sha256Hex, VersionedContract
+from contracts.base import Contract, Sha256Hex, UtcDatetime, VersionedContract
 from contracts.errors import ErrorKind
 
 NodeStatus = Literal["ready", "running", "waiting_user", "succeeded", "failed"]
@@ -36,9 +35,11 @@ class NodeRun(VersionedContract):
     attempt: int = Field(ge=1, description="Attempt number for this node step.")
     status: NodeStatus = Field(description="Status at the end of the attempt.")
     input_hash: Sha256Hex = Field(description="Hash of input contracts + task_version.")
-    started_at: datetime = Field(description="When the attempt started (UTC).")
-    ended_at: datetime | None = Field(default=None, description="When it ended (UTC).")
-    duration_ms: float | None = Field(default=None, ge=0, description="Wall time.")
+    started_at: UtcDatetime = Field(description="When the attempt started (UTC).")
+    ended_at: UtcDatetime | None = Field(default=None, description="When it ended (UTC).")
+    duration_ms: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Wall time in milliseconds."
+    )
     usage: Usage = Field(default_factory=Usage, description="Resources consumed.")
     artifact_ids: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*@[0-9]+$")]] = (
         Field(default_factory=list, description="Artifacts written, as <artifact_id>@<revision>.")

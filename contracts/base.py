@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION = "1.0"
 """The schema version this code writes."""
@@ -22,7 +23,16 @@ Sha256Hex = Annotated[
     str,
     Field(pattern=r"^[0-9a-f]{64}$", description="Lower-case hex sha256 digest (64 chars)."),
 ]
-ShortText = Annotated[str, Field(max_length=2000)]
+
+
+def _to_utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("datetime must include a timezone, e.g. 2030-01-01T00:00:00Z")
+    return value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
+"""A timezone-aware instant, normalised to UTC so it survives JSON exactly."""
 
 
 class Contract(BaseModel):
@@ -38,7 +48,9 @@ class VersionedContract(Contract):
 
     The version is checked explicitly because LangGraph's deserializer falls back to
     ``model_construct`` on schema drift: an object written by another version must be
-    refused loudly rather than half-loaded.
+    refused loudly rather than half-loaded. (Drift *within* a version, such as an extra
+    field, is dropped by ``model_construct`` before we see it: bump the version when the
+    shape changes.)
     """
 
     SUPPORTED_VERSIONS: ClassVar[tuple[str, ...]] = (SCHEMA_VERSION,)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract
+from contracts.base import Contract, Identifier, Sha256Hex, UtcDatetime, VersionedContract
 from contracts.errors import ErrorDetail, ResultStatus
 from contracts.provenance import Provenance
 
@@ -40,7 +39,7 @@ class Source(Contract):
     id: Identifier = Field(pattern=r"^src-[0-9]+$", description="Source id, src-N.")
     uri: str = Field(max_length=2000, description="Where the source was read from.")
     title: str = Field(max_length=300, description="Title of the document.")
-    retrieved_at: datetime = Field(description="When the source was read (UTC).")
+    retrieved_at: UtcDatetime = Field(description="When the source was read (UTC).")
     sha256: Sha256Hex = Field(description="sha256 of the bytes that were read.")
     snapshot: ArtifactRef = Field(description="Snapshot of those bytes in the artifact store.")
 
@@ -111,12 +110,13 @@ class ResearchBundle(VersionedContract):
 
     @model_validator(mode="after")
     def _facts_cite_known_sources(self) -> ResearchBundle:
-        source_ids = {source.id for source in self.sources}
+        source_ids = [source.id for source in self.sources]
+        if len(source_ids) != len(set(source_ids)):
+            raise ValueError("sources must have unique ids")
         for index, fact in enumerate(self.facts):
-            if fact.source_id not in source_ids:
-                raise ValueError(
-                    f"facts[{index}] ({fact.id}) cites unknown source_id {fact.source_id!r}"
-                )
+            for cited in (fact.source_id, *fact.corroborating_source_ids):
+                if cited not in source_ids:
+                    raise ValueError(f"facts[{index}] ({fact.id}) cites unknown source {cited!r}")
         ids = [fact.id for fact in self.facts]
         if len(ids) != len(set(ids)):
             raise ValueError("facts must have unique ids")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import Field, field_validator
 
-from contracts.base import Contract, Identifier, VersionedContract
+from contracts.base import Contract, Identifier, UtcDatetime, VersionedContract
 
 StalePolicy = Literal["reevaluate", "fail", "ask"]
 
@@ -47,20 +46,13 @@ class Budget(Contract):
         default=None, ge=1, description="Most tool calls (source reads, searches) per thread."
     )
     max_tokens: int | None = Field(default=None, ge=1, description="Most model tokens per thread.")
-    deadline: datetime | None = Field(
+    deadline: UtcDatetime | None = Field(
         default=None, description="Time after which no further step starts (timezone-aware)."
     )
     max_review_rounds: int = Field(
         default=3, ge=1, le=50, description="Most Writer→Reviewer rounds."
     )
     max_attempts: int = Field(default=3, ge=1, le=10, description="Most attempts per node step.")
-
-    @field_validator("deadline")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("deadline must include a timezone, e.g. 2030-01-01T00:00:00Z")
-        return value
 
 
 class Policies(Contract):
@@ -102,12 +94,10 @@ class TaskSpec(VersionedContract):
     budget: Budget = Field(default_factory=Budget, description="Limits for the run.")
     policies: Policies = Field(default_factory=Policies, description="Decision policies.")
 
-    @field_validator("objective")
+    @field_validator("objective", mode="before")
     @classmethod
-    def _objective_has_words(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("objective must not be blank")
-        return value.strip()
+    def _strip_objective(cls, value: object) -> object:
+        return value.strip() if isinstance(value, str) else value
 
     def research_questions(self) -> list[str]:
         """The questions research must answer: the explicit ones, else the objective."""

@@ -139,9 +139,7 @@ def test_writer_honours_word_limit_and_required_sections_and_reviewer_checks_the
     workflow: Workflow,
 ) -> None:
     sections = ["The Stone", "Decipherment"]
-    task = workflow.task(
-        OBJECTIVE, constraints={"max_words": 120, "required_sections": sections}
-    )
+    task = workflow.task(OBJECTIVE, constraints={"max_words": 120, "required_sections": sections})
     outcome = workflow.run(task, "t-constraints")
     assert outcome.result_status == "completed"
     state = workflow.state("t-constraints")
@@ -152,12 +150,12 @@ def test_writer_honours_word_limit_and_required_sections_and_reviewer_checks_the
 
 
 def test_reviewer_flags_a_draft_over_the_word_limit() -> None:
+    import tempfile
+    from pathlib import Path
+
     from app.agents import OfflineReviewerAgent
     from app.artifacts import FilesystemArtifactStore
     from contracts import ArtifactRef
-
-    import tempfile
-    from pathlib import Path
 
     with tempfile.TemporaryDirectory() as folder:
         store = FilesystemArtifactStore(Path(folder))

@@ -74,7 +74,8 @@ def test_schema_folder_holds_no_file_for_a_contract_that_is_gone() -> None:
     expected = {f"{model.__name__}.json" for model in TOP_LEVEL_CONTRACTS}
     present = {path.name for path in SCHEMA_DIR.iterdir()}
     assert present - expected == set(), (
-        f"stale files in contracts/schemas/: {sorted(present - expected)}; delete them and {REGENERATE}"
+        f"stale files in contracts/schemas/: {sorted(present - expected)}; "
+        f"delete them and {REGENERATE}"
     )
 
 

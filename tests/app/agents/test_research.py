@@ -68,13 +68,15 @@ def test_an_unreadable_source_makes_research_partial_and_keeps_other_ids(tmp_pat
     corpus = write_corpus(
         tmp_path / "corpus",
         {
-            "a-good.md": "# Bees\n\nHoney bees perform the waggle dance to share flower locations.\n",
+            "a-good.md": "# Bees\n\nHoney bees perform the waggle dance to share flowers.\n",
             "b-broken.md": "placeholder",
             "c-good.md": "# More bees\n\nThe waggle dance of honey bees encodes distance.\n",
         },
     )
     (corpus / "b-broken.md").write_bytes(b"\xff\xfe\x00 not utf-8 \xc3\x28")
-    task = TaskSpec(task_id="t", objective="Explain the honey bee waggle dance", corpus=[str(corpus)])
+    task = TaskSpec(
+        task_id="t", objective="Explain the honey bee waggle dance", corpus=[str(corpus)]
+    )
     _, bundle = _run(tmp_path, task)
     assert bundle.result_status == "partial"
     assert [(error.code, error.source_id) for error in bundle.errors] == [
