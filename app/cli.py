@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from app.errors import ThreadFinished
 from app.exit_codes import ExitCode, for_error, for_outcome
 from app.settings import Settings
 from app.workflow import ARTIFACT_NAMES, Workflow
@@ -56,17 +57,16 @@ def _workflow() -> Workflow:
     return Workflow(Settings())
 
 
-def _print_outcome(outcome: RunOutcome, workflow: Workflow, as_json: bool) -> None:
+def _print_outcome(outcome: RunOutcome, settings: Settings, as_json: bool) -> None:
     if as_json:
         out.print_json(outcome.model_dump_json())
         return
     out.print(f"thread: {outcome.thread_id}", markup=False)
     out.print(f"state: {outcome.state.value}  result: {outcome.result_status}", markup=False)
     if outcome.article is not None:
-        path = workflow.settings.resolved_artifact_dir()
         out.print(
             f"article: {outcome.article.uri} (revision {outcome.article.revision}, "
-            f"sha256 {outcome.article.sha256[:12]}…) in {path}",
+            f"sha256 {outcome.article.sha256[:12]}…) in {settings.resolved_artifact_dir()}",
             markup=False,
         )
         out.print(f"read it: handoff show {outcome.thread_id} --artifact article", markup=False)
@@ -119,7 +119,25 @@ def run(
                 budget=budget,
             )
             outcome = workflow.run(task, thread, on_progress=None if as_json else _progress)
-            _print_outcome(outcome, workflow, as_json)
+            _print_outcome(outcome, workflow.settings, as_json)
+    except (HandoffError, ValidationError, OSError, ValueError) as error:
+        _fail(error)
+    raise typer.Exit(int(for_outcome(outcome)))
+
+
+@cli.command()
+def resume(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
+    """Continue a thread that was interrupted or crashed, from its last completed step."""
+    try:
+        with _workflow() as workflow:
+            outcome = workflow.resume(thread_id, on_progress=None if as_json else _progress)
+            _print_outcome(outcome, workflow.settings, as_json)
+    except ThreadFinished as finished:
+        _print_outcome(finished.outcome, Settings(), as_json)
+        _fail(finished)
     except (HandoffError, ValidationError, OSError, ValueError) as error:
         _fail(error)
     raise typer.Exit(int(for_outcome(outcome)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contracts import ErrorCode
+from contracts import ErrorCode, HumanRequest, RunOutcome
 from graphs.errors import HandoffError
 
 
@@ -22,6 +22,26 @@ class InvalidThreadId(HandoffError, ValueError):
     """A thread id that cannot be used to name artifacts safely."""
 
     code = ErrorCode.INVALID_INPUT
+
+
+class ThreadFinished(HandoffError, ValueError):
+    """A resume was asked for on a thread that has already ended."""
+
+    code = ErrorCode.INVALID_INPUT
+
+    def __init__(self, message: str, outcome: RunOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+class DecisionRequired(HandoffError, ValueError):
+    """The thread waits for a human decision and none was given."""
+
+    code = ErrorCode.MISSING_INPUT
+
+    def __init__(self, message: str, request: HumanRequest | None) -> None:
+        super().__init__(message)
+        self.request = request
 
 
 class UnknownArtifactName(HandoffError, LookupError):

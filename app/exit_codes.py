@@ -6,7 +6,14 @@ from enum import IntEnum
 
 from pydantic import ValidationError
 
-from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
+from app.errors import (
+    DecisionRequired,
+    InvalidThreadId,
+    ThreadExists,
+    ThreadFinished,
+    ThreadNotFound,
+    UnknownArtifactName,
+)
 from contracts import RunOutcome, TaskState
 
 
@@ -39,6 +46,10 @@ def for_error(error: BaseException) -> ExitCode:
     """Exit code of an error raised by the Python API."""
     from graphs.errors import IntegrityError
 
+    if isinstance(error, ThreadFinished):
+        return ExitCode.ALREADY_FINISHED
+    if isinstance(error, DecisionRequired):
+        return ExitCode.WAITING_FOR_HUMAN
     if isinstance(error, (ThreadNotFound, UnknownArtifactName)):
         return ExitCode.NOT_FOUND
     if isinstance(error, (InvalidThreadId, ThreadExists, ValidationError)):

@@ -1,47 +1,88 @@
 """The audit log beside each thread, in the same database as its checkpoints.
 
 It lives outside the checkpoint so that it can hold attempts that failed or were killed
-(they never reach a checkpoint) and so that checkpoints stay small however long a run is.
+(they never reach a checkpoint), so that checkpoints stay small however long a run is, and
+so that a node re-run after a crash can reuse the result its finished attempt recorded.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 from app.checkpointing import UnsupportedDatabaseUrl, sqlite_path
-from contracts import NodeRun
+from contracts import NodeError, NodeRun
 
 SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS handoff_node_runs (
     thread_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
     node_id TEXT NOT NULL,
+    input_hash TEXT NOT NULL,
     status TEXT NOT NULL,
     record TEXT NOT NULL,
+    result TEXT,
     PRIMARY KEY (thread_id, seq)
 )
 """
+
+
+@dataclass
+class _Entry:
+    run: NodeRun
+    result: str | None = None
 
 
 class MemoryRunLedger:
     """For ``memory://`` runs and tests: kept for the life of the process only."""
 
     def __init__(self) -> None:
-        self._runs: dict[str, list[NodeRun]] = {}
+        self._entries: dict[str, list[_Entry]] = {}
         self._lock = threading.Lock()
 
-    def record(self, thread_id: str, run: NodeRun) -> None:
-        """Append one attempt's record."""
+    def start(self, thread_id: str, run: NodeRun) -> int:
+        """Record an attempt that is starting; returns its sequence number."""
         with self._lock:
-            self._runs.setdefault(thread_id, []).append(NodeRun.model_validate(run))
+            entries = self._entries.setdefault(thread_id, [])
+            entries.append(_Entry(NodeRun.model_validate(run)))
+            return len(entries)
+
+    def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
+        """Replace the attempt's record with its final state (and result, if it succeeded)."""
+        with self._lock:
+            self._entries[thread_id][seq - 1] = _Entry(NodeRun.model_validate(run), result)
 
     def runs(self, thread_id: str) -> list[NodeRun]:
         """Every record of the thread, oldest first."""
         with self._lock:
-            return list(self._runs.get(thread_id, []))
+            return [entry.run for entry in self._entries.get(thread_id, [])]
+
+    def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
+        """The stored update of a succeeded attempt with this input, if any."""
+        with self._lock:
+            for entry in reversed(self._entries.get(thread_id, [])):
+                run = entry.run
+                if (
+                    run.node_id == node_id
+                    and run.input_hash == input_hash
+                    and run.status == "succeeded"
+                    and entry.result is not None
+                ):
+                    return entry.result
+        return None
+
+    def abandon_running(self, thread_id: str, detail: str) -> int:
+        """Mark attempts left 'running' by a process that died as failed; returns how many."""
+        with self._lock:
+            count = 0
+            for entry in self._entries.get(thread_id, []):
+                if entry.run.status == "running":
+                    entry.run = _abandoned(entry.run, detail)
+                    count += 1
+            return count
 
     def close(self) -> None:
         """Nothing to release."""
@@ -66,23 +107,47 @@ class SqliteRunLedger:
             self._conn = conn
         return self._conn
 
-    def record(self, thread_id: str, run: NodeRun) -> None:
-        """Append one attempt's record, durably, before the node returns."""
+    def start(self, thread_id: str, run: NodeRun) -> int:
+        """Record an attempt that is starting, durably; returns its sequence number."""
         record = NodeRun.model_validate(run)
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                (seq,) = conn.execute(
+                    "SELECT coalesce(max(seq), 0) + 1 FROM handoff_node_runs WHERE thread_id = ?",
+                    (thread_id,),
+                ).fetchone()
                 conn.execute(
-                    "INSERT INTO handoff_node_runs (thread_id, seq, node_id, status, record) "
-                    "SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM handoff_node_runs "
-                    "WHERE thread_id = ?",
-                    (thread_id, record.node_id, record.status, record.model_dump_json(), thread_id),
+                    "INSERT INTO handoff_node_runs "
+                    "(thread_id, seq, node_id, input_hash, status, record) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        thread_id,
+                        seq,
+                        record.node_id,
+                        record.input_hash,
+                        record.status,
+                        record.model_dump_json(),
+                    ),
                 )
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+        return int(seq)
+
+    def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
+        """Store the attempt's final record (and result) in one committed statement."""
+        record = NodeRun.model_validate(run)
+        with self._lock:
+            cursor = self._connection().execute(
+                "UPDATE handoff_node_runs SET status = ?, record = ?, result = ? "
+                "WHERE thread_id = ? AND seq = ?",
+                (record.status, record.model_dump_json(), result, thread_id, seq),
+            )
+        if cursor.rowcount != 1:
+            raise LookupError(f"no ledger entry {seq} for thread {thread_id!r}")
 
     def runs(self, thread_id: str) -> list[NodeRun]:
         """Every record of the thread, oldest first, each re-validated."""
@@ -97,12 +162,51 @@ class SqliteRunLedger:
             )
         return [NodeRun.model_validate_json(row[0]) for row in rows]
 
+    def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
+        """The stored update of the latest succeeded attempt with this input, if any."""
+        with self._lock:
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
+                    "AND input_hash = ? AND status = 'succeeded' AND result IS NOT NULL "
+                    "ORDER BY seq DESC LIMIT 1",
+                    (thread_id, node_id, input_hash),
+                )
+                .fetchone()
+            )
+        return None if row is None else str(row[0])
+
+    def abandon_running(self, thread_id: str, detail: str) -> int:
+        """Mark attempts left 'running' by a process that died as failed; returns how many."""
+        with self._lock:
+            conn = self._connection()
+            rows = conn.execute(
+                "SELECT seq, record FROM handoff_node_runs "
+                "WHERE thread_id = ? AND status = 'running'",
+                (thread_id,),
+            ).fetchall()
+            for seq, record in rows:
+                run = _abandoned(NodeRun.model_validate_json(record), detail)
+                conn.execute(
+                    "UPDATE handoff_node_runs SET status = ?, record = ? "
+                    "WHERE thread_id = ? AND seq = ?",
+                    (run.status, run.model_dump_json(), thread_id, seq),
+                )
+        return len(rows)
+
     def close(self) -> None:
         """Close the connection (it reopens on next use)."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _abandoned(run: NodeRun, detail: str) -> NodeRun:
+    return run.model_copy(
+        update={"status": "failed", "error": NodeError(kind="transient", detail=detail)}
+    )
 
 
 RunLedgerBackend = MemoryRunLedger | SqliteRunLedger

@@ -38,6 +38,11 @@ class Settings(BaseSettings):
         description="Corpus used when a task names none (JSON list or one path).",
     )
 
+    fault: str | None = Field(
+        default=None,
+        description="Fault injection for tests (kill:<node>:<point>, transient:<node>:<n>).",
+    )
+
     def resolved_database_url(self) -> str:
         """The checkpoint URL in force."""
         return self.database_url or f"sqlite:///{self.data_dir / 'handoff.db'}"

@@ -16,7 +16,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from app.checkpointing import open_checkpointer
-from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
+from app.errors import (
+    DecisionRequired,
+    InvalidThreadId,
+    ThreadExists,
+    ThreadFinished,
+    ThreadNotFound,
+    UnknownArtifactName,
+)
 from app.ledger import RunLedgerBackend, ledger_for_url
 from app.services import build_context
 from app.settings import Settings
@@ -191,6 +198,45 @@ class Workflow:
             )
         self._drive({"task": spec}, thread, on_progress)
         return self.outcome(thread)
+
+    def resume(
+        self,
+        thread_id: str,
+        decision: Any | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+    ) -> RunOutcome:
+        """Continue a thread that was interrupted, crashed or is waiting for a decision.
+
+        LangGraph would silently start a new run for an unknown thread and replay the old
+        result for a finished one; both are refused here, as is a thread waiting for a human
+        when no decision is given.
+        """
+        check_thread_id(thread_id)
+        if not self._exists(thread_id):
+            raise ThreadNotFound(
+                f"no thread {thread_id!r} in {self._where()}; nothing to resume "
+                "(start one with `handoff run`)"
+            )
+        snapshot = self.graph.get_state(self.config(thread_id))
+        outcome = read(snapshot.values, "outcome", RunOutcome, node="workflow")
+        if not snapshot.next and outcome is not None:
+            raise ThreadFinished(
+                f"thread {thread_id!r} is complete ({outcome.state.value}, result "
+                f"{outcome.result_status}); nothing to resume",
+                outcome,
+            )
+        if snapshot.interrupts and decision is None:
+            raise DecisionRequired(
+                f"thread {thread_id!r} is waiting for a human decision; "
+                f"see `handoff status {thread_id}`",
+                None,
+            )
+        self.ledger.abandon_running(
+            thread_id, "attempt did not finish: its process ended before recording a result"
+        )
+        self._drive(None, thread_id, on_progress)
+        return self.outcome(thread_id)
 
     def _drive(self, payload: Any, thread_id: str, on_progress: ProgressCallback | None) -> None:
         for update in self.graph.stream(

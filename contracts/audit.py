@@ -45,3 +45,8 @@ class NodeRun(VersionedContract):
         Field(default_factory=list, description="Artifacts written, as <artifact_id>@<revision>.")
     )
     error: NodeError | None = Field(default=None, description="Failure, if any.")
+    reused: bool = Field(
+        default=False,
+        description="True when the node did not run: a finished attempt with the same input "
+        "hash (typically before a crash) had recorded its result, which was reused.",
+    )

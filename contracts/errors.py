@@ -38,7 +38,12 @@ class ErrorCode(StrEnum):
 
 
 ErrorKind = Literal[
-    "transient", "invalid_output", "insufficient_evidence", "stale_input", "budget_exhausted"
+    "transient",
+    "invalid_output",
+    "insufficient_evidence",
+    "stale_input",
+    "budget_exhausted",
+    "internal",
 ]
 """Recovery class of a failed node attempt; the workflow picks the recovery by kind."""
 

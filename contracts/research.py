@@ -104,6 +104,9 @@ class ResearchBundle(VersionedContract):
     )
     errors: list[ErrorDetail] = Field(default_factory=list, description="Problems met.")
     retryable: bool = Field(default=False, description="Whether retrying may help.")
+    widened: bool = Field(
+        default=False, description="Retrieval was widened after a first pass found too little."
+    )
     missing_inputs: list[str] = Field(
         default_factory=list, description="Inputs that were needed but absent."
     )

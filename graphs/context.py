@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,3 +30,6 @@ class RunContext:
     ledger: RunLedger
     clock: Callable[[], datetime] = field(default=utc_now)
     fault: Callable[[str], None] = field(default=no_fault)
+    sleep: Callable[[float], None] = field(default=time.sleep)
+    backoff_seconds: float = 0.2
+    """First retry delay after a transient error; doubles per attempt (capped at 5 s)."""

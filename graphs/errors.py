@@ -27,6 +27,12 @@ class ContractViolation(HandoffError, ValueError):
         self.fields = fields
 
 
+class TransientError(HandoffError, RuntimeError):
+    """A failure that may pass on retry (a timeout, a busy resource); retried with backoff."""
+
+    code = ErrorCode.TRANSIENT
+
+
 class ArtifactError(HandoffError, ValueError):
     """Base for artifact store problems."""
 

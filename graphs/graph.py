@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
+from contracts import TaskSpec
 from graphs import nodes
 from graphs.context import RunContext
-from graphs.node_runner import ContextFactory, contract_node
-from graphs.routing import route_after_research, route_after_review
+from graphs.node_runner import ContextFactory, Fingerprint, contract_node
+from graphs.routing import route_after_research, route_after_review, route_after_writer
 from graphs.state import WorkflowInput, WorkflowOutput, WorkflowState
 
 NODE_INPUTS: dict[str, tuple[str, ...]] = {
-    "research": ("task", "handoff"),
+    "research": ("task", "handoff", "research"),
     "writer": ("task", "handoff", "research", "draft", "review"),
     "reviewer": ("task", "handoff", "research", "draft"),
     "finalize": ("task", "research", "draft", "review"),
     "conclude": ("task", "research", "draft", "review"),
 }
 """The channels each node reads; their hash identifies the node's work."""
+
+
+def _corpus_fingerprint(ctx: RunContext, task: TaskSpec) -> str:
+    return ctx.research.fingerprint(task)
 
 
 def build_graph(
@@ -41,16 +46,25 @@ def build_graph(
         "finalize": nodes.finalize,
         "conclude": nodes.conclude,
     }
+    fingerprints: dict[str, Fingerprint] = {"research": _corpus_fingerprint}
     for name, body in bodies.items():
         builder.add_node(
             name,
-            contract_node(name, body, inputs=NODE_INPUTS[name], default_context=default_context),
+            contract_node(
+                name,
+                body,
+                inputs=NODE_INPUTS[name],
+                default_context=default_context,
+                fingerprint=fingerprints.get(name),
+            ),
         )
     builder.add_edge(START, "research")
-    builder.add_conditional_edges("research", route_after_research, ["writer", "conclude"])
-    builder.add_edge("writer", "reviewer")
     builder.add_conditional_edges(
-        "reviewer", route_after_review, ["writer", "finalize", "conclude"]
+        "research", route_after_research, ["writer", "research", "conclude", END]
+    )
+    builder.add_conditional_edges("writer", route_after_writer, ["reviewer", END])
+    builder.add_conditional_edges(
+        "reviewer", route_after_review, ["writer", "finalize", "conclude", END]
     )
     builder.add_edge("finalize", END)
     builder.add_edge("conclude", END)

@@ -5,6 +5,8 @@ Each validates what it reads, does one bounded step and returns contract objects
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from contracts import (
     DraftArticle,
     ErrorCode,
@@ -28,7 +30,10 @@ def _ref_id(ref_id: str, revision: int) -> str:
 def research(call: NodeCall) -> NodeResult:
     """Research: read sources, extract sourced facts, hand them to the Writer."""
     previous: Handoff | None = call.read("handoff")
-    output = call.ctx.research.research(call.task, previous, call.ctx.store, call.step)
+    earlier: ResearchBundle | None = call.read("research")
+    widen = earlier is not None and earlier.result_status == "failed" and not earlier.widened
+    step = replace(call.step, widen=widen) if widen else call.step
+    output = call.ctx.research.research(call.task, previous, call.ctx.store, step)
     bundle: ResearchBundle = call.accept("research", output.result)
     handoff = build_handoff(
         call.task,

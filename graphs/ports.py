@@ -46,14 +46,26 @@ class ArtifactStore(Protocol):
 
 
 class RunLedger(Protocol):
-    """The audit log beside the thread: one NodeRun per node attempt, in order."""
+    """The audit log beside the thread: one NodeRun per node attempt, in order.
 
-    def record(self, thread_id: str, run: NodeRun) -> None:
-        """Append one attempt's record."""
+    It also keeps each succeeded attempt's validated update, so a node re-run after a
+    crash (same node, same input hash) reuses that result instead of working twice.
+    """
+
+    def start(self, thread_id: str, run: NodeRun) -> int:
+        """Record an attempt that is starting; returns its sequence number."""
+        ...
+
+    def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
+        """Store the attempt's final record, and its update (JSON) when it succeeded."""
         ...
 
     def runs(self, thread_id: str) -> list[NodeRun]:
         """Every record of the thread, oldest first."""
+        ...
+
+    def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
+        """The stored update of a succeeded attempt with this input, if any."""
         ...
 
 
@@ -66,6 +78,10 @@ class StepInfo:
     step: int
     task_version: int
     fault_hook: Callable[[str], None] | None = None
+    attempt: int = 1
+    widen: bool = False
+    tool_calls_left: int | None = None
+    tokens_left: int | None = None
 
     def fault(self, point: str) -> None:
         """Give fault injection a named point inside this step (``<node>:<point>``)."""
@@ -91,7 +107,15 @@ class AgentOutput(Generic[T]):
 
 
 class ResearchAgent(Protocol):
-    """Reads sources and returns sourced facts."""
+    """Reads sources and returns sourced facts.
+
+    ``step.widen`` asks for wider retrieval after a first pass found too little;
+    ``step.tool_calls_left`` is the budget it must stop at, reporting partial results.
+    """
+
+    def fingerprint(self, task: TaskSpec) -> str:
+        """A hash of everything research would read, so changed sources mean new work."""
+        ...
 
     def research(
         self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -52,26 +53,62 @@ class OfflineResearchAgent:
     min_shared_terms: int = 2
     read_file: Callable[[Path], bytes] = field(default=Path.read_bytes)
 
+    def locations(self, task: TaskSpec) -> list[Path]:
+        """Where this task's corpus is: its own locations, else the default corpus."""
+        return [Path(item) for item in task.corpus] or self.default_corpus
+
+    def fingerprint(self, task: TaskSpec) -> str:
+        """Hash of the names and bytes of every corpus file: changes mean new research."""
+        digest = hashlib.sha256()
+        try:
+            documents = discover(self.locations(task))
+        except CorpusNotFound as error:
+            digest.update(f"missing:{error}".encode())
+            return digest.hexdigest()
+        for document in documents:
+            digest.update(str(document.path).encode() + b"\0")
+            try:
+                digest.update(sha256_of(document.path.read_bytes()).encode())
+            except OSError as error:
+                digest.update(f"unreadable:{error.errno}".encode())
+        return digest.hexdigest()
+
     def research(
         self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
     ) -> AgentOutput[ResearchBundle]:
         """Read every source, rank sentences per question, keep the best as facts."""
-        locations = [Path(item) for item in task.corpus] or self.default_corpus
+        locations = self.locations(task)
         try:
             documents = discover(locations)
         except CorpusNotFound as error:
             return AgentOutput(self._failed(task, ErrorCode.MISSING_INPUT, str(error), locations))
-        sources, texts, errors, receipts = self._read_sources(documents, store, step)
+        questions = [
+            Question(id=f"q-{index + 1}", text=text)
+            for index, text in enumerate(task.research_questions())
+        ]
+        errors: list[ErrorDetail] = []
+        if step.tool_calls_left is not None:
+            affordable = max(0, step.tool_calls_left - len(questions))
+            if affordable < len(documents):
+                skipped = documents[affordable:]
+                documents = documents[:affordable]
+                errors.append(
+                    ErrorDetail(
+                        code=ErrorCode.BUDGET_EXHAUSTED,
+                        detail=f"tool-call budget allows reading {affordable} of "
+                        f"{affordable + len(skipped)} sources; skipped "
+                        + ", ".join(document.source_id for document in skipped),
+                        field="budget.max_tool_calls",
+                    )
+                )
+        sources, texts, read_errors, receipts = self._read_sources(documents, store, step)
+        errors += read_errors
         passages = [
             Passage(source=source, sentence=sentence, terms=frozenset(terms(sentence.text)))
             for source in sources
             for sentence in sentences(texts[source.id])
         ]
-        questions = [
-            Question(id=f"q-{index + 1}", text=text)
-            for index, text in enumerate(task.research_questions())
-        ]
-        ranked = self._rank(questions, passages)
+        ranked = self._rank(questions, passages, widen=step.widen)
         facts = self._facts(ranked, passages, step)
         open_questions = [question for question in questions if not ranked[question.id]]
         notes = store.put(
@@ -99,6 +136,7 @@ class OfflineResearchAgent:
             errors=errors,
             retryable=any(error.code == ErrorCode.SOURCE_UNREADABLE for error in errors),
             missing_inputs=[],
+            widened=step.widen,
         )
         usage = Usage(tool_calls=len(documents) + len(questions))
         return AgentOutput(bundle, usage=usage, receipts=receipts)
@@ -149,7 +187,7 @@ class OfflineResearchAgent:
         return sources, texts, errors, receipts
 
     def _rank(
-        self, questions: list[Question], passages: list[Passage]
+        self, questions: list[Question], passages: list[Passage], *, widen: bool = False
     ) -> dict[str, list[tuple[int, float]]]:
         """Per question: passage indexes with scores, best first, relevant ones only."""
         ranked: dict[str, list[tuple[int, float]]] = {question.id: [] for question in questions}
@@ -165,7 +203,7 @@ class OfflineResearchAgent:
             if not query:
                 continue
             scores = np.asarray(retriever.get_scores(sorted(query)))
-            needed = min(self.min_shared_terms, len(query))
+            needed = 1 if widen else min(self.min_shared_terms, len(query))
             order = sorted(range(len(passages)), key=lambda index: (-float(scores[index]), index))
             for index in order:
                 if scores[index] <= 0 or len(ranked[question.id]) >= per_question:

@@ -1,0 +1,70 @@
+"""Fault injection for crash and retry tests. Inert unless ``HANDOFF_FAULT`` is set.
+
+``HANDOFF_FAULT`` holds comma-separated rules:
+
+* ``kill:<node>:<point>`` — SIGKILL this process when ``<node>`` reaches ``<point>``.
+  Points: ``start`` (before the node does anything), ``after_artifact`` (inside the node,
+  after it wrote an artifact), ``before_return`` (after its attempt was recorded as done,
+  before LangGraph saw the result).
+* ``transient:<node>:<count>`` — raise a TransientError at the start of the first
+  ``<count>`` attempts of ``<node>`` in this process (to exercise retries with backoff).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from graphs.errors import TransientError
+
+POINTS = ("start", "after_artifact", "before_return")
+
+
+class InvalidFaultSpec(ValueError):
+    """A HANDOFF_FAULT value that does not parse; refusing beats silently doing nothing."""
+
+
+@dataclass
+class FaultPlan:
+    """Parsed rules; called at every named point of every node."""
+
+    kills: set[str] = field(default_factory=set)
+    transients: dict[str, int] = field(default_factory=dict)
+    seen: Counter[str] = field(default_factory=Counter)
+    kill: Callable[[], None] = field(default=lambda: os.kill(os.getpid(), signal.SIGKILL))
+
+    def __call__(self, point: str) -> None:
+        """Act on the named point (``<node>:<point>``) if a rule names it."""
+        if point in self.kills:
+            self.kill()
+        node, _, where = point.partition(":")
+        if where == "attempt" and node in self.transients:
+            self.seen[node] += 1
+            if self.seen[node] <= self.transients[node]:
+                raise TransientError(
+                    f"injected transient fault {self.seen[node]} of {self.transients[node]} "
+                    f"at {point}"
+                )
+
+
+def parse_faults(spec: str | None) -> FaultPlan | None:
+    """The plan for a HANDOFF_FAULT value; None when unset or empty."""
+    if not spec or not spec.strip():
+        return None
+    plan = FaultPlan()
+    for rule in (part.strip() for part in spec.split(",") if part.strip()):
+        kind, _, rest = rule.partition(":")
+        node, _, arg = rest.partition(":")
+        if kind == "kill" and node and arg in POINTS:
+            plan.kills.add(f"{node}:{arg}")
+        elif kind == "transient" and node and arg.isdigit():
+            plan.transients[node] = int(arg)
+        else:
+            raise InvalidFaultSpec(
+                f"invalid HANDOFF_FAULT rule {rule!r}; expected kill:<node>:<point> with point "
+                f"in {', '.join(POINTS)}, or transient:<node>:<count>"
+            )
+    return plan

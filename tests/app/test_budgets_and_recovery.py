@@ -1,0 +1,120 @@
+"""Budgets end runs cleanly; transient faults are retried; thin evidence widens once."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from app.faults import parse_faults
+from app.workflow import Workflow
+from contracts import ErrorCode, TaskState
+from tests.app.test_review_loop import SloppyWriter
+from tests.conftest import OBJECTIVE, write_corpus
+
+
+def test_one_review_round_with_a_rejected_draft_ends_partial_budget_exhausted(
+    workflow: Workflow,
+) -> None:
+    context = replace(workflow.context, writer=SloppyWriter(bad_rounds=9))
+    with Workflow(workflow.settings, context=context) as sloppy:
+        outcome = sloppy.run(sloppy.task(OBJECTIVE, budget={"max_review_rounds": 1}), "t-1round")
+    assert (outcome.state, outcome.result_status) == (TaskState.COMPLETED, "partial")
+    assert outcome.errors[0].code == ErrorCode.BUDGET_EXHAUSTED
+    assert outcome.draft is not None
+
+
+def test_a_deadline_in_the_past_fails_before_any_agent_runs(workflow: Workflow) -> None:
+    past = datetime.now(UTC) - timedelta(minutes=1)
+    outcome = workflow.run(workflow.task(OBJECTIVE, budget={"deadline": past}), "t-late")
+    assert (outcome.state, outcome.result_status) == (TaskState.FAILED, "failed")
+    [error] = outcome.errors
+    assert error.code == ErrorCode.BUDGET_EXHAUSTED and error.field == "budget.deadline"
+    [run] = workflow.history("t-late")
+    assert run.node_id == "research" and run.status == "failed"
+    assert run.error and run.error.kind == "budget_exhausted"
+    assert workflow.context.store.ids() == [], "no agent wrote anything"
+
+
+def test_a_tool_call_budget_stops_research_cleanly(workflow: Workflow) -> None:
+    outcome = workflow.run(workflow.task(OBJECTIVE, budget={"max_tool_calls": 3}), "t-tools")
+    bundle = workflow.state("t-tools")["research"]
+    assert len(bundle.sources) == 2, "one call is the search, two are source reads"
+    assert bundle.result_status == "partial"
+    assert ErrorCode.BUDGET_EXHAUSTED in {error.code for error in bundle.errors}
+    assert outcome.result_status == "failed"
+    assert outcome.errors[0].code == ErrorCode.BUDGET_EXHAUSTED
+    assert outcome.errors[0].field == "budget.max_tool_calls"
+    assert [run.node_id for run in workflow.history("t-tools")] == ["research", "writer"]
+    assert sum(run.usage.tool_calls for run in workflow.history("t-tools")) == 3
+
+
+def test_a_transient_fault_twice_then_cleared_completes_with_three_attempts(
+    workflow: Workflow,
+) -> None:
+    delays: list[float] = []
+    plan = parse_faults("transient:research:2")
+    assert plan is not None
+    context = replace(workflow.context, fault=plan, sleep=delays.append)
+    with Workflow(workflow.settings, context=context) as flaky:
+        outcome = flaky.run(OBJECTIVE, "t-flaky")
+    assert outcome.result_status == "completed"
+    research = [run for run in workflow.history("t-flaky") if run.node_id == "research"]
+    assert [(run.attempt, run.status) for run in research] == [
+        (1, "failed"),
+        (2, "failed"),
+        (3, "succeeded"),
+    ]
+    assert all(run.error and run.error.kind == "transient" for run in research[:2])
+    assert delays == [0.2, 0.4], "backoff doubles"
+
+
+def test_transient_faults_beyond_max_attempts_end_failed_and_retryable(
+    workflow: Workflow,
+) -> None:
+    plan = parse_faults("transient:research:5")
+    assert plan is not None
+    context = replace(workflow.context, fault=plan, sleep=lambda _: None)
+    with Workflow(workflow.settings, context=context) as flaky:
+        outcome = flaky.run(flaky.task(OBJECTIVE, budget={"max_attempts": 2}), "t-down")
+    assert outcome.result_status == "failed" and outcome.retryable
+    assert outcome.errors[0].code == ErrorCode.TRANSIENT
+    assert len(workflow.history("t-down")) == 2
+
+
+def test_thin_evidence_widens_retrieval_once_and_then_proceeds(
+    tmp_path: Path, workflow: Workflow
+) -> None:
+    corpus = write_corpus(
+        tmp_path / "bees",
+        {"bees.md": "# Bees\n\nHoney bees perform the waggle dance near the hive entrance.\n"},
+    )
+    task = workflow.task("Describe the waggle choreography", corpus=[str(corpus)])
+    outcome = workflow.run(task, "t-widen")
+    assert outcome.result_status == "completed"
+    assert [run.node_id for run in workflow.history("t-widen")][:2] == ["research", "research"]
+    assert workflow.state("t-widen")["research"].widened
+
+
+def test_no_evidence_even_when_widened_ends_failed_after_two_research_passes(
+    workflow: Workflow,
+) -> None:
+    outcome = workflow.run("Describe quantum chromodynamics of gluons", "t-none")
+    assert outcome.result_status == "failed"
+    assert ErrorCode.INSUFFICIENT_EVIDENCE in {error.code for error in outcome.errors}
+    assert [run.node_id for run in workflow.history("t-none")] == [
+        "research",
+        "research",
+        "conclude",
+    ]
+
+
+def test_invalid_fault_rules_are_refused() -> None:
+    import pytest
+
+    from app.faults import InvalidFaultSpec
+
+    for spec in ("kill:writer", "explode:writer:start", "transient:writer:many"):
+        with pytest.raises(InvalidFaultSpec, match="invalid HANDOFF_FAULT rule"):
+            parse_faults(spec)
+    assert parse_faults("") is None and parse_faults(None) is None

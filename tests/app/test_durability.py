@@ -1,0 +1,113 @@
+"""Crash anywhere, resume exactly once: real subprocesses, real SIGKILL, real SQLite."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from app.exit_codes import ExitCode
+from app.settings import Settings
+from app.workflow import Workflow
+from tests.conftest import OBJECTIVE
+
+HANDOFF = Path(sys.executable).parent / "handoff"
+KILL_POINTS = [
+    # between consecutive nodes: the previous node's checkpoint is saved, this one not begun
+    "research:start",
+    "writer:start",
+    "reviewer:start",
+    "finalize:start",
+    # inside a node, after it wrote an artifact and before it returned
+    "research:after_artifact",
+    "writer:after_artifact",
+    "reviewer:after_artifact",
+    "finalize:after_artifact",
+    # after the attempt was recorded as finished, before LangGraph saw the result
+    "research:before_return",
+    "writer:before_return",
+    "reviewer:before_return",
+    "finalize:before_return",
+]
+
+
+def handoff(
+    data_dir: Path, *args: str, fault: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+    env["HANDOFF_DATA_DIR"] = str(data_dir)
+    if fault:
+        env["HANDOFF_FAULT"] = fault
+    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
+    return subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def open_workflow(data_dir: Path) -> Workflow:
+    return Workflow(Settings(data_dir=data_dir))
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """The article of an uninterrupted run with the same input."""
+    data = tmp_path_factory.mktemp("baseline")
+    result = handoff(data, "run", OBJECTIVE, "--thread", "t-base")
+    assert result.returncode == 0, result.stderr
+    with open_workflow(data) as workflow:
+        return workflow.artifact("t-base", "article")
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_sigkill_at_any_point_resumes_to_the_same_article_without_repeating_work(
+    tmp_path: Path, baseline: bytes, point: str
+) -> None:
+    killed = handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-crash", fault=f"kill:{point}")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    resumed = handoff(tmp_path, "resume", "t-crash")
+    assert resumed.returncode == ExitCode.COMPLETED, resumed.stderr
+
+    with open_workflow(tmp_path) as workflow:
+        assert workflow.artifact("t-crash", "article") == baseline
+        runs = workflow.history("t-crash")
+        done = Counter(
+            (run.node_id, run.input_hash)
+            for run in runs
+            if run.status == "succeeded" and not run.reused
+        )
+        assert max(done.values()) == 1, f"a completed node ran twice: {done}"
+        assert {node for node, _ in done} == {"research", "writer", "reviewer", "finalize"}
+        assert not [run for run in runs if run.status == "running"], "no attempt left running"
+        store = workflow.context.store
+        for artifact_id in store.ids():
+            shas = [ref.sha256 for ref in store.history(artifact_id)]
+            assert len(shas) == len(set(shas)) == 1, f"{artifact_id} has revisions {shas}"
+        if point.endswith("before_return"):
+            node = point.split(":")[0]
+            assert any(run.reused and run.node_id == node for run in runs)
+
+
+def test_resume_refuses_an_unknown_thread_without_touching_the_database(tmp_path: Path) -> None:
+    result = handoff(tmp_path, "resume", "t-unknown")
+    assert result.returncode == ExitCode.NOT_FOUND
+    assert "no thread 't-unknown'" in result.stderr
+    with open_workflow(tmp_path) as workflow:
+        assert workflow.threads() == []
+
+
+def test_resume_refuses_a_finished_thread_and_shows_its_outcome(tmp_path: Path) -> None:
+    assert handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-done").returncode == 0
+    with open_workflow(tmp_path) as workflow:
+        before = workflow.checkpoint_count("t-done")
+        runs_before = len(workflow.history("t-done"))
+    result = handoff(tmp_path, "resume", "t-done")
+    assert result.returncode == ExitCode.ALREADY_FINISHED
+    assert "is complete" in result.stderr
+    assert "state: TASK_STATE_COMPLETED" in result.stdout
+    with open_workflow(tmp_path) as workflow:
+        assert workflow.checkpoint_count("t-done") == before
+        assert len(workflow.history("t-done")) == runs_before
