@@ -38,3 +38,7 @@ schemas: install
 
 clean:
 	rm -rf $(VENV) .handoff .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: bench
+bench: install  # every benchmark at full size (minutes); one: $(BIN)/python -m bench.p1_overhead [--quick]
+	$(BIN)/python -m bench

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from app.cli_decisions import decision_from_flags, prompt_decision, render_request
 from app.errors import ThreadFinished
 from app.exit_codes import ExitCode, for_error, for_outcome
 from app.settings import Settings
@@ -72,7 +73,9 @@ def _print_outcome(outcome: RunOutcome, settings: Settings, as_json: bool) -> No
         out.print(f"read it: handoff show {outcome.thread_id} --artifact article", markup=False)
     for error in outcome.errors:
         out.print(f"  {error.code.value}: {error.detail}", markup=False)
-    if outcome.reason:
+    if outcome.human_request is not None:
+        render_request(outcome.human_request, outcome.thread_id, out)
+    elif outcome.reason:
         out.print(f"reason: {outcome.reason}", markup=False)
 
 
@@ -88,6 +91,8 @@ def _progress(node: str, values: dict[str, Any]) -> None:
         summary = f"verdict {values['review'].verdict}"
     elif "outcome" in values and values["outcome"] is not None:
         summary = values["outcome"].state.value
+    elif node == "__interrupt__":
+        node, summary = "paused", "waiting for a human decision"
     mark = "[green]✓[/green] " if err.is_terminal else ""
     err.print(f"{mark}{node}: {summary}".rstrip(": "), markup=err.is_terminal)
 
@@ -104,6 +109,16 @@ def run(
         list[str] | None, typer.Option("--section", help="Required section (repeatable).")
     ] = None,
     max_rounds: Annotated[int | None, typer.Option("--max-rounds", help="Review rounds.")] = None,
+    question: Annotated[
+        list[str] | None, typer.Option("--question", help="Sub-question to research (repeatable).")
+    ] = None,
+    require_approval: Annotated[
+        bool, typer.Option("--require-approval", help="Pause for approval after research.")
+    ] = False,
+    ask_on_review: Annotated[
+        bool,
+        typer.Option("--ask-on-review", help="Ask a human when review cannot approve in budget."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
     """Run a new task on a new thread and print where the article is."""
@@ -117,6 +132,11 @@ def run(
                 corpus=[str(path) for path in corpus or []],
                 constraints=Constraints(max_words=max_words, required_sections=section or []),
                 budget=budget,
+                questions=question or [],
+                policies={
+                    "require_approval": require_approval,
+                    "on_review_exhausted": "ask" if ask_on_review else "end",
+                },
             )
             outcome = workflow.run(task, thread, on_progress=None if as_json else _progress)
             _print_outcome(outcome, workflow.settings, as_json)
@@ -128,12 +148,52 @@ def run(
 @cli.command()
 def resume(
     thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    approve: Annotated[bool, typer.Option("--approve", help="Approve the request.")] = False,
+    reject: Annotated[bool, typer.Option("--reject", help="Reject (needs --reason).")] = False,
+    accept_partial: Annotated[
+        bool, typer.Option("--accept-partial", help="Accept the draft as partial.")
+    ] = False,
+    grant_round: Annotated[
+        bool, typer.Option("--grant-round", help="Grant another review round.")
+    ] = False,
+    abort: Annotated[bool, typer.Option("--abort", help="Abort (needs --reason).")] = False,
+    reason: Annotated[str | None, typer.Option("--reason", help="Why.")] = None,
+    answer: Annotated[
+        list[str] | None, typer.Option("--answer", help="QID=TEXT answer (repeatable).")
+    ] = None,
+    constraint: Annotated[
+        list[str] | None, typer.Option("--constraint", help="Constraint to add (repeatable).")
+    ] = None,
+    decision_file: Annotated[
+        Path | None, typer.Option("--decision-file", help="HumanDecision as JSON.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
-    """Continue a thread that was interrupted or crashed, from its last completed step."""
+    """Continue a thread: after a crash, or with a decision when it waits for a human."""
     try:
         with _workflow() as workflow:
-            outcome = workflow.resume(thread_id, on_progress=None if as_json else _progress)
+            request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
+            decision = None
+            if request is not None:
+                decision = decision_from_flags(
+                    request,
+                    approve=approve,
+                    reject=reject,
+                    accept_partial=accept_partial,
+                    grant_round=grant_round,
+                    abort=abort,
+                    reason=reason,
+                    answers=answer or [],
+                    constraints=constraint or [],
+                    decision_file=decision_file,
+                )
+                if decision is None and sys.stdin.isatty() and err.is_terminal and not as_json:
+                    decision = prompt_decision(request, thread_id, err)
+                if decision is None:
+                    render_request(request, thread_id, err)
+            outcome = workflow.resume(
+                thread_id, decision, on_progress=None if as_json else _progress
+            )
             _print_outcome(outcome, workflow.settings, as_json)
     except ThreadFinished as finished:
         _print_outcome(finished.outcome, Settings(), as_json)
@@ -178,6 +238,8 @@ def status(
         out.print(f"draft revision: {info.draft_revision}  verdict: {info.verdict}", markup=False)
     for problem in outcome.errors:
         out.print(f"  {problem.code.value}: {problem.detail}", markup=False)
+    if outcome.human_request is not None:
+        render_request(outcome.human_request, thread_id, out)
 
 
 @cli.command()

@@ -44,6 +44,18 @@ class DecisionRequired(HandoffError, ValueError):
         self.request = request
 
 
+class InvalidDecision(HandoffError, ValueError):
+    """A human decision that does not answer the open request; nothing was saved."""
+
+    code = ErrorCode.INVALID_INPUT
+
+
+class NotWaiting(HandoffError, ValueError):
+    """A decision was given for a thread that is not waiting for one."""
+
+    code = ErrorCode.INVALID_INPUT
+
+
 class UnknownArtifactName(HandoffError, LookupError):
     """An artifact name that the thread does not (yet) have."""
 

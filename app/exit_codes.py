@@ -8,7 +8,9 @@ from pydantic import ValidationError
 
 from app.errors import (
     DecisionRequired,
+    InvalidDecision,
     InvalidThreadId,
+    NotWaiting,
     ThreadExists,
     ThreadFinished,
     ThreadNotFound,
@@ -52,7 +54,9 @@ def for_error(error: BaseException) -> ExitCode:
         return ExitCode.WAITING_FOR_HUMAN
     if isinstance(error, (ThreadNotFound, UnknownArtifactName)):
         return ExitCode.NOT_FOUND
-    if isinstance(error, (InvalidThreadId, ThreadExists, ValidationError)):
+    if isinstance(
+        error, (InvalidThreadId, ThreadExists, ValidationError, InvalidDecision, NotWaiting)
+    ):
         return ExitCode.USAGE
     if isinstance(error, IntegrityError):
         return ExitCode.INTEGRITY

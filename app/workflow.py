@@ -14,11 +14,15 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+from pydantic import BaseModel, ValidationError
 
 from app.checkpointing import open_checkpointer
 from app.errors import (
     DecisionRequired,
+    InvalidDecision,
     InvalidThreadId,
+    NotWaiting,
     ThreadExists,
     ThreadFinished,
     ThreadNotFound,
@@ -30,14 +34,18 @@ from app.settings import Settings
 from contracts import (
     ArtifactRef,
     DraftArticle,
+    HumanDecision,
+    HumanRequest,
     NodeRun,
     ResearchBundle,
     ReviewResult,
     RunOutcome,
     TaskSpec,
+    TaskState,
 )
 from graphs import RunContext, build_graph
-from graphs.boundary import read
+from graphs.boundary import describe_validation_error, read
+from graphs.human import as_decision, decision_schema
 
 ArtifactName = Literal["article", "draft", "notes", "research", "review"]
 ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "review")
@@ -226,17 +234,48 @@ class Workflow:
                 f"{outcome.result_status}); nothing to resume",
                 outcome,
             )
-        if snapshot.interrupts and decision is None:
+        request = self._request(snapshot)
+        if request is not None and decision is None:
             raise DecisionRequired(
-                f"thread {thread_id!r} is waiting for a human decision; "
+                f"thread {thread_id!r} is waiting for a human decision on "
+                f"{request.interrupt_id!r}: {request.question} "
+                f"(allowed: {', '.join(request.allowed_actions)}); "
                 f"see `handoff status {thread_id}`",
-                None,
+                request,
             )
+        if request is None and decision is not None:
+            raise NotWaiting(
+                f"thread {thread_id!r} is not waiting for a decision; the decision was not used"
+            )
+        payload: Any = None
+        if request is not None:
+            payload = Command(resume=self.check_decision(request, decision).model_dump(mode="json"))
         self.ledger.abandon_running(
             thread_id, "attempt did not finish: its process ended before recording a result"
         )
-        self._drive(None, thread_id, on_progress)
+        self._drive(payload, thread_id, on_progress)
         return self.outcome(thread_id)
+
+    @staticmethod
+    def check_decision(request: HumanRequest, decision: Any) -> HumanDecision:
+        """Validate a decision against the open request, naming the offending field."""
+        try:
+            return as_decision(decision_schema(request).model_validate(_plain(decision)))
+        except ValidationError as error:
+            raise InvalidDecision(
+                f"invalid decision for {request.interrupt_id!r}: {describe_validation_error(error)}"
+            ) from error
+
+    @staticmethod
+    def _request(snapshot: Any) -> HumanRequest | None:
+        for pending in snapshot.interrupts:
+            return HumanRequest.model_validate(pending.value)
+        return None
+
+    def pending(self, thread_id: str) -> HumanRequest | None:
+        """The open human request of a thread, or None if it is not waiting."""
+        self._values(thread_id)
+        return self._request(self.graph.get_state(self.config(thread_id)))
 
     def _drive(self, payload: Any, thread_id: str, on_progress: ProgressCallback | None) -> None:
         for update in self.graph.stream(
@@ -249,6 +288,10 @@ class Workflow:
             if on_progress is not None:
                 for node, values in update.items():
                     on_progress(node, values if isinstance(values, dict) else {})
+
+    def threads_has(self, thread_id: str) -> bool:
+        """Whether the checkpoint store has a thread with this id."""
+        return self._exists(check_thread_id(thread_id))
 
     def _exists(self, thread_id: str) -> bool:
         return self.saver.get_tuple(self.config(thread_id)) is not None
@@ -270,10 +313,18 @@ class Workflow:
         status = self.status(thread_id)
         if status.outcome is not None:
             return status.outcome
-        from contracts import TaskState
-
         values = self._values(thread_id)
         task = read(values, "task", TaskSpec, node="workflow")
+        request = self.pending(thread_id)
+        if request is not None:
+            return RunOutcome(
+                thread_id=thread_id,
+                task_id=task.task_id if task else "unknown",
+                state=TaskState.INPUT_REQUIRED,
+                human_request=request,
+                fact_count=status.fact_count or 0,
+                reason=request.question,
+            )
         return RunOutcome(
             thread_id=thread_id,
             task_id=task.task_id if task else "unknown",
@@ -353,6 +404,12 @@ class Workflow:
         return sorted(
             _distinct(item.config["configurable"]["thread_id"] for item in self.saver.list(None))
         )
+
+
+def _plain(decision: Any) -> Any:
+    if isinstance(decision, BaseModel):
+        return decision.model_dump(mode="json")
+    return decision
 
 
 def _distinct(values: Iterator[str]) -> set[str]:

@@ -70,4 +70,7 @@ class Handoff(VersionedContract):
     open_questions: list[Question] = Field(
         default_factory=list, description="Questions still open (or answered by a human)."
     )
+    granted_review_rounds: int = Field(
+        default=0, ge=0, description="Extra review rounds a human granted beyond the budget."
+    )
     provenance: Provenance = Field(description="Who made this handoff, where.")

@@ -65,6 +65,11 @@ class Policies(Contract):
         default="reevaluate",
         description="What to do when a handed-off input changed: reevaluate, fail or ask.",
     )
+    on_review_exhausted: Literal["end", "ask"] = Field(
+        default="end",
+        description="When the reviewer rejects or review rounds run out: end the run "
+        "(partial or failed), or ask a human (accept as partial, grant a round, abort).",
+    )
 
 
 class TaskSpec(VersionedContract):

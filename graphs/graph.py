@@ -8,7 +8,12 @@ from contracts import TaskSpec
 from graphs import nodes
 from graphs.context import RunContext
 from graphs.node_runner import ContextFactory, Fingerprint, contract_node
-from graphs.routing import route_after_research, route_after_review, route_after_writer
+from graphs.routing import (
+    route_after_decision,
+    route_after_research,
+    route_after_review,
+    route_after_writer,
+)
 from graphs.state import WorkflowInput, WorkflowOutput, WorkflowState
 
 NODE_INPUTS: dict[str, tuple[str, ...]] = {
@@ -17,8 +22,12 @@ NODE_INPUTS: dict[str, tuple[str, ...]] = {
     "reviewer": ("task", "handoff", "research", "draft"),
     "finalize": ("task", "research", "draft", "review"),
     "conclude": ("task", "research", "draft", "review"),
+    "approve_research": ("task", "handoff", "research"),
+    "review_decision": ("task", "handoff", "research", "draft", "review"),
 }
 """The channels each node reads; their hash identifies the node's work."""
+PAUSING_NODES = frozenset({"approve_research", "review_decision"})
+"""Nodes that call interrupt(): one interrupt each, nothing recorded before it."""
 
 
 def _corpus_fingerprint(ctx: RunContext, task: TaskSpec) -> str:
@@ -45,6 +54,8 @@ def build_graph(
         "reviewer": nodes.reviewer,
         "finalize": nodes.finalize,
         "conclude": nodes.conclude,
+        "approve_research": nodes.approve_research,
+        "review_decision": nodes.review_decision,
     }
     fingerprints: dict[str, Fingerprint] = {"research": _corpus_fingerprint}
     for name, body in bodies.items():
@@ -56,15 +67,20 @@ def build_graph(
                 inputs=NODE_INPUTS[name],
                 default_context=default_context,
                 fingerprint=fingerprints.get(name),
+                pauses=name in PAUSING_NODES,
             ),
         )
     builder.add_edge(START, "research")
     builder.add_conditional_edges(
-        "research", route_after_research, ["writer", "research", "conclude", END]
+        "research",
+        route_after_research,
+        ["writer", "approve_research", "research", "conclude", END],
     )
+    builder.add_conditional_edges("approve_research", route_after_decision, ["writer", END])
+    builder.add_conditional_edges("review_decision", route_after_decision, ["writer", END])
     builder.add_conditional_edges("writer", route_after_writer, ["reviewer", END])
     builder.add_conditional_edges(
-        "reviewer", route_after_review, ["writer", "finalize", "conclude", END]
+        "reviewer", route_after_review, ["writer", "finalize", "review_decision", "conclude", END]
     )
     builder.add_edge("finalize", END)
     builder.add_edge("conclude", END)

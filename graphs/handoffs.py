@@ -68,6 +68,7 @@ def build_handoff(
         else list(bundle.open_questions if bundle else [])
     )
     return Handoff(
+        granted_review_rounds=previous.granted_review_rounds if previous else 0,
         task_id=task.task_id,
         task_version=task.task_version,
         objective=task.objective,

@@ -216,6 +216,7 @@ def contract_node(
     inputs: tuple[str, ...],
     default_context: ContextFactory | None = None,
     fingerprint: Fingerprint | None = None,
+    pauses: bool = False,
 ) -> Callable[..., dict[str, Any]]:
     """Wrap a node body so every read and write is validated and every attempt audited."""
 
@@ -241,6 +242,16 @@ def contract_node(
             if problem is not None:
                 _Attempt(ctx, base, key).finish(error=("budget_exhausted", problem.detail))
                 return {"outcome": stop_outcome(state, task, base, problem, retryable=False)}
+
+        if pauses:
+            # A node that calls interrupt() re-runs from its start on every resume: it may
+            # record nothing before the decision arrives, so its attempt is written after.
+            result = body(NodeCall(state=state, task=task, ctx=ctx, step=base))
+            update = validate_update(node_id, result.update)
+            _Attempt(ctx, base, key).finish(
+                usage=result.usage, artifact_ids=result.artifact_ids, result=update
+            )
+            return update
 
         attempt = 1 + sum(1 for run in runs if run.node_id == node_id and run.input_hash == key)
         repaired = False

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from langgraph.types import interrupt
+
 from contracts import (
     DraftArticle,
     ErrorCode,
@@ -19,7 +21,15 @@ from contracts import (
     TaskState,
     Usage,
 )
+from graphs.constraints import task_in_force
 from graphs.handoffs import build_handoff
+from graphs.human import (
+    apply_decision,
+    approval_request,
+    as_decision,
+    decision_schema,
+    review_request,
+)
 from graphs.node_runner import NodeCall, NodeResult
 
 
@@ -60,7 +70,13 @@ def writer(call: NodeCall) -> NodeResult:
     previous: DraftArticle | None = call.read("draft")
     review: ReviewResult | None = call.read("review")
     output = call.ctx.writer.write(
-        call.task, handoff, bundle, previous, review, call.ctx.store, call.step
+        task_in_force(call.task, handoff),
+        handoff,
+        bundle,
+        previous,
+        review,
+        call.ctx.store,
+        call.step,
     )
     draft: DraftArticle = call.accept("draft", output.result)
     next_handoff = build_handoff(
@@ -84,7 +100,9 @@ def reviewer(call: NodeCall) -> NodeResult:
     handoff: Handoff = call.require("handoff")
     bundle: ResearchBundle = call.require("research")
     draft: DraftArticle = call.require("draft")
-    output = call.ctx.reviewer.review(call.task, handoff, bundle, draft, call.ctx.store, call.step)
+    output = call.ctx.reviewer.review(
+        task_in_force(call.task, handoff), handoff, bundle, draft, call.ctx.store, call.step
+    )
     review: ReviewResult = call.accept("review", output.result)
     artifacts = [draft.body] + ([review.report] if review.report else [])
     next_handoff = build_handoff(
@@ -206,3 +224,85 @@ def conclude(call: NodeCall) -> NodeResult:
 
 def _change_error(change: RequiredChange) -> ErrorDetail:
     return ErrorDetail(code=change.code, detail=change.reason, claim_id=change.claim_id)
+
+
+def approve_research(call: NodeCall) -> NodeResult:
+    """Ask a person to approve (or revise, or reject) the research before writing.
+
+    Everything before ``interrupt()`` is a pure function of state: this node re-runs from
+    its start on every resume.
+    """
+    bundle: ResearchBundle = call.require("research")
+    handoff: Handoff = call.require("handoff")
+    request = approval_request(bundle, handoff, call.step, call.task.objective)
+    decision = as_decision(
+        interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
+    )
+    updated = apply_decision(handoff, decision, call.step)
+    if decision.action == "reject":
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.REJECTED,
+            result_status="failed",
+            errors=[ErrorDetail(code=ErrorCode.HUMAN_REJECTED, detail=decision.reason or "")],
+            fact_count=len(bundle.facts),
+            reason=decision.reason,
+        )
+        ended = updated.model_copy(update={"next_allowed_action": "end"})
+        return NodeResult({"handoff": ended, "outcome": outcome}, Usage(), [])
+    proceed = updated.model_copy(update={"next_allowed_action": "write"})
+    return NodeResult({"handoff": proceed}, Usage(), [])
+
+
+def review_decision(call: NodeCall) -> NodeResult:
+    """Ask a person what to do with a draft review could not approve within the budget."""
+    draft: DraftArticle = call.require("draft")
+    review: ReviewResult = call.require("review")
+    handoff: Handoff = call.require("handoff")
+    bundle: ResearchBundle = call.require("research")
+    reason = (
+        "the reviewer rejected it"
+        if review.verdict == "rejected"
+        else f"{draft.revision} review round(s) used"
+    )
+    request = review_request(
+        reason=reason, draft_revision=draft.revision, handoff=handoff, step=call.step
+    )
+    decision = as_decision(
+        interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
+    )
+    updated = apply_decision(handoff, decision, call.step)
+    if decision.action == "grant_round":
+        proceed = updated.model_copy(update={"next_allowed_action": "write"})
+        return NodeResult({"handoff": proceed}, Usage(), [])
+    pending = [_change_error(change) for change in review.required_changes]
+    if decision.action == "accept_partial":
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.COMPLETED,
+            result_status="partial",
+            errors=pending,
+            draft=draft.body,
+            review_rounds=draft.revision,
+            fact_count=len(bundle.facts),
+            reason=f"accepted as partial by {decision.decided_by}",
+        )
+    else:
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.CANCELED,
+            result_status="failed",
+            errors=[
+                ErrorDetail(code=ErrorCode.HUMAN_ABORTED, detail=decision.reason or ""),
+                *pending,
+            ],
+            draft=draft.body,
+            review_rounds=draft.revision,
+            fact_count=len(bundle.facts),
+            reason=decision.reason,
+        )
+    ended = updated.model_copy(update={"next_allowed_action": "end"})
+    return NodeResult({"handoff": ended, "outcome": outcome}, Usage(), [])

@@ -7,7 +7,6 @@ from typing import TypedDict
 from contracts import (
     DraftArticle,
     Handoff,
-    HumanRequest,
     ResearchBundle,
     ReviewResult,
     RunOutcome,
@@ -30,7 +29,6 @@ class WorkflowState(TypedDict, total=False):
     research: ResearchBundle | None
     draft: DraftArticle | None
     review: ReviewResult | None
-    human_request: HumanRequest | None
     outcome: RunOutcome | None
 
 
@@ -49,7 +47,6 @@ CHANNEL_CONTRACTS: dict[str, type[VersionedContract]] = {
     "research": ResearchBundle,
     "draft": DraftArticle,
     "review": ReviewResult,
-    "human_request": HumanRequest,
     "outcome": RunOutcome,
 }
 """Contract of each channel.

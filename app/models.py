@@ -1,0 +1,111 @@
+"""Model selection: ``offline`` (the deterministic agents) or a LangChain chat model.
+
+A model spec is ``offline`` or ``provider:model`` (``openai:gpt-4.1-mini``,
+``anthropic:claude-sonnet-4-5``, ``ollama:llama3.1``), resolved with LangChain's
+``init_chat_model``. LangChain and the provider packages are optional extras
+(``pip install 'handoff-workflow[openai]'``); the offline default needs neither.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+from contracts import ErrorCode
+from graphs import ResearchAgent, ReviewerAgent, WriterAgent
+from graphs.errors import HandoffError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from app.settings import Settings
+
+Role = Literal["research", "writer", "reviewer"]
+ROLES: tuple[Role, ...] = ("research", "writer", "reviewer")
+OFFLINE = "offline"
+_SPEC = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<model>\S+)$")
+EXTRAS = frozenset({"openai", "anthropic", "ollama"})
+"""Providers this project has an install extra for; others need their package by name."""
+
+
+class ModelConfigError(HandoffError, ValueError):
+    """A model spec that is malformed, or names a provider that is not installed."""
+
+    code = ErrorCode.INVALID_INPUT
+
+
+def check_spec(spec: str) -> str:
+    """The spec, normalised (``offline`` or ``provider:model``), or ModelConfigError."""
+    value = spec.strip()
+    if value.lower() == OFFLINE:
+        return OFFLINE
+    if not _SPEC.match(value):
+        raise ModelConfigError(
+            f"invalid model {spec!r}: use 'offline' or provider:model, "
+            "e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:llama3.1"
+        )
+    return value
+
+
+def chat_model_for(spec: str) -> BaseChatModel | None:
+    """The chat model a spec names, or None for ``offline``."""
+    value = check_spec(spec)
+    if value == OFFLINE:
+        return None
+    match = _SPEC.match(value)
+    assert match is not None
+    provider, name = match.group("provider"), match.group("model")
+    extra = provider if provider in EXTRAS else "llm"
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError as error:
+        raise ModelConfigError(
+            f"model {value!r} needs LangChain: pip install 'handoff-workflow[{extra}]'"
+        ) from error
+    try:
+        return init_chat_model(name, model_provider=provider)
+    except ImportError as error:
+        hint = (
+            f"pip install 'handoff-workflow[{provider}]'"
+            if provider in EXTRAS
+            else f"install langchain-{provider.replace('_', '-')}"
+        )
+        raise ModelConfigError(f"model {value!r}: provider package missing ({hint})") from error
+    except ValueError as error:
+        raise ModelConfigError(f"model {value!r}: {error}") from error
+
+
+def select_agents(
+    settings: Settings,
+    clock: Callable[[], datetime],
+    models: Mapping[Role, BaseChatModel] | None = None,
+) -> tuple[ResearchAgent, WriterAgent, ReviewerAgent]:
+    """The three agents: offline unless settings (or ``models``, e.g. fakes) give a model."""
+    from app.agents import (
+        LLMResearchAgent,
+        LLMReviewerAgent,
+        LLMWriterAgent,
+        OfflineResearchAgent,
+        OfflineReviewerAgent,
+        OfflineWriterAgent,
+    )
+
+    given = dict(models or {})
+    chosen = {
+        role: given[role] if role in given else chat_model_for(settings.model_for(role))
+        for role in ROLES
+    }
+    retrieval = OfflineResearchAgent(default_corpus=list(settings.corpus), clock=clock)
+    research_model, writer_model, reviewer_model = (chosen[role] for role in ROLES)
+    research: ResearchAgent = (
+        retrieval if research_model is None else LLMResearchAgent(research_model, retrieval)
+    )
+    writer: WriterAgent = (
+        OfflineWriterAgent() if writer_model is None else LLMWriterAgent(writer_model)
+    )
+    reviewer: ReviewerAgent = (
+        OfflineReviewerAgent() if reviewer_model is None else LLMReviewerAgent(reviewer_model)
+    )
+    return research, writer, reviewer

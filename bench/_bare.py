@@ -1,0 +1,182 @@
+"""The alternative a user would otherwise write: the same agents as bare LangGraph nodes.
+
+Plain dict state, no node boundary (no re-validation of inputs or outputs, no input hash,
+no budget check, no retries), no handoff envelope, no run ledger, no filesystem artifact
+store: artifacts live in a dict in memory. The agents themselves are the project's
+offline agents, called exactly as the real nodes call them, so both sides do the same
+research, writing and reviewing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+
+from contracts import (
+    ArtifactKind,
+    ArtifactRef,
+    DraftArticle,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    TaskSpec,
+)
+from graphs import ResearchAgent, ReviewerAgent, StepInfo, WriterAgent
+
+NO_HANDOFF = cast(Handoff, None)
+"""The bare nodes pass no envelope; the offline Writer and Reviewer do not read it."""
+
+
+@dataclass
+class MemoryStore:
+    """Artifacts in a dict: no files, no revision files, no verification on read.
+
+    It still computes each blob's sha256 because the agents put it into their contracts
+    and the Reviewer compares a source's snapshot digest with the digest research read.
+    """
+
+    blobs: dict[str, list[tuple[ArtifactRef, bytes]]] = field(default_factory=dict)
+
+    def put(
+        self, artifact_id: str, kind: ArtifactKind, content: bytes, media_type: str
+    ) -> ArtifactRef:
+        """Keep the bytes; identical content to the head returns the head."""
+        history = self.blobs.setdefault(artifact_id, [])
+        digest = hashlib.sha256(content).hexdigest()
+        if history and history[-1][0].sha256 == digest:
+            return history[-1][0]
+        ref = ArtifactRef(
+            artifact_id=artifact_id,
+            kind=kind,
+            uri=f"artifact://{kind}/{artifact_id}",
+            media_type=media_type,
+            sha256=digest,
+            revision=len(history) + 1,
+            size_bytes=len(content),
+        )
+        history.append((ref, content))
+        return ref
+
+    def get(self, ref: ArtifactRef) -> bytes:
+        """The bytes of that revision (unverified)."""
+        return self.blobs[ref.artifact_id][ref.revision - 1][1]
+
+    def head(self, artifact_id: str) -> ArtifactRef | None:
+        """The latest revision."""
+        history = self.blobs.get(artifact_id)
+        return history[-1][0] if history else None
+
+    def history(self, artifact_id: str) -> list[ArtifactRef]:
+        """Every revision, oldest first."""
+        return [ref for ref, _ in self.blobs.get(artifact_id, [])]
+
+
+class BareState(TypedDict, total=False):
+    """Plain state: whatever the nodes return, unchecked."""
+
+    task: TaskSpec
+    research: ResearchBundle
+    notes: str
+    draft: DraftArticle
+    review: ReviewResult
+    article: str
+
+
+@dataclass(frozen=True)
+class BareAgents:
+    """The three agents the bare graph calls (the same objects the workflow uses)."""
+
+    research: ResearchAgent
+    writer: WriterAgent
+    reviewer: ReviewerAgent
+
+
+def _step(config: RunnableConfig, node: str, task: TaskSpec) -> StepInfo:
+    thread_id = str((config.get("configurable") or {}).get("thread_id"))
+    step = (config.get("metadata") or {}).get("langgraph_step")
+    return StepInfo(
+        thread_id=thread_id,
+        node=node,
+        step=step if isinstance(step, int) else -1,
+        task_version=task.task_version,
+    )
+
+
+def build_bare_graph(
+    agents: BareAgents, store: MemoryStore, *, notes_in_state: bool = False
+) -> StateGraph[BareState, None, BareState, BareState]:
+    """research → writer → reviewer ⟲ → finalize, on plain state.
+
+    ``notes_in_state`` also copies the research notes text into state, as a user who
+    keeps everything in the graph state would (the naive side of P2).
+    """
+
+    def research(state: BareState, config: RunnableConfig) -> dict[str, Any]:
+        task = state["task"]
+        output = agents.research.research(task, None, store, _step(config, "research", task))
+        update: dict[str, Any] = {"research": output.result}
+        if notes_in_state and output.result.artifact_refs:
+            update["notes"] = store.get(output.result.artifact_refs[0]).decode()
+        return update
+
+    def writer(state: BareState, config: RunnableConfig) -> dict[str, Any]:
+        task = state["task"]
+        output = agents.writer.write(
+            task,
+            NO_HANDOFF,
+            state["research"],
+            state.get("draft"),
+            state.get("review"),
+            store,
+            _step(config, "writer", task),
+        )
+        return {"draft": output.result}
+
+    def reviewer(state: BareState, config: RunnableConfig) -> dict[str, Any]:
+        task = state["task"]
+        output = agents.reviewer.review(
+            task,
+            NO_HANDOFF,
+            state["research"],
+            state["draft"],
+            store,
+            _step(config, "reviewer", task),
+        )
+        return {"review": output.result}
+
+    def finalize(state: BareState) -> dict[str, Any]:
+        return {"article": store.get(state["draft"].body).decode()}
+
+    def after_research(state: BareState) -> Literal["writer", "__end__"]:
+        bundle = state["research"]
+        return "writer" if bundle.facts and bundle.result_status != "failed" else "__end__"
+
+    def after_review(state: BareState) -> Literal["writer", "finalize", "__end__"]:
+        review = state["review"]
+        if review.verdict == "approved":
+            return "finalize"
+        rounds = state["task"].budget.max_review_rounds
+        if review.verdict == "changes_requested" and state["draft"].revision < rounds:
+            return "writer"
+        return "__end__"
+
+    builder: StateGraph[BareState, None, BareState, BareState] = StateGraph(BareState)
+    nodes: dict[str, Callable[..., dict[str, Any]]] = {
+        "research": research,
+        "writer": writer,
+        "reviewer": reviewer,
+        "finalize": finalize,
+    }
+    for name, node in nodes.items():
+        builder.add_node(name, node)
+    builder.add_edge(START, "research")
+    builder.add_conditional_edges("research", after_research, ["writer", END])
+    builder.add_edge("writer", "reviewer")
+    builder.add_conditional_edges("reviewer", after_review, ["writer", "finalize", END])
+    builder.add_edge("finalize", END)
+    return builder

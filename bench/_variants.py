@@ -1,0 +1,129 @@
+"""Agent variants for the benchmarks, made by wrapping the offline agents (no app edits).
+
+Each wrapper hands the inner agent a store proxy that changes one kind of artifact on its
+way in, and forwards every other attribute (e.g. ``fingerprint``) to the inner agent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from app.text import CITATION
+from contracts import (
+    ArtifactKind,
+    ArtifactRef,
+    DraftArticle,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    TaskSpec,
+)
+from graphs import AgentOutput, ArtifactStore, ResearchAgent, StepInfo, WriterAgent
+
+_FIRST_CITATION = re.compile(r"\s*\[claim-[0-9]+\]")
+_FILLER_LINE = (
+    "- [src-{n}, chars {a}-{b}, score 1.234] The decree was inscribed three times, in "
+    "hieroglyphic, Demotic and Greek, which let scholars compare the scripts line by line.\n"
+)
+
+
+def filler(size: int) -> bytes:
+    """Deterministic markdown research notes of exactly ``size`` bytes."""
+    lines = ["# Research notes\n\n"]
+    total = len(lines[0])
+    number = 0
+    while total < size:
+        line = _FILLER_LINE.format(n=number % 7 + 1, a=number * 17, b=number * 17 + 120)
+        lines.append(line)
+        total += len(line)
+        number += 1
+    return "".join(lines).encode()[:size]
+
+
+class _Rewriting:
+    """A store that rewrites the content of one artifact kind on ``put``."""
+
+    def __init__(self, store: ArtifactStore, kind: ArtifactKind, rewrite: Any) -> None:
+        self._store = store
+        self._kind = kind
+        self._rewrite = rewrite
+
+    def put(
+        self, artifact_id: str, kind: ArtifactKind, content: bytes, media_type: str
+    ) -> ArtifactRef:
+        if kind == self._kind:
+            content = self._rewrite(content)
+        return self._store.put(artifact_id, kind, content, media_type)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+@dataclass
+class BigNotesResearch:
+    """The offline research agent, but its notes artifact is ``notes_bytes`` long."""
+
+    inner: ResearchAgent
+    notes_bytes: int
+
+    def research(
+        self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
+    ) -> AgentOutput[ResearchBundle]:
+        notes = filler(self.notes_bytes)
+        proxy = _Rewriting(store, "notes", lambda _content: notes)
+        return self.inner.research(task, handoff, proxy, step)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner" or name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def drop_first_citation(body: bytes) -> bytes:
+    """The draft with its first citation marker removed: one uncited sentence."""
+    return _FIRST_CITATION.sub("", body.decode(), count=1).encode()
+
+
+@dataclass
+class StubbornWriter:
+    """The offline writer, but every draft leaves one sentence uncited.
+
+    The Reviewer therefore requests exactly one change (UNCITED_SENTENCE) every round,
+    and the loop runs until ``max_review_rounds``.
+    """
+
+    inner: WriterAgent
+
+    def write(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        previous: DraftArticle | None,
+        review: ReviewResult | None,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[DraftArticle]:
+        proxy = _Rewriting(store, "draft", drop_first_citation)
+        output = self.inner.write(
+            task,
+            handoff,
+            bundle,
+            previous,
+            review,
+            proxy,
+            step,
+        )
+        body = store.get(output.result.body).decode()
+        cited = list(dict.fromkeys(CITATION.findall(body)))
+        output.result = output.result.model_copy(update={"cited_claim_ids": cited})
+        return output
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner" or name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)

@@ -1,0 +1,265 @@
+"""P3 context per review round: contract-built prompts vs transcript replay.
+
+The project has no prompt builder yet (its agents are offline), so this script writes the
+contract-built prompts itself, from the contract objects the Writer and Reviewer nodes
+actually receive in a real run. The run uses a Writer that always leaves one sentence
+uncited, so the Reviewer requests exactly one change per round until the round budget.
+
+- contract-built Writer prompt: objective and constraints (from the Handoff), the facts
+  (id, claim, source, confidence) and the latest review's required changes only.
+- contract-built Reviewer prompt: objective, constraints, the facts and the draft under
+  review.
+- transcript replay: the task message, the research message (the same facts text), then
+  every earlier draft and review message, carried forward; the Writer of round N sees
+  drafts and reviews 1..N-1, the Reviewer of round N also sees draft N.
+
+Sizes are characters (tokens ~ chars / 4); deterministic, so one run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from app.workflow import Workflow
+from bench._common import (
+    OBJECTIVE,
+    Measure,
+    Row,
+    chars,
+    parse_args,
+    print_rows,
+    print_table,
+    scratch_dir,
+    workflow_settings,
+)
+from bench._variants import StubbornWriter
+from contracts import (
+    Budget,
+    Constraints,
+    DraftArticle,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    TaskSpec,
+)
+from graphs import AgentOutput, ArtifactStore, ReviewerAgent, StepInfo, WriterAgent
+
+ROUNDS = 8
+QUICK_ROUNDS = 3
+TARGET = 1.2
+CONSTRAINTS = Constraints(max_words=250, required_sections=["The Stone", "Decipherment"])
+
+
+@dataclass
+class WriterCall:
+    """What the Writer node handed the Writer in one round, and the body it wrote."""
+
+    handoff: Handoff
+    bundle: ResearchBundle
+    review: ReviewResult | None
+    body: str
+
+
+@dataclass
+class ReviewerCall:
+    """What the Reviewer node handed the Reviewer in one round, and its verdict."""
+
+    handoff: Handoff
+    bundle: ResearchBundle
+    draft: DraftArticle
+    body: str
+    review: ReviewResult
+
+
+@dataclass
+class RecordingWriter:
+    """Records every Writer call; the work is the inner writer's."""
+
+    inner: WriterAgent
+    calls: list[WriterCall] = field(default_factory=list)
+
+    def write(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        previous: DraftArticle | None,
+        review: ReviewResult | None,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[DraftArticle]:
+        output = self.inner.write(task, handoff, bundle, previous, review, store, step)
+        body = store.get(output.result.body).decode()
+        self.calls.append(WriterCall(handoff, bundle, review, body))
+        return output
+
+
+@dataclass
+class RecordingReviewer:
+    """Records every Reviewer call; the work is the inner reviewer's."""
+
+    inner: ReviewerAgent
+    calls: list[ReviewerCall] = field(default_factory=list)
+
+    def review(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        draft: DraftArticle,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[ReviewResult]:
+        output = self.inner.review(task, handoff, bundle, draft, store, step)
+        body = store.get(draft.body).decode()
+        self.calls.append(ReviewerCall(handoff, bundle, draft, body, output.result))
+        return output
+
+
+def task_text(handoff: Handoff) -> str:
+    """Objective and constraints, as the envelope states them."""
+    lines = [f"Objective: {handoff.objective}", "Constraints:"]
+    lines += [f"- {item.text}" for item in handoff.constraints] or ["- none"]
+    return "\n".join(lines)
+
+
+def facts_text(bundle: ResearchBundle) -> str:
+    """Every fact with its id, source and confidence: what the Writer may cite."""
+    lines = ["Facts (cite every sentence's claims by id):"]
+    lines += [
+        f"- [{fact.id}] {fact.claim} (source {fact.source_id}, confidence {fact.confidence})"
+        for fact in bundle.facts
+    ]
+    return "\n".join(lines)
+
+
+def review_text(review: ReviewResult) -> str:
+    """A review as the Writer needs it: the verdict and each required change."""
+    lines = [f"Review of draft {review.draft_revision}: {review.verdict}"]
+    lines += [f"- {change.code.value}: {change.reason}" for change in review.required_changes]
+    if review.rejected_claims:
+        lines.append(f"Rejected claims: {', '.join(review.rejected_claims)}")
+    return "\n".join(lines)
+
+
+def contract_writer_prompt(call: WriterCall) -> str:
+    """Objective, constraints, facts and the latest required changes."""
+    parts = [task_text(call.handoff), facts_text(call.bundle)]
+    if call.review is not None:
+        parts.append("Required changes:\n" + review_text(call.review))
+    return "\n\n".join(parts)
+
+
+def contract_reviewer_prompt(call: ReviewerCall) -> str:
+    """Objective, constraints, facts and the draft under review."""
+    draft = f"Draft revision {call.draft.revision}:\n{call.body}"
+    return "\n\n".join([task_text(call.handoff), facts_text(call.bundle), draft])
+
+
+def message(role: str, content: str) -> str:
+    """One transcript message."""
+    return f"[{role}]\n{content}"
+
+
+def transcript_prompts(
+    writers: list[WriterCall], reviewers: list[ReviewerCall]
+) -> tuple[list[str], list[str]]:
+    """Per round, the Writer's and the Reviewer's prompt when every message is replayed."""
+    first = writers[0]
+    history = [
+        message("user", task_text(first.handoff)),
+        message("research", facts_text(first.bundle)),
+    ]
+    writer_prompts: list[str] = []
+    reviewer_prompts: list[str] = []
+    for writer, reviewer in zip(writers, reviewers, strict=True):
+        writer_prompts.append("\n\n".join(history))
+        history.append(message("writer", writer.body))
+        reviewer_prompts.append("\n\n".join(history))
+        history.append(message("reviewer", review_text(reviewer.review)))
+    return writer_prompts, reviewer_prompts
+
+
+def main(argv: Sequence[str] | None = None) -> list[Row]:
+    """Measure and print P3; returns the rows."""
+    args = parse_args(argv, "P3 context per review round", repeats=1, quick_repeats=1)
+    rounds = QUICK_ROUNDS if args.quick else ROUNDS
+    with scratch_dir("p3") as root, Workflow(workflow_settings(root)) as workflow:
+        writer = RecordingWriter(StubbornWriter(workflow.context.writer))
+        reviewer = RecordingReviewer(workflow.context.reviewer)
+        context = replace(workflow.context, writer=writer, reviewer=reviewer)
+        with Workflow(workflow.settings, context=context) as recorded:
+            task = TaskSpec(
+                task_id="p3",
+                objective=OBJECTIVE,
+                constraints=CONSTRAINTS,
+                budget=Budget(max_review_rounds=rounds),
+            )
+            outcome = recorded.run(task, thread_id="p3")
+    if len(writer.calls) != rounds or len(reviewer.calls) != rounds:
+        raise RuntimeError(f"expected {rounds} review rounds, got {len(writer.calls)}: {outcome}")
+    for call in reviewer.calls[:-1]:
+        if call.review.verdict != "changes_requested" or len(call.review.required_changes) != 1:
+            raise RuntimeError(f"expected one required change per round, got {call.review}")
+
+    ours_writer = [len(contract_writer_prompt(call)) for call in writer.calls]
+    ours_reviewer = [len(contract_reviewer_prompt(call)) for call in reviewer.calls]
+    replay_writer, replay_reviewer = (
+        [len(prompt) for prompt in prompts]
+        for prompts in transcript_prompts(writer.calls, reviewer.calls)
+    )
+    print_table(
+        f"P3 prompt characters per round (~tokens = chars/4), {rounds} rounds",
+        [
+            "round",
+            "writer contract",
+            "writer transcript",
+            "reviewer contract",
+            "reviewer transcript",
+        ],
+        [
+            [
+                str(index + 1),
+                f"{chars(ours_writer[index])} (~{ours_writer[index] // 4:,})",
+                f"{chars(replay_writer[index])} (~{replay_writer[index] // 4:,})",
+                f"{chars(ours_reviewer[index])} (~{ours_reviewer[index] // 4:,})",
+                f"{chars(replay_reviewer[index])} (~{replay_reviewer[index] // 4:,})",
+            ]
+            for index in range(rounds)
+        ],
+    )
+    rows = []
+    for role, ours, replay in (
+        ("writer", ours_writer, replay_writer),
+        ("reviewer", ours_reviewer, replay_reviewer),
+    ):
+        rows.append(
+            Row(
+                bench="P3",
+                case=f"{role}, contract-built",
+                unit="chars",
+                baseline_name="round 1",
+                baseline=Measure.exact(ours[0]),
+                candidate_name=f"largest of 1-{rounds}",
+                candidate=Measure.exact(max(ours)),
+                max_ratio=TARGET,
+            )
+        )
+        rows.append(
+            Row(
+                bench="P3",
+                case=f"{role}, transcript replay",
+                unit="chars",
+                baseline_name="round 1",
+                baseline=Measure.exact(replay[0]),
+                candidate_name=f"round {rounds}",
+                candidate=Measure.exact(replay[-1]),
+            )
+        )
+    print_rows("P3 prompt growth over the review rounds, characters", rows, chars)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""Approvals and answers as typed, validated decisions that resume the same thread."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.errors import is_invalid_resume
+from langgraph.types import Command
+from pydantic import ValidationError
+
+from app.errors import InvalidDecision, NotWaiting, ThreadFinished
+from app.exit_codes import ExitCode
+from app.settings import Settings
+from app.text import CITATION, word_count
+from app.workflow import Workflow
+from contracts import ErrorCode, HumanRequest, TaskState
+from tests.app.test_review_loop import SloppyWriter
+from tests.conftest import OBJECTIVE
+
+HANDOFF = Path(sys.executable).parent / "handoff"
+QUESTIONS = ["Who found the Rosetta Stone in 1799?", "What did Champollion eat for lunch?"]
+
+
+def handoff(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+    env["HANDOFF_DATA_DIR"] = str(data_dir)
+    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
+    return subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def paused(workflow: Workflow, thread_id: str, **task: Any) -> HumanRequest:
+    task.setdefault("policies", {"require_approval": True})
+    outcome = workflow.run(workflow.task(OBJECTIVE, **task), thread_id)
+    assert outcome.state == TaskState.INPUT_REQUIRED
+    assert outcome.human_request is not None
+    return outcome.human_request
+
+
+def test_pause_in_one_process_and_decide_in_another(tmp_path: Path) -> None:
+    run = handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-hitl", "--require-approval")
+    assert run.returncode == ExitCode.WAITING_FOR_HUMAN, run.stderr
+    assert "waiting for a human decision: approve-research" in run.stdout
+    assert "handoff resume t-hitl --approve" in run.stdout
+
+    status = handoff(tmp_path, "status", "t-hitl")
+    assert "TASK_STATE_INPUT_REQUIRED" in status.stdout and "approve-research" in status.stdout
+
+    decided = handoff(tmp_path, "resume", "t-hitl", "--approve")
+    assert decided.returncode == ExitCode.COMPLETED, decided.stderr
+    with Workflow(Settings(data_dir=tmp_path)) as workflow:
+        nodes = [run.node_id for run in workflow.history("t-hitl")]
+        assert nodes == ["research", "approve_research", "writer", "reviewer", "finalize"]
+        decisions = workflow.state("t-hitl")["handoff"].accepted_decisions
+        assert [d.provenance.producer for d in decisions] == ["human"]
+
+
+def test_resume_without_a_decision_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    assert (
+        handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-w", "--require-approval").returncode == 3
+    )
+    with Workflow(Settings(data_dir=tmp_path)) as workflow:
+        before = workflow.checkpoint_count("t-w")
+    result = handoff(tmp_path, "resume", "t-w")
+    assert result.returncode == ExitCode.WAITING_FOR_HUMAN
+    assert "is waiting for a human decision" in result.stderr
+    with Workflow(Settings(data_dir=tmp_path)) as workflow:
+        assert workflow.checkpoint_count("t-w") == before
+        assert workflow.pending("t-w") is not None
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"action": 5}, "action"),
+        ({"action": None}, "action"),
+        ({"action": "maybe"}, "action"),
+        ({"interrupt_id": "review-decision-s9"}, "interrupt_id"),
+        ({"action": "revise", "answers": [{"question_id": "q-7", "text": "x"}]}, "answers"),
+        ({"action": "reject"}, "reason"),
+        ({"surprise": True}, "surprise"),
+    ],
+)
+def test_invalid_decisions_are_refused_naming_the_field_and_the_thread_keeps_waiting(
+    workflow: Workflow, change: dict[str, Any], field: str
+) -> None:
+    request = paused(workflow, "t-bad", questions=QUESTIONS)
+    checkpoints = workflow.checkpoint_count("t-bad")
+    decision: dict[str, Any] = {"interrupt_id": request.interrupt_id, "action": "approve", **change}
+    if change.get("action") is None and "action" in change:
+        del decision["action"]
+    with pytest.raises(InvalidDecision, match=field):
+        workflow.resume("t-bad", decision)
+    assert workflow.pending("t-bad") == request
+    assert workflow.checkpoint_count("t-bad") == checkpoints
+    outcome = workflow.resume("t-bad", {"interrupt_id": request.interrupt_id, "action": "approve"})
+    assert outcome.result_status == "completed"
+
+
+def test_the_graph_itself_refuses_an_invalid_resume_so_server_clients_are_covered_too(
+    workflow: Workflow,
+) -> None:
+    request = paused(workflow, "t-raw")
+    config = workflow.config("t-raw")
+    wrong = {"interrupt_id": "approve-research-s999", "action": "approve"}
+    with pytest.raises(ValidationError) as caught:
+        workflow.graph.invoke(Command(resume=wrong), config, context=workflow.context)
+    assert is_invalid_resume(caught.value) and "interrupt_id" in str(caught.value)
+    assert workflow.pending("t-raw") == request, "nothing was saved; still waiting"
+
+
+def test_code_before_the_interrupt_has_its_effects_once(workflow: Workflow) -> None:
+    request = paused(workflow, "t-once")
+    artifacts = {i: workflow.context.store.history(i) for i in workflow.context.store.ids()}
+    for _ in range(3):
+        with pytest.raises(InvalidDecision):
+            workflow.resume("t-once", {"interrupt_id": request.interrupt_id, "action": "abort"})
+        assert workflow.pending("t-once") is not None
+    assert [run.node_id for run in workflow.history("t-once")] == ["research"]
+    assert {i: workflow.context.store.history(i) for i in artifacts} == artifacts
+    workflow.resume("t-once", {"interrupt_id": request.interrupt_id, "action": "approve"})
+    approvals = [run for run in workflow.history("t-once") if run.node_id == "approve_research"]
+    assert len(approvals) == 1
+    assert [run.node_id for run in workflow.history("t-once")].count("research") == 1
+
+
+def test_an_added_constraint_reaches_the_writer_and_the_reviewer_checks_it(
+    workflow: Workflow,
+) -> None:
+    request = paused(workflow, "t-short")
+    decision = {
+        "interrupt_id": request.interrupt_id,
+        "action": "revise",
+        "constraints": ["at most 120 words"],
+    }
+    outcome = workflow.resume("t-short", decision)
+    assert outcome.result_status == "completed"
+    article = workflow.artifact("t-short", "article").decode()
+    assert word_count(article) <= 120
+    state = workflow.state("t-short")
+    human = [c for c in state["handoff"].constraints if c.provenance.producer == "human"]
+    assert [c.text for c in human] == ["at most 120 words"]
+    assert state["draft"].word_count <= 120
+
+
+def test_a_human_constraint_is_enforced_by_the_reviewer_against_a_writer_that_ignores_it(
+    workflow: Workflow,
+) -> None:
+    class DeafWriter(SloppyWriter):
+        def write(self, task: Any, *args: Any) -> Any:  # type: ignore[override]
+            loose = task.model_copy(
+                update={"constraints": task.constraints.model_copy(update={"max_words": None})}
+            )
+            return self.real.write(loose, *args)
+
+    context = replace(workflow.context, writer=DeafWriter(bad_rounds=0))
+    with Workflow(workflow.settings, context=context) as deaf:
+        request = paused(deaf, "t-deaf", budget={"max_review_rounds": 1})
+        outcome = deaf.resume(
+            "t-deaf",
+            {
+                "interrupt_id": request.interrupt_id,
+                "action": "revise",
+                "constraints": ["at most 40 words"],
+            },
+        )
+    assert outcome.result_status == "partial"
+    assert ErrorCode.CONSTRAINT_VIOLATED in {error.code for error in outcome.errors}
+
+
+def test_an_answered_question_is_recorded_as_human_and_never_becomes_a_fact(
+    workflow: Workflow,
+) -> None:
+    request = paused(workflow, "t-answer", questions=QUESTIONS)
+    assert [question.id for question in request.open_questions] == ["q-2"]
+    answer = "No reliable record of his lunch survives"
+    decision = {
+        "interrupt_id": request.interrupt_id,
+        "action": "revise",
+        "answers": [{"question_id": "q-2", "text": answer}],
+    }
+    assert workflow.resume("t-answer", decision).result_status == "completed"
+    state = workflow.state("t-answer")
+    [question] = state["handoff"].open_questions
+    assert (question.id, question.answer) == ("q-2", answer)
+    assert question.answered_by is not None and question.answered_by.producer == "human"
+    bundle = state["research"]
+    assert all(fact.question_id != "q-2" for fact in bundle.facts)
+    article = workflow.artifact("t-answer", "article").decode()
+    assert "lunch" not in article
+    assert all(bundle.fact(claim_id) for claim_id in CITATION.findall(article))
+
+
+def test_reject_ends_rejected_with_the_reason_and_further_resumes_are_refused(
+    workflow: Workflow,
+) -> None:
+    request = paused(workflow, "t-reject")
+    reason = "sources are too thin"
+    outcome = workflow.resume(
+        "t-reject", {"interrupt_id": request.interrupt_id, "action": "reject", "reason": reason}
+    )
+    assert outcome.state == TaskState.REJECTED
+    assert outcome.reason == reason
+    assert outcome.errors[0].code == ErrorCode.HUMAN_REJECTED
+    with pytest.raises(ThreadFinished, match="is complete"):
+        workflow.resume("t-reject")
+    with pytest.raises(ThreadFinished, match="is complete"):
+        workflow.resume("t-reject", {"interrupt_id": request.interrupt_id, "action": "approve"})
+
+
+def test_a_decision_for_a_thread_that_stopped_mid_run_is_refused(workflow: Workflow) -> None:
+    context = replace(workflow.context, writer=SloppyWriter(bad_rounds=9))
+    with Workflow(workflow.settings, context=context) as sloppy:
+        task = sloppy.task(OBJECTIVE, budget={"max_review_rounds": 1})
+        sloppy.graph.invoke(
+            {"task": task},
+            sloppy.config("t-mid"),
+            context=sloppy.context,
+            interrupt_before=["reviewer"],
+        )
+        with pytest.raises(NotWaiting, match="not waiting"):
+            sloppy.resume("t-mid", {"interrupt_id": "approve-research-s2", "action": "approve"})
+
+
+@pytest.mark.parametrize(
+    ("action", "state", "result"),
+    [
+        ("accept_partial", TaskState.COMPLETED, "partial"),
+        ("abort", TaskState.CANCELED, "failed"),
+        ("grant_round", TaskState.COMPLETED, "completed"),
+    ],
+)
+def test_review_escalation_offers_partial_another_round_or_abort(
+    workflow: Workflow, action: str, state: TaskState, result: str
+) -> None:
+    context = replace(workflow.context, writer=SloppyWriter(bad_rounds=1))
+    with Workflow(workflow.settings, context=context) as sloppy:
+        task = sloppy.task(
+            OBJECTIVE,
+            budget={"max_review_rounds": 1},
+            policies={"on_review_exhausted": "ask"},
+        )
+        first = sloppy.run(task, "t-escalate")
+        assert first.state == TaskState.INPUT_REQUIRED
+        request = first.human_request
+        assert request is not None and request.request_kind == "review_exhausted"
+        decision: dict[str, Any] = {"interrupt_id": request.interrupt_id, "action": action}
+        if action == "abort":
+            decision["reason"] = "not worth another round"
+        outcome = sloppy.resume("t-escalate", decision)
+    assert (outcome.state, outcome.result_status) == (state, result)
+    if action == "grant_round":
+        assert outcome.review_rounds == 2
