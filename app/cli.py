@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -238,6 +239,14 @@ def status(
         out.print(f"draft revision: {info.draft_revision}  verdict: {info.verdict}", markup=False)
     for problem in outcome.errors:
         out.print(f"  {problem.code.value}: {problem.detail}", markup=False)
+    if info.freshness is not None:
+        out.print(
+            f"inputs checked by {info.freshness.node}: {info.freshness.checked}, "
+            f"{info.freshness.verdict}",
+            markup=False,
+        )
+        for check in info.freshness.checks:
+            out.print(f"  {check.name}: {check.status}", markup=False)
     if outcome.human_request is not None:
         render_request(outcome.human_request, thread_id, out)
 
@@ -289,6 +298,22 @@ def show(
 
 
 @cli.command()
+def edit(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    name: Annotated[str, typer.Argument(help="Artifact to revise: draft.")],
+    file: Annotated[Path, typer.Option("--file", help="The new content.")],
+) -> None:
+    """Store a new revision of a thread's artifact; the thread notices it on resume."""
+    try:
+        content = file.read_bytes()
+        with _workflow() as workflow:
+            ref = workflow.put_artifact(thread_id, name, content)
+    except (HandoffError, OSError, ValueError) as error:
+        _fail(error)
+    out.print(f"{ref.uri} revision {ref.revision} (sha256 {ref.sha256[:12]}…)", markup=False)
+
+
+@cli.command()
 def threads(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
@@ -306,6 +331,41 @@ def threads(
 
 
 @cli.command()
+def serve(
+    port: Annotated[
+        int | None, typer.Option("--port", help="Port (default 2024, or a free one if taken).")
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="langgraph.json (default: ./langgraph.json, else ours)."),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Runs the server executes at once.")] = 4,
+    reload: Annotated[bool, typer.Option("--reload", help="Restart when code changes.")] = False,
+) -> None:
+    """Start the LangGraph dev server (for Studio and langgraph-sdk), offline."""
+    from app import server
+
+    try:
+        plan = server.plan_dev_server(config=config, host=host, port=port, jobs=jobs, reload=reload)
+    except server.ServeError as error:
+        err.print(f"error: {error}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE)) from None
+    os.chdir(plan.cwd)  # where the server reads .env and resolves relative data paths
+    try:
+        settings = Settings()
+    except ValidationError as error:
+        _fail(error)
+    for line in server.banner(plan, settings):
+        out.print(line, markup=False)
+    for name in server.dotenv_overrides(plan):
+        err.print(f"warning: {name} differs in .env and the environment; the server uses .env")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    server.exec_dev_server(plan)
+
+
+@cli.command()
 def schema(
     name: Annotated[str, typer.Argument(help="Contract name, e.g. TaskSpec.")],
 ) -> None:
@@ -318,6 +378,26 @@ def schema(
         err.print(f"error: unknown contract {name!r}; expected one of {', '.join(models)}")
         raise typer.Exit(int(ExitCode.USAGE))
     sys.stdout.write(render_schema(models[name]))
+
+
+db = typer.Typer(help="Set up the database.", no_args_is_help=True)
+cli.add_typer(db, name="db")
+
+
+@db.command("init")
+def db_init() -> None:
+    """Create every table the configured database needs; safe to run again."""
+    from app.backends import init_database
+    from app.postgres import describe_url
+
+    settings = Settings()
+    try:
+        found = init_database(settings)
+    except (HandoffError, ValueError, OSError) as error:
+        _fail(error)
+    out.print(f"database ready: {describe_url(settings.resolved_database_url())}", markup=False)
+    for line in found:
+        out.print(f"  {line}", markup=False)
 
 
 def main() -> None:

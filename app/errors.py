@@ -60,3 +60,18 @@ class UnknownArtifactName(HandoffError, LookupError):
     """An artifact name that the thread does not (yet) have."""
 
     code = ErrorCode.MISSING_INPUT
+
+
+class ThreadBusy(HandoffError, RuntimeError):
+    """Another process is running or resuming the thread; nothing was changed."""
+
+    code = ErrorCode.TRANSIENT
+
+
+class DatabaseUnavailable(HandoffError, RuntimeError):
+    """The database could not be reached, or the connection was lost during a run.
+
+    The thread keeps its last saved checkpoint; resume it once the database is back.
+    """
+
+    code = ErrorCode.TRANSIENT

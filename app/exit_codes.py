@@ -7,10 +7,12 @@ from enum import IntEnum
 from pydantic import ValidationError
 
 from app.errors import (
+    DatabaseUnavailable,
     DecisionRequired,
     InvalidDecision,
     InvalidThreadId,
     NotWaiting,
+    ThreadBusy,
     ThreadExists,
     ThreadFinished,
     ThreadNotFound,
@@ -31,6 +33,7 @@ class ExitCode(IntEnum):
     ALREADY_FINISHED = 6
     THREAD_BUSY = 7
     INTEGRITY = 8
+    DATABASE_UNAVAILABLE = 9
 
 
 def for_outcome(outcome: RunOutcome) -> ExitCode:
@@ -50,6 +53,10 @@ def for_error(error: BaseException) -> ExitCode:
 
     if isinstance(error, ThreadFinished):
         return ExitCode.ALREADY_FINISHED
+    if isinstance(error, ThreadBusy):
+        return ExitCode.THREAD_BUSY
+    if isinstance(error, DatabaseUnavailable):
+        return ExitCode.DATABASE_UNAVAILABLE
     if isinstance(error, DecisionRequired):
         return ExitCode.WAITING_FOR_HUMAN
     if isinstance(error, (ThreadNotFound, UnknownArtifactName)):

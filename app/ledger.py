@@ -9,12 +9,25 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from app.checkpointing import UnsupportedDatabaseUrl, sqlite_path
+from app.postgres import (
+    DEFAULT_TIMEOUT,
+    execute_script,
+    is_postgres_url,
+    open_pool,
+    schema_lock,
+)
 from contracts import NodeError, NodeRun
+
+if TYPE_CHECKING:
+    from app.postgres import PgConnection
 
 SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS handoff_node_runs (
@@ -25,6 +38,20 @@ CREATE TABLE IF NOT EXISTS handoff_node_runs (
     status TEXT NOT NULL,
     record TEXT NOT NULL,
     result TEXT,
+    PRIMARY KEY (thread_id, seq)
+)
+"""
+
+POSTGRES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS handoff_node_runs (
+    thread_id TEXT NOT NULL,
+    seq INTEGER NOT NULL CHECK (seq >= 1),
+    node_id TEXT NOT NULL,
+    input_hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL,
+    result TEXT,
+    recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (thread_id, seq)
 )
 """
@@ -106,6 +133,11 @@ class SqliteRunLedger:
             conn.execute(SQLITE_SCHEMA)
             self._conn = conn
         return self._conn
+
+    def setup(self) -> None:
+        """Create the table now (it is otherwise created on first use)."""
+        with self._lock:
+            self._connection()
 
     def start(self, thread_id: str, run: NodeRun) -> int:
         """Record an attempt that is starting, durably; returns its sequence number."""
@@ -209,7 +241,141 @@ def _abandoned(run: NodeRun, detail: str) -> NodeRun:
     )
 
 
-RunLedgerBackend = MemoryRunLedger | SqliteRunLedger
+class PostgresRunLedger:
+    """The ``handoff_node_runs`` table in the PostgreSQL schema that holds the checkpoints.
+
+    Give it the Workflow's pool (``pool=``) to share connections, or a ``url`` to have it
+    open (and close) a pool of its own on first use. Every statement commits on its own;
+    sequence numbers are taken with ``max(seq) + 1`` and a retry on the rare collision.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        pool: Any | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        if (url is None) == (pool is None):
+            raise ValueError("give PostgresRunLedger either a url or a pool")
+        self.url = url
+        self.timeout = timeout
+        self._pool = pool
+        self._owned: Any | None = None
+        self._ready = pool is not None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _connection(self) -> Iterator[PgConnection]:
+        with self._lock:
+            if self._pool is None:
+                assert self.url is not None
+                self._owned = open_pool(self.url, self.timeout, max_size=2)
+                self._pool = self._owned.__enter__()
+            if not self._ready:
+                self._setup(self._pool)
+                self._ready = True
+        with self._pool.connection() as conn:
+            yield conn
+
+    @staticmethod
+    def _setup(pool: Any) -> None:
+        with pool.connection() as conn, schema_lock(conn):
+            execute_script(conn, POSTGRES_SCHEMA)
+
+    def setup(self) -> None:
+        """Create the table if it does not exist (idempotent, safe across processes)."""
+        with self._connection() as conn, schema_lock(conn):
+            execute_script(conn, POSTGRES_SCHEMA)
+
+    def start(self, thread_id: str, run: NodeRun) -> int:
+        """Record an attempt that is starting, durably; returns its sequence number."""
+        from psycopg.errors import UniqueViolation
+
+        record = NodeRun.model_validate(run)
+        with self._connection() as conn:
+            for _ in range(20):
+                try:
+                    row = conn.execute(
+                        "INSERT INTO handoff_node_runs "
+                        "(thread_id, seq, node_id, input_hash, status, record) "
+                        "SELECT %s, coalesce(max(seq), 0) + 1, %s, %s, %s, %s "
+                        "FROM handoff_node_runs WHERE thread_id = %s RETURNING seq",
+                        (
+                            thread_id,
+                            record.node_id,
+                            record.input_hash,
+                            record.status,
+                            record.model_dump_json(),
+                            thread_id,
+                        ),
+                    ).fetchone()
+                except UniqueViolation:
+                    continue  # another process took that number between our read and write
+                assert row is not None
+                return int(row["seq"])
+        raise RuntimeError(f"could not record an attempt for thread {thread_id!r}")
+
+    def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
+        """Store the attempt's final record (and result) in one committed statement."""
+        record = NodeRun.model_validate(run)
+        with self._connection() as conn:
+            cursor = conn.execute(
+                "UPDATE handoff_node_runs SET status = %s, record = %s, result = %s "
+                "WHERE thread_id = %s AND seq = %s",
+                (record.status, record.model_dump_json(), result, thread_id, seq),
+            )
+        if cursor.rowcount != 1:
+            raise LookupError(f"no ledger entry {seq} for thread {thread_id!r}")
+
+    def runs(self, thread_id: str) -> list[NodeRun]:
+        """Every record of the thread, oldest first, each re-validated."""
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT record FROM handoff_node_runs WHERE thread_id = %s ORDER BY seq",
+                (thread_id,),
+            ).fetchall()
+        return [NodeRun.model_validate_json(row["record"]) for row in rows]
+
+    def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
+        """The stored update of the latest succeeded attempt with this input, if any."""
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT result FROM handoff_node_runs WHERE thread_id = %s AND node_id = %s "
+                "AND input_hash = %s AND status = 'succeeded' AND result IS NOT NULL "
+                "ORDER BY seq DESC LIMIT 1",
+                (thread_id, node_id, input_hash),
+            ).fetchone()
+        return None if row is None else str(row["result"])
+
+    def abandon_running(self, thread_id: str, detail: str) -> int:
+        """Mark attempts left 'running' by a process that died as failed; returns how many."""
+        with self._connection() as conn, conn.transaction():
+            rows = conn.execute(
+                "SELECT seq, record FROM handoff_node_runs "
+                "WHERE thread_id = %s AND status = 'running' FOR UPDATE",
+                (thread_id,),
+            ).fetchall()
+            for row in rows:
+                run = _abandoned(NodeRun.model_validate_json(row["record"]), detail)
+                conn.execute(
+                    "UPDATE handoff_node_runs SET status = %s, record = %s "
+                    "WHERE thread_id = %s AND seq = %s",
+                    (run.status, run.model_dump_json(), thread_id, row["seq"]),
+                )
+        return len(rows)
+
+    def close(self) -> None:
+        """Close the pool this ledger opened itself (a shared pool belongs to its owner)."""
+        with self._lock:
+            if self._owned is not None:
+                self._owned.__exit__(None, None, None)
+                self._owned = None
+                self._pool = None
+                self._ready = False
+
+
+RunLedgerBackend = MemoryRunLedger | SqliteRunLedger | PostgresRunLedger
 
 
 def ledger_for_url(url: str) -> RunLedgerBackend:
@@ -219,6 +385,9 @@ def ledger_for_url(url: str) -> RunLedgerBackend:
         return MemoryRunLedger()
     if scheme == "sqlite":
         return SqliteRunLedger(sqlite_path(url))
+    if is_postgres_url(url):
+        return PostgresRunLedger(url)
     raise UnsupportedDatabaseUrl(
-        f"no run ledger for database URL scheme {scheme!r}; expected sqlite:///path or memory://"
+        f"no run ledger for database URL scheme {scheme!r}; expected sqlite:///path, "
+        "postgresql://... or memory://"
     )

@@ -213,7 +213,7 @@ def writer_prompt(
     for fact in facts:
         lines.append(f"[{fact.id}] {_line(fact.claim)}")
         if fact.quote != fact.claim:
-            lines.append(f"    quote from {fact.source_id}: {_line(fact.quote)!r}")
+            lines.append(f'    quote from {fact.source_id}: "{_line(fact.quote)}"')
     if excluded:
         lines += ["", f"Never cite (rejected by review): {', '.join(excluded)}"]
     lines += ["", f"This is draft revision {revision}."]
@@ -236,7 +236,7 @@ def reviewer_prompt(
     """Reviewer: objective, constraints, the draft, the facts it cites, the checks' findings."""
     lines = [f"Objective: {_line(task.objective)}", "", *_constraints(task.constraints)]
     lines += ["", "Facts the draft cites (verified against their sources):"]
-    lines += [f"[{fact.id}] {_line(fact.claim)} (quote: {_line(fact.quote)!r})" for fact in facts]
+    lines += [f'[{fact.id}] {_line(fact.claim)} (quote: "{_line(fact.quote)}")' for fact in facts]
     lines += ["", "Findings of the deterministic checks:"]
     lines += [_change(change) for change in findings[:MAX_CHANGES_SHOWN]] or ["- none"]
     shown = body if len(body) <= MAX_BODY_CHARS else body[:MAX_BODY_CHARS] + "\n[truncated]"

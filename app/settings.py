@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.models import OFFLINE, Role, check_spec
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_CORPUS = PROJECT_ROOT / "examples" / "corpus"
@@ -33,6 +36,19 @@ class Settings(BaseSettings):
     artifact_dir: Path | None = Field(
         default=None, description="Artifact store folder. Default: <data_dir>/artifacts."
     )
+    artifact_store: Literal["auto", "database", "filesystem"] = Field(
+        default="auto",
+        description="Where artifacts live: 'database' (PostgreSQL tables beside the "
+        "checkpoints), 'filesystem' (artifact_dir), or 'auto' (database for a PostgreSQL "
+        "database_url, else filesystem).",
+    )
+    database_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="Seconds a PostgreSQL connect, pool wait or unanswered query may take "
+        "before the run fails as 'database unavailable' instead of hanging.",
+    )
     corpus: list[Path] = Field(
         default_factory=lambda: [BUNDLED_CORPUS],
         description="Corpus used when a task names none (JSON list or one path).",
@@ -42,10 +58,39 @@ class Settings(BaseSettings):
         default=None,
         description="Fault injection for tests (kill:<node>:<point>, transient:<node>:<n>).",
     )
+    model: str = Field(
+        default=OFFLINE,
+        description="Chat model of every agent: 'offline' (deterministic, no model) or "
+        "provider:model for LangChain's init_chat_model, e.g. openai:gpt-4.1-mini.",
+    )
+    research_model: str | None = Field(default=None, description="Research's model, if not model.")
+    writer_model: str | None = Field(default=None, description="Writer's model, if not model.")
+    reviewer_model: str | None = Field(default=None, description="Reviewer's model, if not model.")
+
+    @field_validator("model", "research_model", "writer_model", "reviewer_model")
+    @classmethod
+    def _model_spec(cls, value: str | None) -> str | None:
+        return None if value is None else check_spec(value)
+
+    def model_for(self, role: Role) -> str:
+        """The model spec in force for one agent: its override, else ``model``."""
+        override = {
+            "research": self.research_model,
+            "writer": self.writer_model,
+            "reviewer": self.reviewer_model,
+        }[role]
+        return override or self.model
 
     def resolved_database_url(self) -> str:
         """The checkpoint URL in force."""
         return self.database_url or f"sqlite:///{self.data_dir / 'handoff.db'}"
+
+    def resolved_artifact_store(self) -> Literal["database", "filesystem"]:
+        """Where artifacts live for these settings ('auto' resolved)."""
+        if self.artifact_store != "auto":
+            return self.artifact_store
+        scheme = self.resolved_database_url().split(":", 1)[0]
+        return "database" if scheme in ("postgresql", "postgres") else "filesystem"
 
     def resolved_artifact_dir(self) -> Path:
         """The artifact folder in force."""

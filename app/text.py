@@ -6,10 +6,22 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from graphs.markdown import CITATION, WORD, word_count
+
 _SENTENCE = re.compile(r"\S.*?[.!?](?=[\"')\]]*(?:\s|$))", re.DOTALL)
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
-CITATION = re.compile(r"\[(claim-[0-9]+)\]")
+_WORD = WORD
 _CITATION_GROUP = re.compile(r"\s*(?:\[claim-[0-9]+\]\s*)+")
+
+__all__ = [
+    "CITATION",
+    "Sentence",
+    "headings",
+    "sentences",
+    "strip_citations",
+    "terms",
+    "title_of",
+    "word_count",
+]
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been
@@ -81,16 +93,6 @@ def terms(text: str) -> list[str]:
 def strip_citations(text: str) -> str:
     """A sentence without its [claim-N] markers."""
     return re.sub(r"\s+([.!?])", r"\1", _CITATION_GROUP.sub(" ", text)).strip()
-
-
-def word_count(markdown: str) -> int:
-    """Words of an article body, not counting headings or citation markers."""
-    total = 0
-    for line in markdown.splitlines():
-        if line.lstrip().startswith("#"):
-            continue
-        total += len(_WORD.findall(CITATION.sub(" ", line)))
-    return total
 
 
 def headings(markdown: str) -> list[str]:

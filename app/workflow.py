@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -9,7 +11,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -17,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
-from app.checkpointing import open_checkpointer
+from app.backends import Backend, open_backend
 from app.errors import (
     DecisionRequired,
     InvalidDecision,
@@ -28,12 +30,13 @@ from app.errors import (
     ThreadNotFound,
     UnknownArtifactName,
 )
-from app.ledger import RunLedgerBackend, ledger_for_url
+from app.ledger import RunLedgerBackend
 from app.services import build_context
 from app.settings import Settings
 from contracts import (
     ArtifactRef,
     DraftArticle,
+    FreshnessReport,
     HumanDecision,
     HumanRequest,
     NodeRun,
@@ -49,8 +52,10 @@ from graphs.human import as_decision, decision_schema
 
 ArtifactName = Literal["article", "draft", "notes", "research", "review"]
 ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "review")
+EDITABLE_ARTIFACTS: tuple[str, ...] = ("draft",)
 _THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 ProgressCallback = Callable[[str, dict[str, Any]], None]
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def check_thread_id(thread_id: str) -> str:
@@ -80,6 +85,29 @@ class ThreadStatus:
     draft_revision: int | None
     verdict: str | None
     fact_count: int | None
+    freshness: FreshnessReport | None = None
+
+
+def _one_writer(method: _Method) -> _Method:
+    """Run a method that writes a thread while this process holds the thread's lock.
+
+    Everything the method checks (does the thread exist, has it finished, is it waiting)
+    is read inside the lock, so of two processes racing on one thread exactly one proceeds
+    and the other gets ThreadBusy having changed nothing. A lost database connection ends
+    the call with DatabaseUnavailable. ``thread_id=None`` (a new thread) is named first.
+    """
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def locked(self: Workflow, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        thread_id = bound.arguments.get("thread_id")
+        if thread_id is None:
+            thread_id = bound.arguments["thread_id"] = new_thread_id()
+        with self.backend.writing(check_thread_id(thread_id)):
+            return method(*bound.args, **bound.kwargs)
+
+    return cast(_Method, locked)
 
 
 class Workflow:
@@ -105,7 +133,9 @@ class Workflow:
             overrides["artifact_dir"] = artifact_dir
         self.settings = base.model_copy(update=overrides) if overrides else base
         self._context = context
+        self._own_context = context is None
         self._stack: ExitStack | None = None
+        self._backend: Backend | None = None
         self._saver: BaseCheckpointSaver[str] | None = None
         self._graph: CompiledStateGraph[Any, Any, Any, Any] | None = None
         self._ledger: RunLedgerBackend | None = None
@@ -128,14 +158,12 @@ class Workflow:
             return
         stack = ExitStack()
         try:
-            self._saver = stack.enter_context(
-                open_checkpointer(self.settings.resolved_database_url())
-            )
+            self._backend = stack.enter_context(open_backend(self.settings))
         except BaseException:
             stack.close()
             raise
-        self._ledger = ledger_for_url(self.settings.resolved_database_url())
-        stack.callback(self._ledger.close)
+        self._saver = self._backend.saver
+        self._ledger = self._backend.ledger
         self._stack = stack
         self._graph = build_graph().compile(checkpointer=self._saver)
 
@@ -144,9 +172,12 @@ class Workflow:
         if self._stack is not None:
             self._stack.close()
         self._stack = None
+        self._backend = None
         self._saver = None
         self._graph = None
         self._ledger = None
+        if self._own_context:
+            self._context = None  # its store may use the connections just closed
 
     @property
     def graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -155,6 +186,14 @@ class Workflow:
             self.open()
         assert self._graph is not None
         return self._graph
+
+    @property
+    def backend(self) -> Backend:
+        """The open storage: saver, audit, artifact store and thread lock."""
+        if self._backend is None:
+            self.open()
+        assert self._backend is not None
+        return self._backend
 
     @property
     def saver(self) -> BaseCheckpointSaver[str]:
@@ -168,7 +207,7 @@ class Workflow:
     def context(self) -> RunContext:
         """The run-scoped services passed to every invoke (and every resume)."""
         if self._context is None:
-            self._context = build_context(self.settings, self.ledger)
+            self._context = build_context(self.settings, self.ledger, store=self.backend.store)
         return self._context
 
     @property
@@ -189,6 +228,7 @@ class Workflow:
         fields.setdefault("task_id", f"task-{uuid.uuid4().hex[:12]}")
         return TaskSpec.model_validate({"objective": objective, **fields})
 
+    @_one_writer
     def run(
         self,
         task: TaskSpec | str,
@@ -207,6 +247,7 @@ class Workflow:
         self._drive({"task": spec}, thread, on_progress)
         return self.outcome(thread)
 
+    @_one_writer
     def resume(
         self,
         thread_id: str,
@@ -350,6 +391,7 @@ class Workflow:
             draft_revision=draft.revision if draft else None,
             verdict=review.verdict if review else None,
             fact_count=len(bundle.facts) if bundle else None,
+            freshness=read(values, "freshness", FreshnessReport, node="workflow"),
         )
 
     def checkpoint_count(self, thread_id: str) -> int:
@@ -398,6 +440,37 @@ class Workflow:
     def artifact(self, thread_id: str, name: str) -> bytes:
         """The bytes of a named artifact, verified against the hash the thread recorded."""
         return self.context.store.get(self.artifact_ref(thread_id, name))
+
+    def put_artifact(
+        self, thread_id: str, name: str, content: bytes, *, editor: str = "human"
+    ) -> ArtifactRef:
+        """Store a person's new revision of a thread's artifact (e.g. an edited draft).
+
+        The thread keeps its pin on the old revision; the next consumer notices the newer
+        one and applies the task's ``on_stale`` policy, so the edit is never used silently.
+        """
+        if name not in EDITABLE_ARTIFACTS:
+            raise UnknownArtifactName(
+                f"artifact {name!r} cannot be edited; editable: {', '.join(EDITABLE_ARTIFACTS)}"
+            )
+        current = self.artifact_ref(thread_id, name)
+        ref = self.context.store.put(current.artifact_id, current.kind, content, current.media_type)
+        now = self.context.clock()
+        task = read(self._values(thread_id), "task", TaskSpec, node="workflow")
+        edit = NodeRun(
+            task_version=task.task_version if task else 1,
+            node_id=f"edit:{name} by {editor}",
+            attempt=1,
+            status="succeeded",
+            input_hash=ref.sha256,
+            started_at=now,
+            ended_at=now,
+            duration_ms=0,
+            artifact_ids=[f"{ref.artifact_id}@{ref.revision}"],
+        )
+        seq = self.ledger.start(thread_id, edit)
+        self.ledger.finish(thread_id, seq, edit)
+        return ref
 
     def threads(self) -> list[str]:
         """Every thread id in the checkpoint store, sorted."""

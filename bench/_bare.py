@@ -22,6 +22,7 @@ from contracts import (
     ArtifactRef,
     DraftArticle,
     Handoff,
+    RefStatus,
     ResearchBundle,
     ReviewResult,
     TaskSpec,
@@ -74,6 +75,15 @@ class MemoryStore:
     def history(self, artifact_id: str) -> list[ArtifactRef]:
         """Every revision, oldest first."""
         return [ref for ref, _ in self.blobs.get(artifact_id, [])]
+
+    def verify(self, ref: ArtifactRef) -> RefStatus:
+        """Same classification as the real stores, from memory."""
+        history = self.blobs.get(ref.artifact_id, [])
+        if ref.revision > len(history):
+            return "missing"
+        if hashlib.sha256(history[ref.revision - 1][1]).hexdigest() != ref.sha256:
+            return "tampered"
+        return "stale" if ref.revision < len(history) else "fresh"
 
 
 class BareState(TypedDict, total=False):

@@ -6,6 +6,7 @@ from contracts.audit import NodeError, NodeRun, NodeStatus, Usage
 from contracts.base import SCHEMA_VERSION, Contract, VersionedContract
 from contracts.draft import DraftArticle
 from contracts.errors import ErrorCode, ErrorDetail, ErrorKind, ResultStatus
+from contracts.freshness import FreshnessReport, RefCheck, RefStatus
 from contracts.handoff import (
     AuthoritativeInput,
     ConstraintItem,
@@ -40,6 +41,7 @@ __all__ = [
     "ErrorDetail",
     "ErrorKind",
     "Fact",
+    "FreshnessReport",
     "FactSummary",
     "Handoff",
     "HumanAction",
@@ -52,6 +54,8 @@ __all__ = [
     "Policies",
     "Provenance",
     "Question",
+    "RefCheck",
+    "RefStatus",
     "RequiredChange",
     "ResearchBundle",
     "ResultStatus",

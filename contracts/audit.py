@@ -45,6 +45,10 @@ class NodeRun(VersionedContract):
         Field(default_factory=list, description="Artifacts written, as <artifact_id>@<revision>.")
     )
     error: NodeError | None = Field(default=None, description="Failure, if any.")
+    checked_inputs: list[str] = Field(
+        default_factory=list,
+        description="Inputs whose revision and hash were checked before use (name: status).",
+    )
     reused: bool = Field(
         default=False,
         description="True when the node did not run: a finished attempt with the same input "

@@ -12,6 +12,7 @@ from contracts.artifacts import ArtifactRef
 from contracts.audit import NodeRun
 from contracts.base import VersionedContract
 from contracts.draft import DraftArticle
+from contracts.freshness import FreshnessReport
 from contracts.handoff import Handoff
 from contracts.human import HumanDecision, HumanRequest
 from contracts.outcome import RunOutcome
@@ -22,6 +23,7 @@ from contracts.task import TaskSpec
 TOP_LEVEL_CONTRACTS: tuple[type[VersionedContract], ...] = (
     ArtifactRef,
     DraftArticle,
+    FreshnessReport,
     Handoff,
     HumanDecision,
     HumanRequest,

@@ -7,7 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from graphs.ports import ArtifactStore, ResearchAgent, ReviewerAgent, RunLedger, WriterAgent
+from graphs.ports import (
+    ArtifactStore,
+    ResearchAgent,
+    ReviewerAgent,
+    RunLedger,
+    SourceProbe,
+    WriterAgent,
+)
 
 
 def utc_now() -> datetime:
@@ -28,6 +35,7 @@ class RunContext:
     writer: WriterAgent
     reviewer: ReviewerAgent
     ledger: RunLedger
+    sources: SourceProbe
     clock: Callable[[], datetime] = field(default=utc_now)
     fault: Callable[[str], None] = field(default=no_fault)
     sleep: Callable[[float], None] = field(default=time.sleep)

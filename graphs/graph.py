@@ -10,23 +10,26 @@ from graphs.context import RunContext
 from graphs.node_runner import ContextFactory, Fingerprint, contract_node
 from graphs.routing import (
     route_after_decision,
+    route_after_finalize,
     route_after_research,
     route_after_review,
     route_after_writer,
+    route_by_handoff,
 )
 from graphs.state import WorkflowInput, WorkflowOutput, WorkflowState
 
 NODE_INPUTS: dict[str, tuple[str, ...]] = {
-    "research": ("task", "handoff", "research"),
-    "writer": ("task", "handoff", "research", "draft", "review"),
-    "reviewer": ("task", "handoff", "research", "draft"),
-    "finalize": ("task", "research", "draft", "review"),
+    "research": ("task", "handoff", "research", "freshness"),
+    "writer": ("task", "handoff", "research", "draft", "review", "freshness"),
+    "reviewer": ("task", "handoff", "research", "draft", "freshness"),
+    "finalize": ("task", "research", "draft", "review", "freshness"),
     "conclude": ("task", "research", "draft", "review"),
     "approve_research": ("task", "handoff", "research"),
     "review_decision": ("task", "handoff", "research", "draft", "review"),
+    "stale_decision": ("task", "handoff", "freshness", "draft"),
 }
 """The channels each node reads; their hash identifies the node's work."""
-PAUSING_NODES = frozenset({"approve_research", "review_decision"})
+PAUSING_NODES = frozenset({"approve_research", "review_decision", "stale_decision"})
 """Nodes that call interrupt(): one interrupt each, nothing recorded before it."""
 
 
@@ -56,6 +59,7 @@ def build_graph(
         "conclude": nodes.conclude,
         "approve_research": nodes.approve_research,
         "review_decision": nodes.review_decision,
+        "stale_decision": nodes.stale_decision,
     }
     fingerprints: dict[str, Fingerprint] = {"research": _corpus_fingerprint}
     for name, body in bodies.items():
@@ -78,10 +82,12 @@ def build_graph(
     )
     builder.add_conditional_edges("approve_research", route_after_decision, ["writer", END])
     builder.add_conditional_edges("review_decision", route_after_decision, ["writer", END])
-    builder.add_conditional_edges("writer", route_after_writer, ["reviewer", END])
+    resumptions = ["research", "writer", "reviewer", "finalize", "stale_decision", END]
+    builder.add_conditional_edges("writer", route_after_writer, resumptions)
     builder.add_conditional_edges(
-        "reviewer", route_after_review, ["writer", "finalize", "review_decision", "conclude", END]
+        "reviewer", route_after_review, [*resumptions, "review_decision", "conclude"]
     )
-    builder.add_edge("finalize", END)
+    builder.add_conditional_edges("finalize", route_after_finalize, resumptions)
+    builder.add_conditional_edges("stale_decision", route_by_handoff, resumptions)
     builder.add_edge("conclude", END)
     return builder

@@ -45,6 +45,19 @@ def source_inputs(bundle: ResearchBundle, step: StepInfo) -> list[AuthoritativeI
     ]
 
 
+def _pins(
+    bundle: ResearchBundle | None, step: StepInfo, previous: Handoff | None
+) -> list[AuthoritativeInput]:
+    """Source pins, kept from the previous envelope unless research just re-read them.
+
+    Keeping them preserves a person's re-pin (accept_new_revision) and its provenance.
+    """
+    if bundle is None:
+        return []
+    kept = {item.uri: item for item in previous.authoritative_inputs} if previous else {}
+    return [kept.get(item.uri, item) for item in source_inputs(bundle, step)]
+
+
 def build_handoff(
     task: TaskSpec,
     step: StepInfo,
@@ -54,6 +67,7 @@ def build_handoff(
     artifacts: list[ArtifactRef],
     receipts: list[ToolReceipt] | None = None,
     previous: Handoff | None = None,
+    repin_sources: bool = False,
 ) -> Handoff:
     """An envelope that carries forward earlier decisions and pins what is handed over."""
     carried_decisions = list(previous.accepted_decisions) if previous else []
@@ -76,7 +90,7 @@ def build_handoff(
         next_allowed_action=next_action,
         accepted_decisions=carried_decisions,
         constraints=task_constraints(task, step) + carried_constraints,
-        authoritative_inputs=source_inputs(bundle, step) if bundle else [],
+        authoritative_inputs=_pins(bundle, step, None if repin_sources else previous),
         artifacts=artifacts,
         tool_receipts=list(receipts or []),
         open_questions=open_questions,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import field_validator, model_validator
+from pydantic import ConfigDict, field_validator, model_validator
 
 from contracts import (
     Answer,
@@ -80,6 +80,8 @@ def decision_schema(request: HumanRequest) -> type[HumanDecision]:
     question_ids = {question.id for question in request.open_questions}
 
     class DecisionForRequest(HumanDecision):
+        model_config = ConfigDict(title="HumanDecision")
+
         @field_validator("interrupt_id")
         @classmethod
         def _this_request(cls, value: str) -> str:

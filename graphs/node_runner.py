@@ -13,7 +13,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -76,6 +76,7 @@ class NodeResult:
     update: dict[str, Any]
     usage: Usage
     artifact_ids: list[str]
+    checked_inputs: list[str] = field(default_factory=list)
 
 
 NodeBody = Callable[[NodeCall], NodeResult]
@@ -173,6 +174,7 @@ class _Attempt:
         *,
         usage: Usage | None = None,
         artifact_ids: list[str] | None = None,
+        checked_inputs: list[str] | None = None,
         error: tuple[ErrorKind, str] | None = None,
         result: dict[str, Any] | None = None,
         reused: bool = False,
@@ -184,6 +186,7 @@ class _Attempt:
                 "duration_ms": round((time.perf_counter() - self.began) * 1000, 3),
                 "usage": usage or Usage(),
                 "artifact_ids": artifact_ids or [],
+                "checked_inputs": checked_inputs or [],
                 "error": NodeError(kind=error[0], detail=error[1][:4000]) if error else None,
                 "reused": reused,
             }
@@ -197,6 +200,12 @@ class _Attempt:
             update={"status": "waiting_user", "ended_at": self.ctx.clock()}
         )
         self.ctx.ledger.finish(self.step.thread_id, self.seq, final)
+
+
+def _spent(error: BaseException) -> Usage | None:
+    """What a failed attempt had already consumed (agents attach it to their errors)."""
+    usage = getattr(error, "usage", None)
+    return usage if isinstance(usage, Usage) else None
 
 
 def _dump_update(update: dict[str, Any]) -> str:
@@ -249,7 +258,10 @@ def contract_node(
             result = body(NodeCall(state=state, task=task, ctx=ctx, step=base))
             update = validate_update(node_id, result.update)
             _Attempt(ctx, base, key).finish(
-                usage=result.usage, artifact_ids=result.artifact_ids, result=update
+                usage=result.usage,
+                artifact_ids=result.artifact_ids,
+                checked_inputs=result.checked_inputs,
+                result=update,
             )
             return update
 
@@ -269,7 +281,7 @@ def contract_node(
                 result = body(NodeCall(state=state, task=task, ctx=ctx, step=step))
                 update = validate_update(node_id, result.update)
             except TransientError as error:
-                current.finish(error=("transient", error.message))
+                current.finish(usage=_spent(error), error=("transient", error.message))
                 if attempt < task.budget.max_attempts:
                     delay = min(MAX_BACKOFF_SECONDS, ctx.backoff_seconds * 2 ** (attempt - 1))
                     ctx.sleep(delay)
@@ -277,18 +289,18 @@ def contract_node(
                     continue
                 detail = ErrorDetail(
                     code=ErrorCode.TRANSIENT,
-                    detail=f"{node_id} failed {attempt} times: {error.message}",
+                    detail=f"{node_id} failed {attempt} times: {error.message}"[:2000],
                 )
                 return {"outcome": stop_outcome(state, task, step, detail, retryable=True)}
             except ContractViolation as error:
-                current.finish(error=("invalid_output", error.message))
+                current.finish(usage=_spent(error), error=("invalid_output", error.message))
                 if not repaired and attempt < task.budget.max_attempts:
                     repaired = True
                     attempt += 1
                     continue
                 detail = ErrorDetail(
                     code=ErrorCode.INVALID_OUTPUT,
-                    detail=error.message,
+                    detail=error.message[:2000],
                     field=error.fields[0] if error.fields else None,
                 )
                 return {"outcome": stop_outcome(state, task, step, detail, retryable=False)}
@@ -298,7 +310,12 @@ def contract_node(
             except BaseException as error:
                 current.finish(error=("internal", f"{type(error).__name__}: {error}"))
                 raise
-            current.finish(usage=result.usage, artifact_ids=result.artifact_ids, result=update)
+            current.finish(
+                usage=result.usage,
+                artifact_ids=result.artifact_ids,
+                checked_inputs=result.checked_inputs,
+                result=update,
+            )
             ctx.fault(f"{node_id}:before_return")
             return update
 

@@ -13,6 +13,7 @@ from contracts import (
     DraftArticle,
     ErrorCode,
     ErrorDetail,
+    FreshnessReport,
     Handoff,
     RequiredChange,
     ResearchBundle,
@@ -22,6 +23,7 @@ from contracts import (
     Usage,
 )
 from graphs.constraints import task_in_force
+from graphs.freshness import check_inputs, summary
 from graphs.handoffs import build_handoff
 from graphs.human import (
     apply_decision,
@@ -31,6 +33,16 @@ from graphs.human import (
     review_request,
 )
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.stale import (
+    MAX_STALE_ROUNDS,
+    adopt_head,
+    decision_target,
+    only_revised_draft,
+    producer_action,
+    repin,
+    stale_outcome,
+    stale_request,
+)
 
 
 def _ref_id(ref_id: str, revision: int) -> str:
@@ -53,11 +65,12 @@ def research(call: NodeCall) -> NodeResult:
         artifacts=list(bundle.artifact_refs),
         receipts=output.receipts,
         previous=previous,
+        repin_sources=True,
     )
     written = [source.snapshot for source in bundle.sources] + list(bundle.artifact_refs)
     artifact_ids = [_ref_id(ref.artifact_id, ref.revision) for ref in written]
     return NodeResult(
-        update={"research": bundle, "handoff": handoff},
+        update={"research": bundle, "handoff": handoff, "freshness": None},
         usage=output.usage,
         artifact_ids=artifact_ids,
     )
@@ -69,6 +82,9 @@ def writer(call: NodeCall) -> NodeResult:
     bundle: ResearchBundle = call.require("research")
     previous: DraftArticle | None = call.read("draft")
     review: ReviewResult | None = call.read("review")
+    report, stop = _guard(call, bundle=bundle, handoff=handoff, draft=None)
+    if stop is not None:
+        return stop
     output = call.ctx.writer.write(
         task_in_force(call.task, handoff),
         handoff,
@@ -89,9 +105,10 @@ def writer(call: NodeCall) -> NodeResult:
         previous=handoff,
     )
     return NodeResult(
-        update={"draft": draft, "handoff": next_handoff},
+        update={"draft": draft, "handoff": next_handoff, "freshness": report},
         usage=output.usage,
         artifact_ids=[_ref_id(draft.body.artifact_id, draft.body.revision)],
+        checked_inputs=summary(report),
     )
 
 
@@ -100,6 +117,14 @@ def reviewer(call: NodeCall) -> NodeResult:
     handoff: Handoff = call.require("handoff")
     bundle: ResearchBundle = call.require("research")
     draft: DraftArticle = call.require("draft")
+    report, stop = _guard(call, bundle=bundle, handoff=handoff, draft=draft)
+    if stop is not None:
+        if not (only_revised_draft(report) and call.task.policies.on_stale == "reevaluate"):
+            return stop
+        draft = adopt_head(draft, call.ctx.store)  # a person's newer revision is what we review
+        report, stop = _guard(call, bundle=bundle, handoff=handoff, draft=draft)
+        if stop is not None:
+            return stop
     output = call.ctx.reviewer.review(
         task_in_force(call.task, handoff), handoff, bundle, draft, call.ctx.store, call.step
     )
@@ -118,9 +143,10 @@ def reviewer(call: NodeCall) -> NodeResult:
         [_ref_id(review.report.artifact_id, review.report.revision)] if review.report else []
     )
     return NodeResult(
-        update={"review": review, "handoff": next_handoff},
+        update={"review": review, "handoff": next_handoff, "draft": draft, "freshness": report},
         usage=output.usage,
         artifact_ids=artifact_ids,
+        checked_inputs=summary(report),
     )
 
 
@@ -129,6 +155,20 @@ def finalize(call: NodeCall) -> NodeResult:
     draft: DraftArticle = call.require("draft")
     review: ReviewResult = call.require("review")
     bundle: ResearchBundle = call.require("research")
+    handoff: Handoff | None = call.read("handoff")
+    report, stop = _guard(call, bundle=None, handoff=handoff, draft=draft)
+    if stop is not None:
+        if only_revised_draft(report) and call.task.policies.on_stale == "reevaluate" and handoff:
+            # an unreviewed revision is never published: send it back to review
+            adopted = adopt_head(draft, call.ctx.store)
+            back = handoff.model_copy(update={"next_allowed_action": "review"})
+            return NodeResult(
+                {"draft": adopted, "handoff": back, "freshness": report},
+                Usage(),
+                [],
+                summary(report),
+            )
+        return stop
     if review.verdict != "approved" or review.draft_revision != draft.revision:
         raise ValueError(
             f"finalize needs an approved review of draft revision {draft.revision}; "
@@ -151,9 +191,10 @@ def finalize(call: NodeCall) -> NodeResult:
         fact_count=len(bundle.facts),
     )
     return NodeResult(
-        update={"outcome": outcome},
+        update={"outcome": outcome, "freshness": report},
         usage=Usage(),
         artifact_ids=[_ref_id(article.artifact_id, article.revision)],
+        checked_inputs=summary(report),
     )
 
 
@@ -306,3 +347,64 @@ def review_decision(call: NodeCall) -> NodeResult:
         )
     ended = updated.model_copy(update={"next_allowed_action": "end"})
     return NodeResult({"handoff": ended, "outcome": outcome}, Usage(), [])
+
+
+def _guard(
+    call: NodeCall,
+    *,
+    bundle: ResearchBundle | None,
+    handoff: Handoff | None,
+    draft: DraftArticle | None,
+) -> tuple[FreshnessReport, NodeResult | None]:
+    """Check this consumer's inputs; return the result that stops it, or None to proceed."""
+    report = check_inputs(
+        call.step.node,
+        store=call.ctx.store,
+        probe=call.ctx.sources,
+        bundle=bundle,
+        handoff=handoff,
+        draft=draft,
+        previous=call.read("freshness"),
+    )
+    if report.verdict == "fresh":
+        return report, None
+    checked = summary(report)
+    policy = call.task.policies.on_stale
+    if report.verdict == "tampered" or policy == "fail" or report.round > MAX_STALE_ROUNDS:
+        outcome = stale_outcome(call.task, call.step, report, call.read("draft"))
+        return report, NodeResult({"freshness": report, "outcome": outcome}, Usage(), [], checked)
+    if policy == "ask" or handoff is None:
+        return report, NodeResult({"freshness": report}, Usage(), [], checked)
+    back = handoff.model_copy(update={"next_allowed_action": producer_action(report)})
+    return report, NodeResult({"freshness": report, "handoff": back}, Usage(), [], checked)
+
+
+def stale_decision(call: NodeCall) -> NodeResult:
+    """Ask a person what to do about changed inputs (policy ``ask``); consumes nothing."""
+    report: FreshnessReport = call.require("freshness")
+    handoff: Handoff = call.require("handoff")
+    request = stale_request(report, call.step)
+    decision = as_decision(
+        interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
+    )
+    updated = apply_decision(handoff, decision, call.step)
+    if decision.action == "abort":
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.CANCELED,
+            result_status="failed",
+            errors=[ErrorDetail(code=ErrorCode.STALE_INPUT, detail=report.describe()[:2000])],
+            reason=decision.reason,
+        )
+        return NodeResult({"handoff": updated, "outcome": outcome}, Usage(), [])
+    update: dict[str, object] = {"freshness": None}
+    if decision.action == "accept_new_revision":
+        updated = repin(updated, report)
+        draft: DraftArticle | None = call.read("draft")
+        if draft is not None and only_revised_draft(report):
+            update["draft"] = adopt_head(draft, call.ctx.store)
+    update["handoff"] = updated.model_copy(
+        update={"next_allowed_action": decision_target(report, decision)}
+    )
+    return NodeResult(update, Usage(), [])

@@ -13,6 +13,7 @@ from contracts import (
     Handoff,
     NodeRun,
     Provenance,
+    RefStatus,
     ResearchBundle,
     ReviewResult,
     TaskSpec,
@@ -42,6 +43,18 @@ class ArtifactStore(Protocol):
 
     def history(self, artifact_id: str) -> list[ArtifactRef]:
         """Every revision, oldest first."""
+        ...
+
+    def verify(self, ref: ArtifactRef) -> RefStatus:
+        """fresh, stale (newer revision), tampered (bytes ≠ sha256) or missing; never raises."""
+        ...
+
+
+class SourceProbe(Protocol):
+    """Re-reads where a source came from, so edits on disk are noticed by hash."""
+
+    def current_sha256(self, uri: str) -> str | None:
+        """The sha256 of the source as it is now, or None if it is gone."""
         ...
 
 

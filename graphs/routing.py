@@ -10,6 +10,7 @@ from langgraph.graph import END
 from contracts import (
     DraftArticle,
     ErrorCode,
+    FreshnessReport,
     Handoff,
     ResearchBundle,
     ReviewResult,
@@ -48,22 +49,68 @@ def route_after_research(
     return "conclude"
 
 
+Resumption = Literal["research", "writer", "reviewer", "finalize", "stale_decision", "__end__"]
+ACTION_NODE: dict[str, Resumption] = {
+    "research": "research",
+    "write": "writer",
+    "review": "reviewer",
+    "finalize": "finalize",
+}
+
+
+def refused_inputs(state: Mapping[str, Any], node: str) -> bool:
+    """The node found its inputs changed and did not consume them."""
+    report = read(state, "freshness", FreshnessReport, node="router")
+    return report is not None and report.node == node and report.verdict != "fresh"
+
+
+def route_stale(state: Mapping[str, Any]) -> Resumption:
+    """Changed inputs: ask a person (policy ask) or go where the handoff now points."""
+    task = require(state, "task", TaskSpec, node="route_stale")
+    if task.policies.on_stale == "ask":
+        return "stale_decision"
+    return route_by_handoff(state)
+
+
+def route_by_handoff(state: Mapping[str, Any]) -> Resumption:
+    """Continue with the one action the handoff allows (or end)."""
+    if stopped(state):
+        return STOP
+    handoff = require(state, "handoff", Handoff, node="route_by_handoff")
+    if handoff.next_allowed_action not in ACTION_NODE:
+        raise ValueError(f"handoff allows {handoff.next_allowed_action!r}; no node continues it")
+    return ACTION_NODE[handoff.next_allowed_action]
+
+
 def route_after_decision(state: Mapping[str, Any]) -> Literal["writer", "__end__"]:
     """After a human decision: write (approved, revised, round granted) or end."""
     return STOP if stopped(state) else "writer"
 
 
-def route_after_writer(state: Mapping[str, Any]) -> Literal["reviewer", "__end__"]:
-    """A draft goes to review unless the writer's step ended the run."""
-    return STOP if stopped(state) else "reviewer"
+def route_after_writer(state: Mapping[str, Any]) -> Resumption | Literal["reviewer"]:
+    """A draft goes to review unless the writer's step ended the run or refused its inputs."""
+    if stopped(state):
+        return STOP
+    if refused_inputs(state, "writer"):
+        return route_stale(state)
+    return "reviewer"
+
+
+def route_after_finalize(state: Mapping[str, Any]) -> Resumption:
+    """Finalize ends the run, unless its input changed and must be reviewed again."""
+    if stopped(state) or not refused_inputs(state, "finalize"):
+        return STOP
+    return route_stale(state)
 
 
 def route_after_review(
     state: Mapping[str, Any],
-) -> Literal["writer", "finalize", "review_decision", "conclude", "__end__"]:
+) -> Resumption | Literal["review_decision", "conclude"]:
     """Approved → finalize; changes with rounds left → writer; otherwise end."""
     if stopped(state):
         return STOP
+    if refused_inputs(state, "reviewer"):
+        return route_stale(state)
     task = require(state, "task", TaskSpec, node="route_after_review")
     draft = require(state, "draft", DraftArticle, node="route_after_review")
     review = require(state, "review", ReviewResult, node="route_after_review")

@@ -6,6 +6,7 @@ from typing import TypedDict
 
 from contracts import (
     DraftArticle,
+    FreshnessReport,
     Handoff,
     ResearchBundle,
     ReviewResult,
@@ -30,6 +31,7 @@ class WorkflowState(TypedDict, total=False):
     draft: DraftArticle | None
     review: ReviewResult | None
     outcome: RunOutcome | None
+    freshness: FreshnessReport | None
 
 
 class WorkflowOutput(TypedDict, total=False):
@@ -48,6 +50,7 @@ CHANNEL_CONTRACTS: dict[str, type[VersionedContract]] = {
     "draft": DraftArticle,
     "review": ReviewResult,
     "outcome": RunOutcome,
+    "freshness": FreshnessReport,
 }
 """Contract of each channel.
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: real SQLite files and real artifact folders under tmp_path."""
+"""Shared fixtures: real SQLite files, real PostgreSQL schemas, real artifact folders."""
 
 from __future__ import annotations
 
@@ -8,21 +8,44 @@ from pathlib import Path
 import pytest
 
 from app.services import build_context
-from app.settings import BUNDLED_CORPUS, Settings
+from app.settings import Settings
 from app.workflow import Workflow
+from tests.backends import (
+    BACKENDS,
+    backend_settings,
+    postgres_problem,
+    postgres_required,
+    postgres_url,
+)
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings pointing every store at this test's own folder."""
-    return Settings(
-        data_dir=tmp_path / "data",
-        database_url=f"sqlite:///{tmp_path / 'data' / 'handoff.db'}",
-        artifact_dir=tmp_path / "data" / "artifacts",
-        corpus=[BUNDLED_CORPUS],
+def pytest_report_header() -> str:
+    problem = postgres_problem()
+    if problem is None:
+        return f"postgresql: {postgres_url()} reachable; backend tests run on sqlite and postgres"
+    return (
+        f"postgresql: UNREACHABLE at {postgres_url()} ({problem}); PostgreSQL tests will be "
+        f"{'FAILED (HANDOFF_REQUIRE_POSTGRES=1)' if postgres_required() else 'SKIPPED'}"
     )
+
+
+@pytest.fixture(params=[pytest.param(kind, marks=getattr(pytest.mark, kind)) for kind in BACKENDS])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
+    """Settings for one backend: an SQLite file, or a PostgreSQL schema of this test's own
+    (dropped afterwards); artifacts in this test's folder or in that schema."""
+    with backend_settings(request.param, tmp_path / "data") as chosen:
+        yield chosen
+
+
+@pytest.fixture
+def settings(backend: Settings) -> Settings:
+    """Settings pointing every store at this test's own folder (or schema), per backend.
+
+    The model is pinned offline so a developer's HANDOFF_MODEL never reaches a real API.
+    """
+    return backend.model_copy(update={"model": "offline", "fault": None})
 
 
 @pytest.fixture

@@ -44,6 +44,22 @@ class Passage:
 
 
 @dataclass
+class Retrieval:
+    """What deterministic retrieval found; model-backed research proposes claims from it."""
+
+    questions: list[Question]
+    sources: list[Source]
+    texts: dict[str, str]
+    """Decoded text of each source read, by source id (what the snapshots hold)."""
+    passages: list[Passage]
+    ranked: dict[str, list[tuple[int, float]]]
+    """Per question id: passage indexes with BM25 scores, best first."""
+    errors: list[ErrorDetail]
+    receipts: list[ToolReceipt]
+    tool_calls: int
+
+
+@dataclass
 class OfflineResearchAgent:
     """Deterministic research: same corpus and task, same bundle, byte for byte."""
 
@@ -77,11 +93,24 @@ class OfflineResearchAgent:
         self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
     ) -> AgentOutput[ResearchBundle]:
         """Read every source, rank sentences per question, keep the best as facts."""
-        locations = self.locations(task)
         try:
-            documents = discover(locations)
+            found = self.retrieve(task, store, step)
         except CorpusNotFound as error:
-            return AgentOutput(self._failed(task, ErrorCode.MISSING_INPUT, str(error), locations))
+            return AgentOutput(self.missing_corpus(task, error))
+        facts = self._facts(found.ranked, found.passages, step)
+        open_questions = [question for question in found.questions if not found.ranked[question.id]]
+        bundle = self.bundle(task, found, facts, open_questions, store, step)
+        return AgentOutput(
+            bundle, usage=Usage(tool_calls=found.tool_calls), receipts=found.receipts
+        )
+
+    def retrieve(self, task: TaskSpec, store: ArtifactStore, step: StepInfo) -> Retrieval:
+        """The deterministic part of research: read, split into passages, rank with BM25.
+
+        Sources are read within the tool-call budget; passages are ranked per question.
+        Raises CorpusNotFound when the corpus is missing; see ``missing_corpus``.
+        """
+        documents = discover(self.locations(task))
         questions = [
             Question(id=f"q-{index + 1}", text=text)
             for index, text in enumerate(task.research_questions())
@@ -102,44 +131,76 @@ class OfflineResearchAgent:
                     )
                 )
         sources, texts, read_errors, receipts = self._read_sources(documents, store, step)
-        errors += read_errors
         passages = [
             Passage(source=source, sentence=sentence, terms=frozenset(terms(sentence.text)))
             for source in sources
             for sentence in sentences(texts[source.id])
         ]
-        ranked = self._rank(questions, passages, widen=step.widen)
-        facts = self._facts(ranked, passages, step)
-        open_questions = [question for question in questions if not ranked[question.id]]
-        notes = store.put(
-            step.artifact_id("notes"),
-            "notes",
-            self._notes(task, questions, ranked, passages).encode(),
-            "text/markdown",
+        return Retrieval(
+            questions=questions,
+            sources=sources,
+            texts=texts,
+            passages=passages,
+            ranked=self._rank(questions, passages, widen=step.widen),
+            errors=errors + read_errors,
+            receipts=receipts,
+            tool_calls=len(documents) + len(questions),
         )
+
+    def bundle(
+        self,
+        task: TaskSpec,
+        found: Retrieval,
+        facts: list[Fact],
+        open_questions: list[Question],
+        store: ArtifactStore,
+        step: StepInfo,
+        *,
+        errors: list[ErrorDetail] | None = None,
+        notes: str = "",
+    ) -> ResearchBundle:
+        """The bundle for these facts, with the retrieval notes stored as an artifact.
+
+        The status follows the errors (retrieval's, then ``errors``); no facts means
+        insufficient evidence.
+        """
+        problems = found.errors + list(errors or [])
+        text = self._notes(task, found.questions, found.ranked, found.passages) + notes
+        ref = store.put(step.artifact_id("notes"), "notes", text.encode(), "text/markdown")
         step.fault("after_artifact")
         if not facts:
-            errors.append(
+            problems.append(
                 ErrorDetail(
                     code=ErrorCode.INSUFFICIENT_EVIDENCE,
                     detail="no sentence in the corpus matches the objective",
                 )
             )
-        status: ResultStatus = "failed" if not facts else ("partial" if errors else "completed")
-        bundle = ResearchBundle(
+        status: ResultStatus = "failed" if not facts else ("partial" if problems else "completed")
+        return ResearchBundle(
             task_id=task.task_id,
             result_status=status,
             facts=facts,
-            sources=sources,
+            sources=found.sources,
             open_questions=open_questions,
-            artifact_refs=[notes],
-            errors=errors,
-            retryable=any(error.code == ErrorCode.SOURCE_UNREADABLE for error in errors),
+            artifact_refs=[ref],
+            errors=problems,
+            retryable=any(error.code == ErrorCode.SOURCE_UNREADABLE for error in problems),
             missing_inputs=[],
             widened=step.widen,
         )
-        usage = Usage(tool_calls=len(documents) + len(questions))
-        return AgentOutput(bundle, usage=usage, receipts=receipts)
+
+    def missing_corpus(self, task: TaskSpec, error: CorpusNotFound) -> ResearchBundle:
+        """A failed bundle naming the corpus locations that could not be found."""
+        return self._failed(task, ErrorCode.MISSING_INPUT, str(error), self.locations(task))
+
+    def rate(
+        self, source_id: str, claim_terms: frozenset[str], rank: int, passages: list[Passage]
+    ) -> tuple[Confidence, list[str]]:
+        """Confidence by the documented rule, and the sources that corroborate the claim."""
+        corroborating = self._corroborating(source_id, claim_terms, passages)
+        if corroborating:
+            return "high", corroborating
+        return ("medium" if rank < 3 else "low"), []
 
     def _read_sources(
         self, documents: list[CorpusDocument], store: ArtifactStore, step: StepInfo
@@ -227,13 +288,7 @@ class OfflineResearchAgent:
         ):
             passage = passages[index]
             question_id, rank = chosen[index]
-            corroborating = self._corroborating(passage, passages)
-            if corroborating:
-                confidence: Confidence = "high"
-            elif rank < 3:
-                confidence = "medium"
-            else:
-                confidence = "low"
+            confidence, corroborating = self.rate(passage.source.id, passage.terms, rank, passages)
             number = int(passage.source.id.removeprefix("src-"))
             facts.append(
                 Fact(
@@ -250,16 +305,18 @@ class OfflineResearchAgent:
             )
         return facts
 
-    def _corroborating(self, passage: Passage, passages: list[Passage]) -> list[str]:
-        if not passage.terms:
+    def _corroborating(
+        self, source_id: str, claim_terms: frozenset[str], passages: list[Passage]
+    ) -> list[str]:
+        if not claim_terms:
             return []
         agreeing = {
             other.source.id
             for other in passages
-            if other.source.id != passage.source.id
-            and len(passage.terms & other.terms) / len(passage.terms) >= CORROBORATION_OVERLAP
+            if other.source.id != source_id
+            and len(claim_terms & other.terms) / len(claim_terms) >= CORROBORATION_OVERLAP
         }
-        return sorted(agreeing, key=lambda source_id: int(source_id.removeprefix("src-")))
+        return sorted(agreeing, key=lambda other: int(other.removeprefix("src-")))
 
     def _notes(
         self,

@@ -23,6 +23,20 @@ SUPPORT_OVERLAP = 0.5
 """Share of a sentence's content terms that must appear in the facts it cites."""
 
 
+@dataclass(frozen=True)
+class Findings:
+    """What the deterministic checks found in one draft."""
+
+    body: str
+    """The draft's markdown, as read (and hash-verified) from the store."""
+    changes: list[RequiredChange]
+    accepted: list[str]
+    """Cited claims whose quotes were found verbatim in their source snapshots."""
+    rejected: list[str]
+    checked: list[str]
+    """Sources whose snapshots were read."""
+
+
 @dataclass
 class OfflineReviewerAgent:
     """Deterministic checks only; a model-backed reviewer adds critique on top of these."""
@@ -37,6 +51,14 @@ class OfflineReviewerAgent:
         step: StepInfo,
     ) -> AgentOutput[ReviewResult]:
         """Verify the draft; every problem becomes a required change with a stable code."""
+        return self.conclude(
+            task, bundle, draft, self.check(task, bundle, draft, store), store, step
+        )
+
+    def check(
+        self, task: TaskSpec, bundle: ResearchBundle, draft: DraftArticle, store: ArtifactStore
+    ) -> Findings:
+        """The deterministic checks: citations, support, quotes against snapshots, constraints."""
         body = store.get(draft.body).decode("utf-8")
         changes: list[RequiredChange] = []
         cited_ids: list[str] = []
@@ -64,6 +86,27 @@ class OfflineReviewerAgent:
                 )
         accepted, rejected, checked = self._verify_claims(cited_ids, bundle, store, changes)
         self._check_constraints(task, body, changes)
+        return Findings(body, changes, accepted, rejected, checked)
+
+    def conclude(
+        self,
+        task: TaskSpec,
+        bundle: ResearchBundle,
+        draft: DraftArticle,
+        findings: Findings,
+        store: ArtifactStore,
+        step: StepInfo,
+        *,
+        critique: list[RequiredChange] | None = None,
+        tokens: int = 0,
+    ) -> AgentOutput[ReviewResult]:
+        """Write the report and decide: approved only when no check and no critique objects.
+
+        ``critique`` holds a model's changes; they are added to the findings, never
+        replace them, so nothing a model says can remove a failed check.
+        """
+        changes = findings.changes + list(critique or [])
+        accepted, rejected = findings.accepted, findings.rejected
         report = store.put(
             step.artifact_id("review"),
             "review",
@@ -85,10 +128,10 @@ class OfflineReviewerAgent:
             accepted_claims=accepted,
             rejected_claims=rejected,
             required_changes=changes,
-            checked_sources=checked,
+            checked_sources=findings.checked,
             report=report,
         )
-        return AgentOutput(result, usage=Usage(tool_calls=len(checked)))
+        return AgentOutput(result, usage=Usage(tool_calls=len(findings.checked), tokens=tokens))
 
     def _verify_claims(
         self,

@@ -27,6 +27,14 @@ def cite(fact: Fact) -> str:
     return f"{body} [{fact.id}]{end}"
 
 
+def addressed_changes(review: ReviewResult | None) -> list[str]:
+    """The review's required changes as ``CODE:claim-or-section`` entries for the draft."""
+    return [
+        f"{change.code.value}:{change.claim_id or change.section or '-'}"
+        for change in (review.required_changes if review else [])
+    ]
+
+
 @dataclass
 class OfflineWriterAgent:
     """Deterministic writer: same facts, constraints and review, same bytes."""
@@ -53,10 +61,7 @@ class OfflineWriterAgent:
         body, cited = self._compose(task, sections, limit)
         ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
         step.fault("after_artifact")
-        addressed = [
-            f"{change.code.value}:{change.claim_id or change.section or '-'}"
-            for change in (review.required_changes if review else [])
-        ]
+        addressed = addressed_changes(review)
         draft = DraftArticle(
             task_id=task.task_id,
             result_status="completed" if cited else "failed",

@@ -123,6 +123,8 @@ class FilesystemArtifactStore:
 
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
+        self._resolved_root: Path | None = None
+        self._made: set[tuple[str, ...]] = set()
 
     @property
     def root(self) -> Path:
@@ -146,7 +148,12 @@ class FilesystemArtifactStore:
                     f"refusing store path {relative!r}: it is a symlink, and the store never "
                     "follows links that could lead outside it"
                 )
-        if not path.resolve().is_relative_to(self._root.resolve()):
+        if self._resolved_root is None:
+            self._resolved_root = self._root.resolve()
+        # Every part is a validated name (no separators, no '..') and no component is a
+        # link, so only the deepest existing directory needs resolving to confirm it.
+        parent = path.parent
+        if parts and not parent.resolve().is_relative_to(self._resolved_root):
             raise InvalidArtifactId(
                 f"refusing store path {'/'.join(parts)!r}: it resolves outside the store root"
             )
@@ -154,9 +161,12 @@ class FilesystemArtifactStore:
 
     def _ensure_dir(self, *parts: str) -> Path:
         """Create directories one level at a time, checking each for links as it goes."""
+        if parts in self._made and self._path(*parts).is_dir():
+            return self._path(*parts)
         self._root.mkdir(parents=True, exist_ok=True)
         for depth in range(1, len(parts) + 1):
             self._path(*parts[:depth]).mkdir(exist_ok=True)
+        self._made.add(parts)
         return self._path(*parts)
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""Crash anywhere, resume exactly once: real subprocesses, real SIGKILL, real SQLite."""
+"""Crash anywhere, resume exactly once: real subprocesses, real SIGKILL, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.workflow import Workflow
+from tests.backends import backend_env
 from tests.conftest import OBJECTIVE
 
 HANDOFF = Path(sys.executable).parent / "handoff"
@@ -37,18 +38,22 @@ KILL_POINTS = [
 
 
 def handoff(
-    data_dir: Path, *args: str, fault: str | None = None
+    where: Path | Settings, *args: str, fault: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
-    env["HANDOFF_DATA_DIR"] = str(data_dir)
+    """Run the CLI in a fresh process on a data folder, or on a test backend's settings."""
+    if isinstance(where, Settings):
+        env = backend_env(where)
+    else:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+        env["HANDOFF_DATA_DIR"] = str(where)
     if fault:
         env["HANDOFF_FAULT"] = fault
     command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
     return subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
-def open_workflow(data_dir: Path) -> Workflow:
-    return Workflow(Settings(data_dir=data_dir))
+def open_workflow(where: Path | Settings) -> Workflow:
+    return Workflow(where if isinstance(where, Settings) else Settings(data_dir=where))
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +68,15 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_sigkill_at_any_point_resumes_to_the_same_article_without_repeating_work(
-    tmp_path: Path, baseline: bytes, point: str
+    backend: Settings, baseline: bytes, point: str
 ) -> None:
-    killed = handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-crash", fault=f"kill:{point}")
+    killed = handoff(backend, "run", OBJECTIVE, "--thread", "t-crash", fault=f"kill:{point}")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
-    resumed = handoff(tmp_path, "resume", "t-crash")
+    resumed = handoff(backend, "resume", "t-crash")
     assert resumed.returncode == ExitCode.COMPLETED, resumed.stderr
 
-    with open_workflow(tmp_path) as workflow:
+    with open_workflow(backend) as workflow:
         assert workflow.artifact("t-crash", "article") == baseline
         runs = workflow.history("t-crash")
         done = Counter(
@@ -91,23 +96,23 @@ def test_sigkill_at_any_point_resumes_to_the_same_article_without_repeating_work
             assert any(run.reused and run.node_id == node for run in runs)
 
 
-def test_resume_refuses_an_unknown_thread_without_touching_the_database(tmp_path: Path) -> None:
-    result = handoff(tmp_path, "resume", "t-unknown")
+def test_resume_refuses_an_unknown_thread_without_touching_the_database(backend: Settings) -> None:
+    result = handoff(backend, "resume", "t-unknown")
     assert result.returncode == ExitCode.NOT_FOUND
     assert "no thread 't-unknown'" in result.stderr
-    with open_workflow(tmp_path) as workflow:
+    with open_workflow(backend) as workflow:
         assert workflow.threads() == []
 
 
-def test_resume_refuses_a_finished_thread_and_shows_its_outcome(tmp_path: Path) -> None:
-    assert handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-done").returncode == 0
-    with open_workflow(tmp_path) as workflow:
+def test_resume_refuses_a_finished_thread_and_shows_its_outcome(backend: Settings) -> None:
+    assert handoff(backend, "run", OBJECTIVE, "--thread", "t-done").returncode == 0
+    with open_workflow(backend) as workflow:
         before = workflow.checkpoint_count("t-done")
         runs_before = len(workflow.history("t-done"))
-    result = handoff(tmp_path, "resume", "t-done")
+    result = handoff(backend, "resume", "t-done")
     assert result.returncode == ExitCode.ALREADY_FINISHED
     assert "is complete" in result.stderr
     assert "state: TASK_STATE_COMPLETED" in result.stdout
-    with open_workflow(tmp_path) as workflow:
+    with open_workflow(backend) as workflow:
         assert workflow.checkpoint_count("t-done") == before
         assert len(workflow.history("t-done")) == runs_before

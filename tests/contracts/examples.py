@@ -17,6 +17,7 @@ from contracts import (
     ErrorDetail,
     Fact,
     FactSummary,
+    FreshnessReport,
     Handoff,
     HumanDecision,
     HumanRequest,
@@ -24,6 +25,7 @@ from contracts import (
     Policies,
     Provenance,
     Question,
+    RefCheck,
     RequiredChange,
     ResearchBundle,
     ReviewResult,
@@ -249,7 +251,29 @@ def handoff() -> Handoff:
     )
 
 
+def freshness_report() -> FreshnessReport:
+    """A writer's check that found one edited source."""
+    return FreshnessReport(
+        node="writer",
+        verdict="stale",
+        checked=5,
+        checks=[
+            RefCheck(
+                name="source src-1",
+                kind="source",
+                producer="research",
+                uri="file:///corpus/rosetta.md",
+                recorded_sha256=SHA_SOURCE,
+                current_sha256="e" * 64,
+                status="stale",
+            )
+        ],
+        round=1,
+    )
+
+
 EXAMPLES: dict[type[VersionedContract], VersionedContract] = {
+    FreshnessReport: freshness_report(),
     ArtifactRef: artifact("article", "article-rosetta"),
     DraftArticle: draft_article(),
     Handoff: handoff(),

@@ -27,6 +27,7 @@ from contracts import (
     ErrorKind,
     Fact,
     FactSummary,
+    FreshnessReport,
     Handoff,
     HumanAction,
     HumanDecision,
@@ -38,6 +39,8 @@ from contracts import (
     Policies,
     Provenance,
     Question,
+    RefCheck,
+    RefStatus,
     RequiredChange,
     ResearchBundle,
     ResultStatus,
@@ -367,7 +370,30 @@ handoffs = st.builds(
     provenance=provenances,
 )
 
+ref_checks = st.builds(
+    RefCheck,
+    name=texts(),
+    kind=st.sampled_from(["artifact", "source"]),
+    producer=texts(),
+    uri=texts(),
+    recorded_revision=optional(positive),
+    recorded_sha256=sha256s,
+    current_revision=optional(positive),
+    current_sha256=optional(sha256s),
+    status=literals(RefStatus),
+)
+
+freshness_reports = st.builds(
+    FreshnessReport,
+    node=texts(),
+    verdict=literals(RefStatus),
+    checked=counts,
+    checks=few(ref_checks),
+    round=counts,
+)
+
 STRATEGIES: dict[type[VersionedContract], st.SearchStrategy[Any]] = {
+    FreshnessReport: freshness_reports,
     ArtifactRef: artifact_refs(),
     DraftArticle: draft_articles,
     Handoff: handoffs,

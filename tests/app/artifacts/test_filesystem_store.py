@@ -1,22 +1,33 @@
-"""FilesystemArtifactStore against real files: revisions, integrity, path safety, concurrency."""
+"""The artifact stores against real files and a real PostgreSQL schema.
+
+Every behaviour of the ArtifactStore contract (revisions, integrity, verification, URIs,
+concurrent puts from several processes) runs on both FilesystemArtifactStore and
+PostgresArtifactStore through a ``harness`` that knows how to damage each one. Path and
+symlink safety is the filesystem store's alone and runs on it only.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import multiprocessing
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.artifacts import FilesystemArtifactStore, parse_artifact_uri
+from app.artifacts import FilesystemArtifactStore, PostgresArtifactStore, parse_artifact_uri
 from contracts import ArtifactRef
 from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError, InvalidArtifactId
 from graphs.ports import ArtifactStore
+from tests.backends import postgres_schema
 
 MD = "text/markdown"
+AnyStore = FilesystemArtifactStore | PostgresArtifactStore
 
 
 @pytest.fixture
@@ -34,20 +45,135 @@ def _history_entries(store: FilesystemArtifactStore, artifact_id: str) -> list[o
     return entries
 
 
-def test_store_satisfies_the_artifact_store_protocol(store: FilesystemArtifactStore) -> None:
+@dataclass
+class Harness:
+    """A store plus the means to damage it behind its back, per backend."""
+
+    kind: str
+    store: Any
+    url: str | None = None
+
+    def _sql(self, *statements: tuple[str, tuple[object, ...]]) -> list[Any]:
+        import psycopg
+
+        assert self.url is not None
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            cursors = [conn.execute(sql, args) for sql, args in statements]
+            return [cursor.fetchall() if cursor.description else [] for cursor in cursors]
+
+    def location(self) -> str:
+        return str(self.store.root) if self.kind == "filesystem" else str(self.url)
+
+    def tamper(self, ref: ArtifactRef, content: bytes) -> None:
+        if self.kind == "filesystem":
+            _blob_path(self.store, ref).write_bytes(content)
+        else:
+            self._sql(
+                (
+                    "UPDATE handoff_artifact_blobs SET content = %s WHERE sha256 = %s RETURNING 1",
+                    (content, ref.sha256),
+                )
+            )
+
+    def drop_blob(self, ref: ArtifactRef) -> None:
+        if self.kind == "filesystem":
+            _blob_path(self.store, ref).unlink()
+        else:  # past the foreign key, as a damaged database would be
+            self._sql(
+                ("SET session_replication_role = replica", ()),
+                ("DELETE FROM handoff_artifact_blobs WHERE sha256 = %s RETURNING 1", (ref.sha256,)),
+            )
+
+    def forget(self, artifact_id: str) -> None:
+        if self.kind == "filesystem":
+            (self.store.root / "refs" / f"{artifact_id}.json").unlink()
+        else:
+            self._sql(
+                (
+                    "DELETE FROM handoff_artifact_revisions WHERE artifact_id = %s RETURNING 1",
+                    (artifact_id,),
+                ),
+                (
+                    "DELETE FROM handoff_artifacts WHERE artifact_id = %s RETURNING 1",
+                    (artifact_id,),
+                ),
+            )
+
+    def corrupt_history(self, artifact_id: str) -> None:
+        if self.kind == "filesystem":
+            (self.store.root / "refs" / f"{artifact_id}.json").write_text("{not json")
+        else:
+            self._sql(
+                (
+                    "UPDATE handoff_artifact_revisions SET ref = '{not json' "
+                    "WHERE artifact_id = %s RETURNING 1",
+                    (artifact_id,),
+                )
+            )
+
+    def entries(self, artifact_id: str) -> int:
+        """Revisions as stored (not through the store's API)."""
+        if self.kind == "filesystem":
+            return len(_history_entries(self.store, artifact_id))
+        [[(count,)]] = self._sql(
+            (
+                "SELECT count(*) FROM handoff_artifact_revisions WHERE artifact_id = %s",
+                (artifact_id,),
+            )
+        )
+        return int(count)
+
+    def untouched(self) -> bool:
+        """Nothing was written: no folder, or no row in any artifact table."""
+        if self.kind == "filesystem":
+            return not self.store.root.exists()
+        [[(rows,)]] = self._sql(
+            (
+                "SELECT (SELECT count(*) FROM handoff_artifact_blobs) "
+                "+ (SELECT count(*) FROM handoff_artifacts) "
+                "+ (SELECT count(*) FROM handoff_artifact_revisions)",
+                (),
+            )
+        )
+        return int(rows) == 0
+
+
+def open_store(kind: str, location: str) -> AnyStore:
+    if kind == "filesystem":
+        return FilesystemArtifactStore(Path(location))
+    return PostgresArtifactStore(location, timeout=10)
+
+
+@pytest.fixture(params=["filesystem", pytest.param("postgres", marks=pytest.mark.postgres)])
+def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    if request.param == "filesystem":
+        yield Harness("filesystem", FilesystemArtifactStore(tmp_path / "store"))
+        return
+    with postgres_schema() as url:
+        store = PostgresArtifactStore(url, timeout=10)
+        store.setup()
+        try:
+            yield Harness("postgres", store, url)
+        finally:
+            store.close()
+
+
+def test_store_satisfies_the_artifact_store_protocol(harness: Harness) -> None:
+    store = harness.store
     port: ArtifactStore = store
     assert port.head("nothing") is None
 
 
-def test_constructing_and_reading_an_unknown_artifact_creates_nothing(tmp_path: Path) -> None:
-    store = FilesystemArtifactStore(tmp_path / "store")
+def test_constructing_and_reading_an_unknown_artifact_creates_nothing(harness: Harness) -> None:
+    store = harness.store
     assert store.head("t1-draft") is None
     assert store.history("t1-draft") == []
     assert store.ids() == []
-    assert not (tmp_path / "store").exists()
+    assert harness.untouched()
 
 
-def test_first_put_is_revision_one_with_hash_size_and_uri(store: FilesystemArtifactStore) -> None:
+def test_first_put_is_revision_one_with_hash_size_and_uri(harness: Harness) -> None:
+    store = harness.store
     ref = store.put("t1-draft", "draft", b"hello", MD)
     assert ref.revision == 1
     assert ref.uri == "artifact://draft/t1-draft"
@@ -58,17 +184,19 @@ def test_first_put_is_revision_one_with_hash_size_and_uri(store: FilesystemArtif
 
 
 def test_identical_reput_returns_same_revision_and_writes_no_history_entry(
-    store: FilesystemArtifactStore,
+    harness: Harness,
 ) -> None:
+    store = harness.store
     first = store.put("t1-draft", "draft", b"same", MD)
     again = store.put("t1-draft", "draft", b"same", MD)
     assert again == first
-    assert len(_history_entries(store, "t1-draft")) == 1
+    assert harness.entries("t1-draft") == 1
 
 
 def test_changed_content_is_revision_two_and_old_content_again_is_revision_three(
-    store: FilesystemArtifactStore,
+    harness: Harness,
 ) -> None:
+    store = harness.store
     r1 = store.put("t1-draft", "draft", b"one", MD)
     r2 = store.put("t1-draft", "draft", b"two", MD)
     r3 = store.put("t1-draft", "draft", b"one", MD)
@@ -77,12 +205,14 @@ def test_changed_content_is_revision_two_and_old_content_again_is_revision_three
     assert store.history("t1-draft") == [r1, r2, r3]
 
 
-def test_changed_media_type_is_a_new_revision(store: FilesystemArtifactStore) -> None:
+def test_changed_media_type_is_a_new_revision(harness: Harness) -> None:
+    store = harness.store
     store.put("t1-draft", "draft", b"x", MD)
     assert store.put("t1-draft", "draft", b"x", "text/plain").revision == 2
 
 
-def test_an_artifact_id_cannot_change_kind(store: FilesystemArtifactStore) -> None:
+def test_an_artifact_id_cannot_change_kind(harness: Harness) -> None:
+    store = harness.store
     store.put("t1-draft", "draft", b"x", MD)
     with pytest.raises(ArtifactError, match="'draft' artifact and cannot be stored as 'notes'"):
         store.put("t1-draft", "notes", b"y", MD)
@@ -90,45 +220,51 @@ def test_an_artifact_id_cannot_change_kind(store: FilesystemArtifactStore) -> No
 
 
 def test_invalid_kind_or_media_type_is_refused_before_writing(
-    store: FilesystemArtifactStore,
+    harness: Harness,
 ) -> None:
+    store = harness.store
     with pytest.raises(ValueError):
         store.put("t1-draft", "bogus", b"x", MD)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         store.put("t1-draft", "draft", b"x", "not a media type")
-    assert not store.root.exists()
+    assert harness.untouched()
 
 
-def test_get_returns_exact_bytes_of_an_older_revision(store: FilesystemArtifactStore) -> None:
+def test_get_returns_exact_bytes_of_an_older_revision(harness: Harness) -> None:
+    store = harness.store
     r1 = store.put("t1-draft", "draft", b"first\x00\xff", MD)
     store.put("t1-draft", "draft", b"second", MD)
     assert store.get(r1) == b"first\x00\xff"
 
 
-def test_get_accepts_a_ref_as_a_dict(store: FilesystemArtifactStore) -> None:
+def test_get_accepts_a_ref_as_a_dict(harness: Harness) -> None:
+    store = harness.store
     ref = store.put("t1-draft", "draft", b"abc", MD)
     assert store.get(ref.model_dump(mode="json")) == b"abc"
 
 
-def test_get_of_a_tampered_blob_raises_integrity_error(store: FilesystemArtifactStore) -> None:
+def test_get_of_a_tampered_blob_raises_integrity_error(harness: Harness) -> None:
+    store = harness.store
     ref = store.put("t1-draft", "draft", b"original", MD)
-    _blob_path(store, ref).write_bytes(b"evil")
+    harness.tamper(ref, b"evil")
     with pytest.raises(IntegrityError, match=r"artifact://draft/t1-draft revision 1") as info:
         store.get(ref)
     assert ref.sha256 in info.value.message
     assert hashlib.sha256(b"evil").hexdigest() in info.value.message
 
 
-def test_get_of_a_deleted_blob_raises_artifact_not_found(store: FilesystemArtifactStore) -> None:
+def test_get_of_a_deleted_blob_raises_artifact_not_found(harness: Harness) -> None:
+    store = harness.store
     ref = store.put("t1-draft", "draft", b"gone soon", MD)
-    _blob_path(store, ref).unlink()
+    harness.drop_blob(ref)
     with pytest.raises(ArtifactNotFound, match=r"artifact://draft/t1-draft revision 1: blob"):
         store.get(ref)
 
 
 def test_get_of_a_revision_the_store_never_recorded_raises_not_found(
-    store: FilesystemArtifactStore,
+    harness: Harness,
 ) -> None:
+    store = harness.store
     ref = store.put("t1-draft", "draft", b"x", MD)
     with pytest.raises(ArtifactNotFound, match="'t1-draft' has no revision 5"):
         store.get(ref.model_copy(update={"revision": 5}))
@@ -137,8 +273,9 @@ def test_get_of_a_revision_the_store_never_recorded_raises_not_found(
 
 
 def test_get_of_a_ref_with_a_forged_hash_raises_integrity_error(
-    store: FilesystemArtifactStore,
+    harness: Harness,
 ) -> None:
+    store = harness.store
     ref = store.put("t1-draft", "draft", b"x", MD)
     forged = ref.model_copy(update={"sha256": "0" * 64})
     with pytest.raises(IntegrityError, match="'t1-draft' revision 1"):
@@ -146,10 +283,11 @@ def test_get_of_a_ref_with_a_forged_hash_raises_integrity_error(
 
 
 def test_repair_of_a_damaged_blob_by_putting_the_same_content(
-    store: FilesystemArtifactStore,
+    harness: Harness,
 ) -> None:
+    store = harness.store
     ref = store.put("t1-draft", "draft", b"original", MD)
-    _blob_path(store, ref).write_bytes(b"evil")
+    harness.tamper(ref, b"evil")
     assert store.put("t1-draft", "draft", b"original", MD) == ref
     assert store.get(ref) == b"original"
 
@@ -170,9 +308,8 @@ def test_repair_of_a_damaged_blob_by_putting_the_same_content(
         "x" * 129,
     ],
 )
-def test_traversal_and_malformed_ids_are_refused(
-    store: FilesystemArtifactStore, bad_id: str
-) -> None:
+def test_traversal_and_malformed_ids_are_refused(harness: Harness, bad_id: str) -> None:
+    store = harness.store
     with pytest.raises(InvalidArtifactId, match="letters, digits") as info:
         store.put(bad_id, "draft", b"x", MD)
     assert repr(bad_id) in info.value.message
@@ -180,7 +317,7 @@ def test_traversal_and_malformed_ids_are_refused(
         store.history(bad_id)
     with pytest.raises(InvalidArtifactId):
         store.head(bad_id)
-    assert not store.root.exists()
+    assert harness.untouched()
 
 
 def test_a_symlinked_refs_dir_pointing_outside_the_root_is_refused(tmp_path: Path) -> None:
@@ -247,14 +384,16 @@ def test_parse_artifact_uri_splits_kind_and_id() -> None:
         "artifact://draft/t1\n",
     ],
 )
-def test_bad_uris_are_refused(store: FilesystemArtifactStore, bad_uri: str) -> None:
+def test_bad_uris_are_refused(harness: Harness, bad_uri: str) -> None:
+    store = harness.store
     with pytest.raises(InvalidArtifactId, match="invalid artifact uri"):
         parse_artifact_uri(bad_uri)
     with pytest.raises(InvalidArtifactId):
         store.get_uri(bad_uri)
 
 
-def test_get_uri_returns_head_or_the_requested_revision(store: FilesystemArtifactStore) -> None:
+def test_get_uri_returns_head_or_the_requested_revision(harness: Harness) -> None:
+    store = harness.store
     r1 = store.put("t1-draft", "draft", b"one", MD)
     r2 = store.put("t1-draft", "draft", b"two", MD)
     assert store.get_uri("artifact://draft/t1-draft") == (r2, b"two")
@@ -267,48 +406,55 @@ def test_get_uri_returns_head_or_the_requested_revision(store: FilesystemArtifac
         store.get_uri("artifact://draft/unknown")
 
 
-def test_verify_reports_fresh_stale_tampered_and_missing(store: FilesystemArtifactStore) -> None:
+def test_verify_reports_fresh_stale_tampered_and_missing(harness: Harness) -> None:
+    store = harness.store
     r1 = store.put("t1-draft", "draft", b"one", MD)
     assert store.verify(r1) == "fresh"
     r2 = store.put("t1-draft", "draft", b"two", MD)
     assert store.verify(r1) == "stale"
     assert store.verify(r2) == "fresh"
 
-    _blob_path(store, r2).write_bytes(b"evil")
+    harness.tamper(r2, b"evil")
     assert store.verify(r2) == "tampered"
     assert store.verify(r2.model_copy(update={"sha256": "0" * 64})) == "tampered"
 
-    _blob_path(store, r1).unlink()
+    harness.drop_blob(r1)
     assert store.verify(r1) == "missing"
 
     other = store.put("t1-notes", "notes", b"n", MD)
-    (store.root / "refs" / "t1-notes.json").unlink()
+    harness.forget("t1-notes")
     assert store.verify(other) == "missing"
 
 
-def test_verify_reports_a_corrupt_history_as_tampered(store: FilesystemArtifactStore) -> None:
+def test_verify_reports_a_corrupt_history_as_tampered(harness: Harness) -> None:
+    store = harness.store
     ref = store.put("t1-draft", "draft", b"one", MD)
-    (store.root / "refs" / "t1-draft.json").write_text("{not json")
+    harness.corrupt_history("t1-draft")
     assert store.verify(ref) == "tampered"
     with pytest.raises(IntegrityError, match="t1-draft"):
         store.history("t1-draft")
 
 
-def _put_from_process(root: str, artifact_id: str, content: bytes) -> int:
-    return FilesystemArtifactStore(Path(root)).put(artifact_id, "notes", content, MD).revision
+def _put_from_process(kind: str, location: str, artifact_id: str, content: bytes) -> int:
+    store = open_store(kind, location)
+    try:
+        return store.put(artifact_id, "notes", content, MD).revision
+    finally:
+        if isinstance(store, PostgresArtifactStore):
+            store.close()
 
 
-def test_concurrent_puts_from_four_processes_yield_revisions_one_to_n(tmp_path: Path) -> None:
-    root = tmp_path / "store"
+def test_concurrent_puts_from_four_processes_yield_revisions_one_to_n(harness: Harness) -> None:
     contents = [f"process-content-{n}".encode() for n in range(16)]
     context = multiprocessing.get_context("spawn")
     with context.Pool(4) as pool:
         revisions = pool.starmap(
-            _put_from_process, [(str(root), "shared", content) for content in contents]
+            _put_from_process,
+            [(harness.kind, harness.location(), "shared", content) for content in contents],
         )
     assert sorted(revisions) == list(range(1, len(contents) + 1))
 
-    store = FilesystemArtifactStore(root)
+    store = harness.store
     history = store.history("shared")
     assert [ref.revision for ref in history] == list(range(1, len(contents) + 1))
     by_revision = dict(zip(revisions, contents, strict=True))
@@ -320,8 +466,8 @@ def test_concurrent_puts_from_four_processes_yield_revisions_one_to_n(tmp_path: 
     max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(content=st.binary(max_size=4096))
-def test_any_bytes_round_trip_and_match_their_sha256(tmp_path: Path, content: bytes) -> None:
-    store = FilesystemArtifactStore(tmp_path / "prop")
+def test_any_bytes_round_trip_and_match_their_sha256(harness: Harness, content: bytes) -> None:
+    store = harness.store
     ref = store.put("prop", "source", content, "application/octet-stream")
     got = store.get(ref)
     assert got == content

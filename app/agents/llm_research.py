@@ -1,0 +1,189 @@
+"""Model-backed Research: deterministic retrieval, model-proposed claims, verified quotes.
+
+Retrieval is the offline agent's (corpus reading within the tool-call budget, BM25 per
+question). The model sees the top passages and proposes claims with a source id and a
+quote. A claim becomes a Fact only when its quote is found verbatim in a passage of that
+source shown to the model (whitespace runs may differ; the Fact keeps the exact source
+text and span) and the claim's content terms are at least half covered by its quote.
+Every other claim is dropped and recorded in the bundle's errors, never turned into a fact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+
+from app import prompts
+from app.agents.research import OfflineResearchAgent, Passage, Retrieval
+from app.agents.reviewer import SUPPORT_OVERLAP
+from app.agents.structured import ask
+from app.corpus import CorpusNotFound
+from app.text import terms
+from contracts import ErrorCode, ErrorDetail, Fact, Handoff, ResearchBundle, Span, TaskSpec, Usage
+from graphs import AgentOutput, ArtifactStore, StepInfo
+
+MAX_PASSAGES = 12
+"""Passages shown to the model, taken round-robin over the questions' rankings."""
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A passage shown to the model, with the question and rank it was retrieved for."""
+
+    passage: Passage
+    question_id: str
+    rank: int
+
+
+@dataclass
+class LLMResearchAgent:
+    """Research whose claims a model proposes and deterministic checks admit."""
+
+    model: BaseChatModel
+    retrieval: OfflineResearchAgent
+    max_passages: int = MAX_PASSAGES
+
+    def fingerprint(self, task: TaskSpec) -> str:
+        """The corpus fingerprint of the retrieval it wraps."""
+        return self.retrieval.fingerprint(task)
+
+    def research(
+        self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
+    ) -> AgentOutput[ResearchBundle]:
+        """Retrieve, ask the model for claims, keep the verified ones as facts."""
+        try:
+            found = self.retrieval.retrieve(task, store, step)
+        except CorpusNotFound as error:
+            return AgentOutput(self.retrieval.missing_corpus(task, error))
+        shown = self._shown(found)
+        usage = Usage(tool_calls=found.tool_calls)
+        if not shown:  # nothing relevant was retrieved: no model call, nothing to claim
+            bundle = self.retrieval.bundle(task, found, [], list(found.questions), store, step)
+            return AgentOutput(bundle, usage=usage, receipts=found.receipts)
+        excerpts = [
+            prompts.Excerpt(item.passage.source.id, item.passage.sentence.text) for item in shown
+        ]
+        prompt = prompts.research_prompt(
+            task, found.questions, excerpts, max_claims=self.retrieval.max_facts
+        )
+        reply = ask(
+            self.model,
+            prompt,
+            prompts.ResearchReply,
+            node=step.node,
+            channel="research",
+            tokens_left=step.tokens_left,
+        )
+        facts, errors, log = self._admit(reply.value.claims, shown, found, step)
+        answered = {fact.question_id for fact in facts}
+        open_questions = [question for question in found.questions if question.id not in answered]
+        bundle = self.retrieval.bundle(
+            task, found, facts, open_questions, store, step, errors=errors, notes=log
+        )
+        usage = usage.model_copy(update={"tokens": reply.tokens})
+        return AgentOutput(bundle, usage=usage, receipts=found.receipts)
+
+    def _shown(self, found: Retrieval) -> list[Shown]:
+        """The best passages, round-robin over questions, in reading order."""
+        chosen: dict[int, Shown] = {}
+        depth = max((len(hits) for hits in found.ranked.values()), default=0)
+        for rank in range(depth):
+            for question_id, hits in found.ranked.items():
+                if rank < len(hits) and len(chosen) < self.max_passages:
+                    index = hits[rank][0]
+                    if index not in chosen:
+                        chosen[index] = Shown(found.passages[index], question_id, rank)
+        return sorted(
+            chosen.values(),
+            key=lambda item: (
+                int(item.passage.source.id.removeprefix("src-")),
+                item.passage.sentence.start,
+            ),
+        )
+
+    def _admit(
+        self,
+        claims: list[prompts.ProposedClaim],
+        shown: list[Shown],
+        found: Retrieval,
+        step: StepInfo,
+    ) -> tuple[list[Fact], list[ErrorDetail], str]:
+        facts: list[Fact] = []
+        errors: list[ErrorDetail] = []
+        log = ["", "## Claims proposed by the model", ""]
+        seen: set[tuple[str, int, int]] = set()
+        for number, proposed in enumerate(claims, start=1):
+            if len(facts) >= self.retrieval.max_facts:
+                log.append(f"{number}. not considered: {self.retrieval.max_facts} facts kept")
+                continue
+            located = _locate(proposed, shown)
+            if located is None:
+                detail = (
+                    f"proposed claim {number} dropped: its quote is not found verbatim in the "
+                    f"passages of {proposed.source_id}: {proposed.quote[:300]!r}"
+                )
+                errors.append(
+                    ErrorDetail(
+                        code=ErrorCode.QUOTE_NOT_FOUND,
+                        source_id=proposed.source_id,
+                        detail=detail,
+                    )
+                )
+                log.append(f"{number}. dropped (quote not found): {proposed.claim[:200]}")
+                continue
+            item, start, end = located
+            source_id = item.passage.source.id
+            quote = found.texts[source_id][start:end]
+            claim_terms = set(terms(proposed.claim))
+            quote_terms = frozenset(terms(quote))
+            support = len(claim_terms & quote_terms) / len(claim_terms) if claim_terms else 0.0
+            if support < SUPPORT_OVERLAP:
+                errors.append(
+                    ErrorDetail(
+                        code=ErrorCode.UNSUPPORTED_SENTENCE,
+                        source_id=source_id,
+                        detail=f"proposed claim {number} dropped: it says more than its quote "
+                        f"({support:.0%} of its terms are in the quote): {proposed.claim[:300]!r}",
+                    )
+                )
+                log.append(f"{number}. dropped (unsupported by its quote): {proposed.claim[:200]}")
+                continue
+            if (source_id, start, end) in seen:
+                log.append(f"{number}. skipped: same quote as an earlier claim")
+                continue
+            seen.add((source_id, start, end))
+            confidence, corroborating = self.retrieval.rate(
+                source_id, quote_terms, item.rank, found.passages
+            )
+            fact = Fact(
+                id=f"claim-{len(facts) + 1}",
+                claim=proposed.claim,
+                source_id=source_id,
+                quote=quote,
+                span=Span(start=start, end=end),
+                confidence=confidence,
+                corroborating_source_ids=corroborating,
+                question_id=item.question_id,
+                provenance=step.provenance(),
+            )
+            facts.append(fact)
+            log.append(f"{number}. kept as {fact.id} [{source_id}, chars {start}-{end}]")
+        return facts, errors, "\n".join(log) + "\n"
+
+
+def _locate(proposed: prompts.ProposedClaim, shown: list[Shown]) -> tuple[Shown, int, int] | None:
+    """Where the quote sits in a shown passage of its source: (passage, start, end)."""
+    words = proposed.quote.split()
+    if not words:
+        return None
+    pattern = re.compile(r"\s+".join(re.escape(word) for word in words))
+    for item in shown:
+        if item.passage.source.id != proposed.source_id:
+            continue
+        match = pattern.search(item.passage.sentence.text)
+        if match:
+            offset = item.passage.sentence.start
+            return item, offset + match.start(), offset + match.end()
+    return None

@@ -1,0 +1,72 @@
+"""Model-backed Reviewer: the deterministic checks, plus a model's critique on top.
+
+The offline Reviewer's checks run first (citations walked back to the source snapshots,
+support, word limit, sections). The model sees the draft, the facts it cites and those
+findings, and may only add changes. The verdict is "approved" only when the checks found
+nothing and the model approved: a model cannot approve an unsupported or unknown claim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from langchain_core.language_models import BaseChatModel
+
+from app import prompts
+from app.agents.reviewer import OfflineReviewerAgent
+from app.agents.structured import ask
+from contracts import (
+    DraftArticle,
+    ErrorCode,
+    Fact,
+    Handoff,
+    RequiredChange,
+    ResearchBundle,
+    ReviewResult,
+    TaskSpec,
+)
+from graphs import AgentOutput, ArtifactStore, StepInfo
+
+
+@dataclass
+class LLMReviewerAgent:
+    """Reviewer = deterministic checks + a model's critique; the checks always stand."""
+
+    model: BaseChatModel
+    checks: OfflineReviewerAgent = field(default_factory=OfflineReviewerAgent)
+
+    def review(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        draft: DraftArticle,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[ReviewResult]:
+        """Check, ask for a critique, and decide with both."""
+        findings = self.checks.check(task, bundle, draft, store)
+        cited: list[Fact] = [fact for fact in map(bundle.fact, findings.accepted) if fact]
+        prompt = prompts.reviewer_prompt(
+            task, findings.body, cited, findings.changes, revision=draft.revision
+        )
+        reply = ask(
+            self.model,
+            prompt,
+            prompts.ReviewReply,
+            node=step.node,
+            channel="review",
+            tokens_left=step.tokens_left,
+        )
+        critique = [
+            RequiredChange(
+                code=ErrorCode(item.code),
+                reason=f"reviewer: {item.reason}",
+                claim_id=item.claim_id,
+                section=item.section,
+            )
+            for item in reply.value.changes
+        ]
+        return self.checks.conclude(
+            task, bundle, draft, findings, store, step, critique=critique, tokens=reply.tokens
+        )

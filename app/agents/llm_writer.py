@@ -1,0 +1,78 @@
+"""Model-backed Writer: a draft from the usable facts, every sentence citing claim ids.
+
+The prompt holds the objective, the constraints in force, the facts not excluded by an
+earlier review, and the last review's required changes; never an earlier draft or
+conversation. The Reviewer, not the Writer, decides whether the draft is acceptable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from langchain_core.language_models import BaseChatModel
+
+from app import prompts
+from app.agents.structured import ask
+from app.agents.writer import OfflineWriterAgent, addressed_changes
+from app.text import CITATION, word_count
+from contracts import DraftArticle, Handoff, ResearchBundle, ReviewResult, TaskSpec, Usage
+from graphs import AgentOutput, ArtifactStore, StepInfo
+
+
+@dataclass
+class LLMWriterAgent:
+    """Writer whose prose a model drafts from facts only."""
+
+    model: BaseChatModel
+    fallback: OfflineWriterAgent = field(default_factory=OfflineWriterAgent)
+    """Writes the (failed) draft when no usable fact is left: nothing to ask a model."""
+
+    def write(
+        self,
+        task: TaskSpec,
+        handoff: Handoff,
+        bundle: ResearchBundle,
+        previous: DraftArticle | None,
+        review: ReviewResult | None,
+        store: ArtifactStore,
+        step: StepInfo,
+    ) -> AgentOutput[DraftArticle]:
+        """Draft round N+1 from the facts, addressing the last review's required changes."""
+        excluded = set(previous.excluded_claim_ids if previous else [])
+        if review is not None:
+            excluded |= set(review.rejected_claims)
+        usable = [fact for fact in bundle.facts if fact.id not in excluded]
+        if not usable:
+            return self.fallback.write(task, handoff, bundle, previous, review, store, step)
+        revision = (previous.revision + 1) if previous else 1
+        prompt = prompts.writer_prompt(
+            task,
+            usable,
+            revision=revision,
+            changes=review.required_changes if review else (),
+            excluded=sorted(excluded),
+            decisions=handoff.accepted_decisions,
+        )
+        reply = ask(
+            self.model,
+            prompt,
+            prompts.DraftReply,
+            node=step.node,
+            channel="draft",
+            tokens_left=step.tokens_left,
+        )
+        body = reply.value.markdown.strip() + "\n"
+        ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
+        step.fault("after_artifact")
+        cited = list(dict.fromkeys(CITATION.findall(body)))
+        draft = DraftArticle(
+            task_id=task.task_id,
+            result_status="completed",
+            revision=revision,
+            body=ref,
+            cited_claim_ids=cited,
+            excluded_claim_ids=sorted(excluded),
+            addressed_changes=addressed_changes(review),
+            word_count=word_count(body),
+        )
+        return AgentOutput(draft, usage=Usage(tokens=reply.tokens))

@@ -1,0 +1,175 @@
+"""Structured output from a chat model: JSON into a pydantic schema, one repair, metered.
+
+``ask`` sends a prompt with plain ``model.invoke`` (so any chat model works, and fake models
+can script the raw text), parses the reply with ``model_validate_json`` and, when the reply
+does not validate, sends one repair prompt holding only the schema, the validation errors
+and the invalid reply. Still invalid: ``InvalidAgentOutput``, a ContractViolation, which the
+node runner records as ``invalid_output`` (and handles: one fresh attempt, then an
+INVALID_OUTPUT outcome). Every call's tokens are counted, repairs included.
+
+Token budget: no call starts once this step has used ``tokens_left`` (the thread's budget
+left when the step began). A call in flight cannot be cut short, so a step can overrun the
+budget by the one reply that crossed it; the agent then still returns its result with the
+tokens it spent, and the workflow's budget check before the next node ends the run with
+BUDGET_EXHAUSTED. If the budget is spent between an invalid reply and its repair, the
+repair is skipped and the reply is reported invalid (the detail says why).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import BaseModel, ValidationError
+
+from app import prompts
+from contracts import Usage
+from graphs.boundary import describe_validation_error
+from graphs.errors import ContractViolation, TransientError
+
+S = TypeVar("S", bound=BaseModel)
+
+MAX_DETAIL_CHARS = 1200
+"""Longest validation summary put into an error (error contracts cap their detail)."""
+MAX_REPAIRS = 1
+"""Repair prompts per step after an invalid reply."""
+CHARS_PER_TOKEN = 4
+"""Estimate used only when a model reports no usage metadata."""
+_FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(.*?)\n?```$", re.DOTALL)
+_TRANSIENT_NAMES = (
+    "Timeout",
+    "RateLimit",
+    "Connection",
+    "ConnectError",
+    "Unavailable",
+    "Overloaded",
+    "InternalServerError",
+)
+"""Exception class names (of any provider SDK) that mean "try again later"."""
+
+
+class InvalidAgentOutput(ContractViolation):
+    """A model's reply did not fit its schema, even after the repair attempt.
+
+    A ContractViolation, so the node runner records the attempt as ``invalid_output``.
+    ``usage`` is what the step spent before giving up.
+    """
+
+    def __init__(
+        self, message: str, *, node: str, channel: str, fields: list[str], usage: Usage
+    ) -> None:
+        super().__init__(message, node=node, channel=channel, fields=fields)
+        self.usage = usage
+
+
+@dataclass
+class Reply(Generic[S]):
+    """A validated reply and what getting it cost."""
+
+    value: S
+    tokens: int
+    calls: int
+
+
+def ask(
+    model: BaseChatModel,
+    prompt: list[BaseMessage],
+    schema: type[S],
+    *,
+    node: str,
+    channel: str,
+    tokens_left: int | None,
+    repairs: int = MAX_REPAIRS,
+) -> Reply[S]:
+    """Ask for a reply validating as ``schema``; repair at most ``repairs`` times."""
+    tokens = 0
+    calls = 0
+    messages = prompt
+    while True:
+        if tokens_left is not None and tokens >= tokens_left:
+            what = "a repair" if calls else "the model"
+            raise InvalidAgentOutput(
+                f"{node}: no tokens left to ask {what} ({tokens} used of the {tokens_left} "
+                "this step had)",
+                node=node,
+                channel=channel,
+                fields=["budget.max_tokens"],
+                usage=Usage(tokens=tokens),
+            )
+        response = _invoke(model, messages, node)
+        calls += 1
+        text = str(response.text)
+        tokens += tokens_of(response, messages)
+        try:
+            value = schema.model_validate_json(json_text(text))
+        except ValidationError as error:
+            errors = describe_validation_error(error)
+            if calls > repairs:
+                raise InvalidAgentOutput(
+                    f"{node}: the model's reply is not a valid {schema.__name__} after "
+                    f"{calls - 1} repair(s): {_clip(errors)}",
+                    node=node,
+                    channel=channel,
+                    fields=[_location(item["loc"]) for item in error.errors()] or [channel],
+                    usage=Usage(tokens=tokens),
+                ) from error
+            messages = prompts.repair_prompt(schema, errors, text)
+            continue
+        return Reply(value=value, tokens=tokens, calls=calls)
+
+
+def tokens_of(response: AIMessage, prompt: list[BaseMessage]) -> int:
+    """Tokens one call used: the model's usage metadata, else a character estimate."""
+    usage = response.usage_metadata
+    if usage:
+        total = usage.get("total_tokens") or usage.get("input_tokens", 0) + usage.get(
+            "output_tokens", 0
+        )
+        return int(total)
+    return math.ceil((prompts.size(prompt) + len(str(response.text))) / CHARS_PER_TOKEN)
+
+
+def json_text(text: str) -> str:
+    """The JSON in a reply: the text itself, a fenced block's body, or the outer {...}."""
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    if not stripped.startswith("{"):
+        start, end = stripped.find("{"), stripped.rfind("}")
+        if 0 <= start < end:
+            return stripped[start : end + 1]
+    return stripped
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether a model call's failure may pass on retry (timeouts, rate limits, 5xx)."""
+    if isinstance(error, TimeoutError | ConnectionError):
+        return True
+    return any(part in cls.__name__ for cls in type(error).__mro__ for part in _TRANSIENT_NAMES)
+
+
+def _invoke(model: BaseChatModel, messages: list[BaseMessage], node: str) -> AIMessage:
+    try:
+        response = model.invoke(messages)
+    except Exception as error:
+        if is_transient(error):
+            raise TransientError(
+                f"{node}: model call failed: {type(error).__name__}: {error}"
+            ) from error
+        raise
+    if not isinstance(response, AIMessage):
+        raise TypeError(f"{node}: the chat model returned {type(response).__name__}, not AIMessage")
+    return response
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_DETAIL_CHARS else text[: MAX_DETAIL_CHARS - 1] + "…"
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc) or "(reply)"

@@ -1,0 +1,169 @@
+"""PostgreSQL connections for every part of the backend: one set of options, bounded waits.
+
+Every connection the project opens (the pool shared by checkpoints, audit and artifacts,
+and the dedicated connection that holds a thread's lock) is made here, so they all get
+
+* what LangGraph's PostgresSaver needs: ``autocommit=True``, ``prepare_threshold=0``,
+  ``row_factory=dict_row``;
+* bounded waits, so a server that restarts or vanishes fails a run within a known time
+  instead of hanging it: ``connect_timeout``, TCP keepalives and ``tcp_user_timeout``
+  (a dead peer is noticed even mid-query), and the pool's wait ``timeout``;
+* ``application_name=handoff-<pid>``, so an operator (or a test) can see and end the
+  sessions of one worker process in ``pg_stat_activity``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:  # psycopg is imported on first use, so SQLite-only processes start faster
+    import psycopg
+    from psycopg.rows import DictRow
+
+    PgConnection = psycopg.Connection[DictRow]
+
+DEFAULT_TIMEOUT = 10.0
+"""Seconds a run may wait for the database before it fails (connect, pool, dead peer)."""
+
+# The pool logs every failed reconnection attempt; the error that ends the run says it once.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+
+
+def is_postgres_url(url: str) -> bool:
+    """True for ``postgresql://`` and ``postgres://`` URLs."""
+    return urlsplit(url).scheme in ("postgresql", "postgres")
+
+
+def describe_url(url: str) -> str:
+    """The URL with any password replaced, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def application_name() -> str:
+    """How this process's sessions are named in ``pg_stat_activity``."""
+    return f"handoff-{os.getpid()}"
+
+
+def connection_kwargs(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """Connection options: what LangGraph requires, plus bounded waits."""
+    from psycopg.rows import dict_row
+
+    seconds = max(2, math.ceil(timeout))
+    return {
+        "autocommit": True,
+        "prepare_threshold": 0,
+        "row_factory": dict_row,
+        "connect_timeout": seconds,
+        "keepalives": 1,
+        "keepalives_idle": max(1, seconds // 2),
+        "keepalives_interval": 1,
+        "keepalives_count": 3,
+        "tcp_user_timeout": int(seconds * 1000),
+        "application_name": application_name(),
+    }
+
+
+def connect(url: str, timeout: float = DEFAULT_TIMEOUT) -> PgConnection:
+    """A dedicated connection (for a thread lock, or administration)."""
+    import psycopg
+
+    return psycopg.connect(url, **connection_kwargs(timeout))
+
+
+@contextmanager
+def open_pool(url: str, timeout: float = DEFAULT_TIMEOUT, max_size: int = 4) -> Iterator[Any]:
+    """A connection pool that checks each connection before lending it, closed on exit.
+
+    The check (one round trip) replaces connections a server restart has killed, so a
+    worker that outlives a restart carries on; ``timeout`` bounds every wait for a
+    connection, so a server that stays down fails the caller with ``PoolTimeout``. The
+    pool's background reconnection (exponential backoff) also gives up after ``timeout``,
+    so once the server is back the next request connects at once instead of waiting for
+    a retry scheduled minutes ahead.
+    """
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    pool: ConnectionPool[PgConnection] = ConnectionPool(
+        url,
+        kwargs=connection_kwargs(timeout),
+        min_size=1,
+        max_size=max_size,
+        timeout=timeout,
+        reconnect_timeout=timeout,
+        check=ConnectionPool.check_connection,
+        name=f"handoff-{os.getpid()}",
+        open=False,
+    )
+    try:
+        try:
+            pool.open(wait=True, timeout=timeout)
+        except psycopg.OperationalError:
+            connect(url, timeout).close()  # raises the server's own reason, if it has one
+            raise
+        yield pool
+    finally:
+        pool.close()
+
+
+def advisory_key(*parts: str) -> int:
+    """A signed 64-bit advisory lock key for a tuple of names (stable across processes)."""
+    digest = hashlib.blake2b("\0".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def current_schema(conn: PgConnection) -> str:
+    """The schema unqualified names resolve to (the first of search_path)."""
+    row = conn.execute("SELECT current_schema() AS schema").fetchone()
+    schema = row["schema"] if row else None
+    if not schema:
+        raise ValueError(
+            "the database URL's search_path names no existing schema: create the schema "
+            "first (CREATE SCHEMA …), or drop options=-csearch_path from the URL"
+        )
+    return str(schema)
+
+
+@contextmanager
+def schema_lock(conn: PgConnection) -> Iterator[None]:
+    """Serialise schema creation across processes.
+
+    Concurrent ``CREATE TABLE IF NOT EXISTS`` statements, and LangGraph's migrations,
+    collide with each other on a fresh schema otherwise.
+    """
+    key = advisory_key("handoff-schema", current_schema(conn))
+    conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+    try:
+        yield
+    finally:
+        if not conn.closed:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+def is_outage(error: BaseException) -> bool:
+    """An error that means the database is unreachable or the session was lost.
+
+    ``psycopg.OperationalError`` covers refused or dropped connections, a server shutting
+    down (``AdminShutdown``), a terminated session and the pool's ``PoolTimeout``.
+    """
+    psycopg = sys.modules.get("psycopg")  # not imported: cannot be a psycopg error
+    return psycopg is not None and isinstance(error, psycopg.OperationalError)
+
+
+def execute_script(conn: PgConnection, script: str) -> None:
+    """Run ``;``-separated DDL one statement at a time (every statement is prepared)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)

@@ -1,0 +1,66 @@
+"""The result of checking a handoff's pinned inputs against what exists now."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from contracts.base import Contract, Sha256Hex, VersionedContract
+
+RefStatus = Literal["fresh", "stale", "tampered", "missing"]
+"""fresh: unchanged; stale: a newer revision or changed content exists; tampered: stored
+bytes no longer match their sha256; missing: the blob or source is gone."""
+
+
+class RefCheck(Contract):
+    """One pinned input and what was found for it."""
+
+    name: str = Field(max_length=200, description="What the input is (e.g. 'source src-2').")
+    kind: Literal["artifact", "source"] = Field(description="Artifact ref or source file.")
+    producer: str = Field(max_length=100, description="Node that produces this input.")
+    uri: str = Field(max_length=2000, description="Where it lives.")
+    recorded_revision: int | None = Field(default=None, description="Revision pinned.")
+    recorded_sha256: Sha256Hex = Field(description="Hash pinned.")
+    current_revision: int | None = Field(default=None, description="Revision found now.")
+    current_sha256: Sha256Hex | None = Field(default=None, description="Hash found now.")
+    status: RefStatus = Field(description="Classification.")
+
+
+class FreshnessReport(VersionedContract):
+    """A consumer's check of its inputs, made before it reads any of them.
+
+    When the verdict is not ``fresh`` this is the StaleHandoff error contract: it names
+    each stale, tampered or missing input with the recorded and current revision/hash.
+    """
+
+    kind: Literal["freshness_report"] = Field(
+        default="freshness_report", description="Discriminator."
+    )
+    node: str = Field(max_length=100, description="Consumer that made the check.")
+    verdict: RefStatus = Field(description="Worst status found (tampered > missing > stale).")
+    checked: int = Field(default=0, ge=0, description="How many inputs were checked.")
+    checks: list[RefCheck] = Field(
+        default_factory=list,
+        description="The inputs that are not fresh (the full list is in the node's audit record).",
+    )
+    round: int = Field(
+        default=0, ge=0, description="Consecutive checks that found problems (bounds re-runs)."
+    )
+
+    def problems(self) -> list[RefCheck]:
+        """The inputs that are not fresh."""
+        return [check for check in self.checks if check.status != "fresh"]
+
+    def describe(self) -> str:
+        """One line naming each problem, for errors and requests."""
+        parts = []
+        for check in self.problems():
+            recorded = f"r{check.recorded_revision} " if check.recorded_revision else ""
+            current = f"r{check.current_revision} " if check.current_revision else ""
+            now = f"{current}{check.current_sha256[:12]}" if check.current_sha256 else "gone"
+            parts.append(
+                f"{check.name} is {check.status} (recorded {recorded}{check.recorded_sha256[:12]}, "
+                f"now {now})"
+            )
+        return "; ".join(parts) or "all inputs fresh"

@@ -1,0 +1,104 @@
+"""Scripted chat models for the model-backed agents: fake replies, recorded prompts.
+
+langchain-core's FakeMessagesListChatModel returns the scripted AIMessages in order (with
+their usage metadata); a callback records every prompt actually sent to it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+
+from app.prompts import size
+
+
+class PromptLog(BaseCallbackHandler):
+    """Every prompt a chat model received, in order."""
+
+    def __init__(self) -> None:
+        self.prompts: list[list[BaseMessage]] = []
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+    ) -> None:
+        self.prompts.extend(list(batch) for batch in messages)
+
+    def texts(self) -> list[str]:
+        return ["\n".join(str(message.text) for message in prompt) for prompt in self.prompts]
+
+    def sizes(self) -> list[int]:
+        return [size(prompt) for prompt in self.prompts]
+
+
+def reply(payload: Any, tokens: int = 100) -> AIMessage:
+    """A model reply: a JSON payload (or raw text) with usage metadata of ``tokens``."""
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    usage = {"input_tokens": tokens - tokens // 4, "output_tokens": tokens // 4}
+    usage["total_tokens"] = tokens
+    return AIMessage(text, usage_metadata=usage)  # type: ignore[arg-type]
+
+
+def scripted(*replies: AIMessage) -> tuple[FakeMessagesListChatModel, PromptLog]:
+    """A fake chat model answering with ``replies`` in order, and the log of its prompts."""
+    log = PromptLog()
+    return FakeMessagesListChatModel(responses=list(replies), callbacks=[log]), log
+
+
+# The bundled corpus, as the scripted models quote it.
+STONE = {
+    "claim": "The Rosetta Stone carries one decree in hieroglyphs, Demotic and Ancient Greek.",
+    "source_id": "src-4",
+    "quote": "The Rosetta Stone carries the same decree in three scripts, with Egyptian "
+    "hieroglyphs at the top, Demotic in the middle and Ancient Greek at the bottom.",
+}
+LETTRE = {
+    "claim": "Champollion announced his decipherment of Egyptian hieroglyphs in the "
+    "Lettre à Monsieur Dacier of 1822.",
+    "source_id": "src-3",
+    "quote": "Champollion's decipherment of Egyptian hieroglyphs, announced in the Lettre "
+    "à Monsieur Dacier of 1822",
+}
+YOUNG = {
+    "claim": "Thomas Young and Jean-François Champollion deciphered the hieroglyphs about "
+    "two decades after the discovery.",
+    "source_id": "src-4",
+    "quote": "The full decipherment of the hieroglyphs came about two decades after the "
+    "discovery, through the work of Thomas Young and Jean-François Champollion.",
+}
+MOON = {
+    "claim": "The Rosetta Stone was carried to the moon in 1850.",
+    "source_id": "src-4",
+    "quote": "The Rosetta Stone was carried to the moon in 1850.",
+}
+ARTICLE = """# The Rosetta Stone and the decipherment of hieroglyphs
+
+## The Stone
+
+The Rosetta Stone carries the same decree in hieroglyphs, Demotic and Ancient Greek [claim-1].
+
+## Decipherment
+
+Champollion announced the decipherment of Egyptian hieroglyphs in the Lettre à Monsieur \
+Dacier of 1822 [claim-2]. Thomas Young and Jean-François Champollion deciphered the \
+hieroglyphs two decades after the discovery [claim-3].
+"""
+APPROVE = {"verdict": "approve", "changes": []}
+
+
+def claims(*items: dict[str, str]) -> dict[str, Any]:
+    return {"claims": list(items)}
+
+
+def draft(markdown: str = ARTICLE) -> dict[str, str]:
+    return {"markdown": markdown}
+
+
+def critique(*reasons: str) -> dict[str, Any]:
+    return {
+        "verdict": "changes_requested",
+        "changes": [{"code": "CONSTRAINT_VIOLATED", "reason": reason} for reason in reasons],
+    }

@@ -1,0 +1,116 @@
+"""Model selection: HANDOFF_MODEL and per-agent overrides, resolved by init_chat_model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from app.agents import (
+    LLMResearchAgent,
+    LLMReviewerAgent,
+    LLMWriterAgent,
+    OfflineResearchAgent,
+    OfflineReviewerAgent,
+    OfflineWriterAgent,
+)
+from app.models import ModelConfigError, chat_model_for, check_spec, select_agents
+from app.settings import Settings
+from graphs.context import utc_now
+from tests.app.agents.scripted import scripted
+
+
+@pytest.fixture
+def init_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Replace LangChain's init_chat_model with one returning fake models."""
+    import langchain.chat_models
+
+    calls: list[tuple[str, str]] = []
+
+    def fake_init(model: str, *, model_provider: str, **kwargs: Any) -> object:
+        calls.append((model_provider, model))
+        return _fake()
+
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", fake_init)
+    return calls
+
+
+def _fake() -> Any:
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+
+    return FakeMessagesListChatModel(responses=[AIMessage("{}")])
+
+
+def test_offline_is_the_default_and_means_no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    for role in ("", "RESEARCH_", "WRITER_", "REVIEWER_"):
+        monkeypatch.delenv(f"HANDOFF_{role}MODEL", raising=False)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.model == "offline"
+    assert [settings.model_for(role) for role in ("research", "writer", "reviewer")] == [
+        "offline"
+    ] * 3
+    assert chat_model_for("offline") is None and chat_model_for(" OFFLINE ") is None
+    research, writer, reviewer = select_agents(settings, utc_now)
+    assert isinstance(research, OfflineResearchAgent)
+    assert isinstance(writer, OfflineWriterAgent)
+    assert isinstance(reviewer, OfflineReviewerAgent)
+
+
+def test_environment_selects_a_model_and_per_agent_overrides(
+    monkeypatch: pytest.MonkeyPatch, init_calls: list[tuple[str, str]]
+) -> None:
+    monkeypatch.setenv("HANDOFF_MODEL", "anthropic:claude-sonnet-4-5")
+    monkeypatch.setenv("HANDOFF_RESEARCH_MODEL", "ollama:llama3.1:8b")
+    monkeypatch.setenv("HANDOFF_REVIEWER_MODEL", "offline")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.model_for("research") == "ollama:llama3.1:8b"
+    assert settings.model_for("writer") == "anthropic:claude-sonnet-4-5"
+    research, writer, reviewer = select_agents(settings, utc_now)
+    assert isinstance(research, LLMResearchAgent)
+    assert isinstance(research.retrieval, OfflineResearchAgent), "retrieval stays BM25"
+    assert isinstance(writer, LLMWriterAgent)
+    assert isinstance(reviewer, OfflineReviewerAgent)
+    assert init_calls == [("ollama", "llama3.1:8b"), ("anthropic", "claude-sonnet-4-5")]
+
+
+def test_models_given_directly_override_settings(
+    monkeypatch: pytest.MonkeyPatch, init_calls: list[tuple[str, str]]
+) -> None:
+    for role in ("RESEARCH_", "WRITER_", "REVIEWER_"):
+        monkeypatch.delenv(f"HANDOFF_{role}MODEL", raising=False)
+    settings = Settings(_env_file=None, model="openai:gpt-4.1-mini")  # type: ignore[call-arg]
+    fake, _ = scripted()
+    research, writer, reviewer = select_agents(settings, utc_now, {"reviewer": fake})
+    assert isinstance(reviewer, LLMReviewerAgent) and reviewer.model is fake
+    assert isinstance(research, LLMResearchAgent) and isinstance(writer, LLMWriterAgent)
+    assert init_calls == [("openai", "gpt-4.1-mini")] * 2
+
+
+@pytest.mark.parametrize("spec", ["gpt-4.1-mini", "openai:", ":gpt", "Open AI:gpt", ""])
+def test_malformed_specs_are_refused_naming_the_format(spec: str) -> None:
+    with pytest.raises(ModelConfigError, match="use 'offline' or provider:model"):
+        check_spec(spec)
+    with pytest.raises(ValidationError, match="provider:model"):
+        Settings(_env_file=None, writer_model=spec or " ")  # type: ignore[call-arg]
+
+
+def test_a_missing_provider_package_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import langchain.chat_models
+
+    def missing(model: str, *, model_provider: str, **kwargs: Any) -> object:
+        raise ImportError(f"Unable to import langchain_{model_provider}")
+
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", missing)
+    with pytest.raises(ModelConfigError, match=r"pip install 'handoff-workflow\[openai\]'"):
+        chat_model_for("openai:gpt-4.1-mini")
+    with pytest.raises(ModelConfigError, match="install langchain-mistralai"):
+        chat_model_for("mistralai:mistral-large-latest")
+
+
+def test_an_unknown_provider_is_a_config_error() -> None:
+    with pytest.raises(ModelConfigError, match="nosuchprovider"):
+        chat_model_for("nosuchprovider:some-model")

@@ -1,0 +1,39 @@
+"""Damaging stored blobs on purpose, the way disk corruption or an operator would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.artifacts import FilesystemArtifactStore
+from contracts import ArtifactRef
+
+
+def tamper(store: Any, ref: ArtifactRef) -> None:
+    """Change the stored bytes of a revision without changing its recorded hash."""
+    if isinstance(store, FilesystemArtifactStore):
+        path = store.root / "blobs" / ref.sha256[:2] / ref.sha256
+        path.chmod(0o644)
+        path.write_bytes(path.read_bytes() + b"\nInjected sentence that nobody wrote.\n")
+        return
+    with store._connection() as conn:
+        conn.execute(
+            "UPDATE handoff_artifact_blobs SET content = content || %s WHERE sha256 = %s",
+            (b"\nInjected sentence.\n", ref.sha256),
+        )
+
+
+def delete(store: Any, ref: ArtifactRef) -> None:
+    """Remove the stored bytes of a revision."""
+    if isinstance(store, FilesystemArtifactStore):
+        (store.root / "blobs" / ref.sha256[:2] / ref.sha256).unlink()
+        return
+    with store._connection() as conn:  # the whole artifact, as a purge by an operator would
+        conn.execute(
+            "DELETE FROM handoff_artifact_revisions WHERE artifact_id = %s", (ref.artifact_id,)
+        )
+        conn.execute("DELETE FROM handoff_artifacts WHERE artifact_id = %s", (ref.artifact_id,))
+        conn.execute(
+            "DELETE FROM handoff_artifact_blobs b WHERE sha256 = %s AND NOT EXISTS "
+            "(SELECT 1 FROM handoff_artifact_revisions r WHERE r.sha256 = b.sha256)",
+            (ref.sha256,),
+        )

@@ -1,0 +1,128 @@
+"""Test backends: an SQLite file per test, or a PostgreSQL schema per test, removed after.
+
+PostgreSQL tests use ``HANDOFF_TEST_POSTGRES_URL`` (default: the local server's ``test``
+database). When it is unreachable they are skipped with a loud reason, unless
+``HANDOFF_REQUIRE_POSTGRES=1`` (set by ``.ci/run``), which turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from app.settings import BUNDLED_CORPUS, Settings
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+BACKENDS = ["sqlite", "postgres"]
+
+
+def postgres_url() -> str:
+    """The server the PostgreSQL tests use."""
+    return os.environ.get("HANDOFF_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
+
+
+def postgres_required() -> bool:
+    """True when an unreachable server must fail the tests instead of skipping them."""
+    return os.environ.get("HANDOFF_REQUIRE_POSTGRES", "").strip() in ("1", "true", "yes")
+
+
+@functools.cache
+def postgres_problem() -> str | None:
+    """Why the test server cannot be used, or None when it can."""
+    try:
+        with psycopg.connect(postgres_url(), connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as error:  # any failure to reach it is reported, not raised
+        return " ".join(str(error).split()) or type(error).__name__
+    return None
+
+
+def require_postgres() -> str:
+    """The server URL; skip (loudly) or fail when it is unreachable."""
+    problem = postgres_problem()
+    if problem is None:
+        return postgres_url()
+    if postgres_required():
+        pytest.fail(
+            f"HANDOFF_REQUIRE_POSTGRES=1 but PostgreSQL at {postgres_url()} is unreachable: "
+            f"{problem}",
+            pytrace=False,
+        )
+    pytest.skip(
+        f"POSTGRESQL UNREACHABLE at {postgres_url()} ({problem}): PostgreSQL tests SKIPPED. "
+        "Start a server or set HANDOFF_TEST_POSTGRES_URL; HANDOFF_REQUIRE_POSTGRES=1 fails "
+        "instead of skipping"
+    )
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """``url`` whose sessions resolve unqualified names in ``schema``."""
+    separator = "&" if "?" in url else "?"
+    return f"{url}{separator}options={quote(f'-csearch_path={schema}')}"
+
+
+def admin() -> psycopg.Connection[tuple[object, ...]]:
+    """A plain autocommit connection to the test server (for setup and inspection)."""
+    return psycopg.connect(require_postgres(), autocommit=True, connect_timeout=5)
+
+
+@contextmanager
+def postgres_schema(prefix: str = "handoff_t") -> Iterator[str]:
+    """A fresh schema for one test; yields a URL that uses it, then drops it."""
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with admin() as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield with_search_path(require_postgres(), schema)
+    finally:
+        with admin() as conn:
+            conn.execute("SET lock_timeout = '20s'")
+            # Sessions a test left behind (a killed process's, say) must not block the drop.
+            conn.execute(
+                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
+                "JOIN pg_class c ON c.oid = l.relation "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND l.pid <> pg_backend_pid()",
+                (schema,),
+            )
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def sqlite_settings(data: Path) -> Settings:
+    """Settings for an SQLite file and an artifact folder under ``data``."""
+    return Settings(
+        data_dir=data,
+        database_url=f"sqlite:///{data / 'handoff.db'}",
+        artifact_dir=data / "artifacts",
+        corpus=[BUNDLED_CORPUS],
+    )
+
+
+@contextmanager
+def backend_settings(kind: str, data: Path) -> Iterator[Settings]:
+    """Settings for one test on ``kind`` ('sqlite' or 'postgres'), cleaned up after."""
+    if kind == "sqlite":
+        yield sqlite_settings(data)
+    elif kind == "postgres":
+        with postgres_schema() as url:
+            yield sqlite_settings(data).model_copy(update={"database_url": url})
+    else:
+        raise ValueError(f"unknown test backend {kind!r}")
+
+
+def backend_env(settings: Settings) -> dict[str, str]:
+    """Environment for a ``handoff`` subprocess that must use the same backend."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HANDOFF_")}
+    env["HANDOFF_DATA_DIR"] = str(settings.data_dir)
+    env["HANDOFF_DATABASE_URL"] = settings.resolved_database_url()
+    env["HANDOFF_ARTIFACT_DIR"] = str(settings.resolved_artifact_dir())
+    env["HANDOFF_ARTIFACT_STORE"] = settings.artifact_store
+    return env
