@@ -79,7 +79,9 @@ class Backend:
                     unavailable = self._unavailable(error, thread_id)
                     if self.lock.holding(thread_id):
                         with contextlib.suppress(Exception):
-                            self.ledger.abandon_running(thread_id, unavailable.message)
+                            self.ledger.abandon_running(
+                                thread_id, f"attempt did not finish: {unavailable.message}"
+                            )
                     raise unavailable from error
         except Exception as error:
             if is_outage(error):  # the lock itself could not be taken or released
@@ -91,7 +93,7 @@ class Backend:
         reason = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
         return DatabaseUnavailable(
             f"database unavailable at {self.where} during thread {thread_id!r} ({reason}); "
-            "the attempt did not finish and nothing after the last saved step was kept. "
+            "the run stopped and the thread keeps its last saved step. "
             f"Resume it with `handoff resume {thread_id}` once the database is reachable"
         )
 

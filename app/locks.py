@@ -9,7 +9,9 @@ blocks a thread. LangGraph itself would let two writers fork a thread's checkpoi
 * PostgreSQL: a session-level ``pg_try_advisory_lock`` on a dedicated connection. The
   server releases it when that session ends. Every checkpoint write of the thread goes
   through the same connection (``writer()``), so a holder whose session was ended can no
-  longer write at all: there is no window in which two processes both write.
+  longer add a checkpoint: there is no window in which two processes both extend the
+  chain. (Audit records and artifact puts use the shared pool; a late put of the same
+  content by such a holder returns the existing revision.)
 * SQLite: ``flock`` on a per-thread file beside the database (``<db>-locks/<id>.lock``).
   The kernel releases it when the holding process dies, immediately, so the kill matrix
   can resume right after a SIGKILL. A lease row with an expiry in the database file was

@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ if TYPE_CHECKING:  # psycopg is imported on first use, so SQLite-only processes 
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds a run may wait for the database before it fails (connect, pool, dead peer)."""
+SCHEMA_LOCK_WAIT = 120.0
+"""Seconds to wait for another process that is creating the tables."""
 
 # The pool logs every failed reconnection attempt; the error that ends the run says it once.
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
@@ -141,10 +144,24 @@ def schema_lock(conn: PgConnection) -> Iterator[None]:
     """Serialise schema creation across processes.
 
     Concurrent ``CREATE TABLE IF NOT EXISTS`` statements, and LangGraph's migrations,
-    collide with each other on a fresh schema otherwise.
+    collide with each other on a fresh schema otherwise. The lock is polled with
+    ``pg_try_advisory_lock`` rather than waited for: LangGraph's migrations run
+    ``CREATE INDEX CONCURRENTLY``, which waits for every open transaction to end, and a
+    waiter blocked inside ``pg_advisory_lock`` is one, so the two would deadlock.
     """
     key = advisory_key("handoff-schema", current_schema(conn))
-    conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+    deadline = time.monotonic() + SCHEMA_LOCK_WAIT
+    while True:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (key,)).fetchone()
+        if row and row["got"]:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"another process has been creating the database tables for over "
+                f"{SCHEMA_LOCK_WAIT:.0f}s; if none is, end the session that holds advisory "
+                f"lock {key}"
+            )
+        time.sleep(0.05)
     try:
         yield
     finally:

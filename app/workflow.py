@@ -441,6 +441,7 @@ class Workflow:
         """The bytes of a named artifact, verified against the hash the thread recorded."""
         return self.context.store.get(self.artifact_ref(thread_id, name))
 
+    @_one_writer
     def put_artifact(
         self, thread_id: str, name: str, content: bytes, *, editor: str = "human"
     ) -> ArtifactRef:

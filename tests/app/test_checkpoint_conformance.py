@@ -26,8 +26,7 @@ from langgraph.checkpoint.conformance.report import CapabilityReport
 from app.backends import open_backend
 from app.checkpointing import SingleWriterSaver
 from app.settings import Settings
-
-LAYERS = ["workflow", "locked", "server"]
+from tests.backends import backend_settings
 
 
 def _factory(settings: Settings, layer: str) -> Any:
@@ -66,11 +65,17 @@ def _check(report: CapabilityReport) -> None:
     assert report.passed_all(), _summary(report)
 
 
-@pytest.mark.parametrize("layer", LAYERS)
+@pytest.mark.parametrize("layer", ["workflow", "server"])
 def test_every_saver_passes_the_conformance_suite(backend: Settings, layer: str) -> None:
-    if layer == "locked" and not backend.resolved_database_url().startswith("postgres"):
-        pytest.skip("only PostgreSQL routes a held thread's writes through the lock")
     _check(asyncio.run(validate(_factory(backend, layer))))
+
+
+@pytest.mark.postgres
+def test_the_saver_on_the_postgres_lock_connection_passes_the_conformance_suite(
+    tmp_path: Path,
+) -> None:
+    with backend_settings("postgres", tmp_path / "data") as settings:
+        _check(asyncio.run(validate(_factory(settings, "locked"))))
 
 
 @pytest.mark.parametrize("layer", ["workflow", "server"])
