@@ -5,10 +5,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from bench import p1_overhead, p2_checkpoint_bytes, p3_context_growth, p4_resume_cost
+from bench import (
+    p1_overhead,
+    p2_checkpoint_bytes,
+    p3_context_growth,
+    p4_resume_cost,
+    p5_scaleout,
+)
 from bench._common import Row, machine_description
 
-BENCHMARKS = (p1_overhead, p2_checkpoint_bytes, p3_context_growth, p4_resume_cost)
+BENCHMARKS = (p1_overhead, p2_checkpoint_bytes, p3_context_growth, p4_resume_cost, p5_scaleout)
 
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
