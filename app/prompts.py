@@ -211,8 +211,8 @@ def writer_prompt(
         lines += [f"- {_clip(item.text)}" for item in decisions[-MAX_DECISIONS_SHOWN:]]
     lines += ["", "Facts (cite as [claim-N]):"]
     for fact in facts:
-        lines.append(f"[{fact.id}] {_line(fact.claim)}")
-        if fact.quote != fact.claim:
+        lines.append(f"[{fact.id}] {_line(fact.statement)}")
+        if fact.claim is not None and fact.quote != fact.claim:
             lines.append(f'    quote from {fact.source_id}: "{_line(fact.quote)}"')
     if excluded:
         lines += ["", f"Never cite (rejected by review): {', '.join(excluded)}"]
@@ -236,7 +236,9 @@ def reviewer_prompt(
     """Reviewer: objective, constraints, the draft, the facts it cites, the checks' findings."""
     lines = [f"Objective: {_line(task.objective)}", "", *_constraints(task.constraints)]
     lines += ["", "Facts the draft cites (verified against their sources):"]
-    lines += [f'[{fact.id}] {_line(fact.claim)} (quote: "{_line(fact.quote)}")' for fact in facts]
+    lines += [
+        f'[{fact.id}] {_line(fact.statement)} (quote: "{_line(fact.quote)}")' for fact in facts
+    ]
     lines += ["", "Findings of the deterministic checks:"]
     lines += [_change(change) for change in findings[:MAX_CHANGES_SHOWN]] or ["- none"]
     shown = body if len(body) <= MAX_BODY_CHARS else body[:MAX_BODY_CHARS] + "\n[truncated]"

@@ -128,7 +128,7 @@ def facts_text(bundle: ResearchBundle) -> str:
     """Every fact with its id, source and confidence: what the Writer may cite."""
     lines = ["Facts (cite every sentence's claims by id):"]
     lines += [
-        f"- [{fact.id}] {fact.claim} (source {fact.source_id}, confidence {fact.confidence})"
+        f"- [{fact.id}] {fact.statement} (source {fact.source_id}, confidence {fact.confidence})"
         for fact in bundle.facts
     ]
     return "\n".join(lines)

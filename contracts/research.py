@@ -48,7 +48,13 @@ class Fact(Contract):
     """One claim with the verbatim evidence for it; the unit every later hop cites."""
 
     id: Identifier = Field(pattern=r"^claim-[0-9]+$", description="Claim id, claim-N.")
-    claim: str = Field(min_length=1, max_length=2000, description="The claim, in prose.")
+    claim: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="The claim in prose, when it is worded differently from the quote; "
+        "absent when the quote states the claim verbatim (see `statement`).",
+    )
     source_id: Identifier = Field(pattern=r"^src-[0-9]+$", description="Source of the quote.")
     quote: str = Field(min_length=1, max_length=2000, description="Verbatim supporting text.")
     span: Span = Field(description="Where the quote sits in the source snapshot.")
@@ -62,6 +68,11 @@ class Fact(Contract):
     provenance: Provenance = Field(
         description="Producer (the extracting agent), node and step that recorded the fact."
     )
+
+    @property
+    def statement(self) -> str:
+        """What the fact claims: its own wording, else the verbatim quote."""
+        return self.claim if self.claim is not None else self.quote
 
     @model_validator(mode="after")
     def _span_fits_quote(self) -> Fact:

@@ -45,7 +45,7 @@ def approval_request(
         top_facts=[
             FactSummary(
                 claim_id=fact.id,
-                claim=fact.claim,
+                claim=fact.statement,
                 source_id=fact.source_id,
                 confidence=fact.confidence,
             )

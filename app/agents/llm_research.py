@@ -159,7 +159,7 @@ class LLMResearchAgent:
             )
             fact = Fact(
                 id=f"claim-{len(facts) + 1}",
-                claim=proposed.claim,
+                claim=None if proposed.claim.strip() == quote.strip() else proposed.claim,
                 source_id=source_id,
                 quote=quote,
                 span=Span(start=start, end=end),

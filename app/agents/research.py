@@ -293,7 +293,6 @@ class OfflineResearchAgent:
             facts.append(
                 Fact(
                     id=f"claim-{number}{passage.sentence.index + 1:03d}",
-                    claim=passage.sentence.text,
                     source_id=passage.source.id,
                     quote=passage.sentence.text,
                     span=Span(start=passage.sentence.start, end=passage.sentence.end),

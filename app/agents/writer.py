@@ -22,7 +22,7 @@ DEFAULT_MAX_WORDS = 600
 
 def cite(fact: Fact) -> str:
     """The fact's claim as a sentence ending in its citation marker."""
-    claim = strip_citations(" ".join(fact.claim.split()))
+    claim = strip_citations(" ".join(fact.statement.split()))
     body, end = (claim[:-1], claim[-1]) if claim[-1:] in ".!?" else (claim, ".")
     return f"{body} [{fact.id}]{end}"
 
@@ -89,7 +89,7 @@ class OfflineWriterAgent:
         buckets: list[tuple[str, list[Fact]]] = [(title, []) for title in required]
         title_terms = [set(terms(title)) for title in required]
         for position, fact in enumerate(facts):
-            fact_terms = set(terms(fact.claim))
+            fact_terms = set(terms(fact.statement))
             overlaps = [len(fact_terms & words) for words in title_terms]
             best = max(overlaps)
             target = overlaps.index(best) if best > 0 else position % len(required)

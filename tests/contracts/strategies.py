@@ -173,7 +173,7 @@ def facts(draw: st.DrawFn, source_id: st.SearchStrategy[str] = source_ids) -> Fa
     start = draw(st.integers(min_value=0, max_value=10**9))
     return Fact(
         id=draw(claim_ids),
-        claim=draw(texts(min_size=1)),
+        claim=draw(optional(texts(min_size=1))),
         source_id=draw(source_id),
         quote=quote,
         span=Span(start=start, end=start + len(quote)),

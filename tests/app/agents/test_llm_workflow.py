@@ -80,7 +80,7 @@ def test_a_hallucinated_quote_is_dropped_and_recorded_never_a_fact(workflow: Wor
         outcome = llm.run(OBJECTIVE, "t-moon")
         bundle: ResearchBundle = llm.state("t-moon")["research"]
     assert outcome.result_status == "completed"
-    assert all("moon" not in fact.quote and "moon" not in fact.claim for fact in bundle.facts)
+    assert all("moon" not in fact.quote and "moon" not in fact.statement for fact in bundle.facts)
     assert len(bundle.facts) == 3 and bundle.result_status == "partial"
     [error] = bundle.errors
     assert (error.code, error.source_id) == (ErrorCode.QUOTE_NOT_FOUND, "src-4")
