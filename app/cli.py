@@ -85,11 +85,11 @@ def _progress(node: str, values: dict[str, Any]) -> None:
     if "research" in values and values["research"] is not None:
         bundle = values["research"]
         summary = f"{len(bundle.facts)} facts from {len(bundle.sources)} sources"
+    elif "review" in values and values["review"] is not None:
+        summary = f"verdict {values['review'].verdict}"
     elif "draft" in values and values["draft"] is not None:
         draft = values["draft"]
         summary = f"draft revision {draft.revision}, {draft.word_count} words"
-    elif "review" in values and values["review"] is not None:
-        summary = f"verdict {values['review'].verdict}"
     elif "outcome" in values and values["outcome"] is not None:
         summary = values["outcome"].state.value
     elif node == "__interrupt__":

@@ -39,7 +39,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_run_prints_progress_per_node_on_stderr(finished: Path) -> None:
     result = handoff(finished, "run", OBJECTIVE, "--thread", "t-cli-2")
     assert result.returncode == 0
-    for node in ("research:", "writer:", "reviewer:", "finalize:"):
+    for node in ("research:", "writer:", "reviewer: verdict approved", "finalize:"):
         assert node in result.stderr
 
 
