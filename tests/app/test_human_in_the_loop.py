@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -21,17 +20,19 @@ from app.text import CITATION, word_count
 from app.workflow import Workflow
 from contracts import ErrorCode, HumanRequest, TaskState
 from tests.app.test_review_loop import SloppyWriter
+from tests.backends import backend_env
 from tests.conftest import OBJECTIVE
 
 HANDOFF = Path(sys.executable).parent / "handoff"
 QUESTIONS = ["Who found the Rosetta Stone in 1799?", "What did Champollion eat for lunch?"]
 
 
-def handoff(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
-    env["HANDOFF_DATA_DIR"] = str(data_dir)
+def handoff(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in its own process, on the same backend as the test's settings."""
     command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*command, *args], env=backend_env(settings), capture_output=True, text=True, timeout=120
+    )
 
 
 def paused(workflow: Workflow, thread_id: str, **task: Any) -> HumanRequest:
@@ -42,34 +43,34 @@ def paused(workflow: Workflow, thread_id: str, **task: Any) -> HumanRequest:
     return outcome.human_request
 
 
-def test_pause_in_one_process_and_decide_in_another(tmp_path: Path) -> None:
-    run = handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-hitl", "--require-approval")
+def test_pause_in_one_process_and_decide_in_another(settings: Settings) -> None:
+    run = handoff(settings, "run", OBJECTIVE, "--thread", "t-hitl", "--require-approval")
     assert run.returncode == ExitCode.WAITING_FOR_HUMAN, run.stderr
     assert "waiting for a human decision: approve-research" in run.stdout
     assert "handoff resume t-hitl --approve" in run.stdout
 
-    status = handoff(tmp_path, "status", "t-hitl")
+    status = handoff(settings, "status", "t-hitl")
     assert "TASK_STATE_INPUT_REQUIRED" in status.stdout and "approve-research" in status.stdout
 
-    decided = handoff(tmp_path, "resume", "t-hitl", "--approve")
+    decided = handoff(settings, "resume", "t-hitl", "--approve")
     assert decided.returncode == ExitCode.COMPLETED, decided.stderr
-    with Workflow(Settings(data_dir=tmp_path)) as workflow:
+    with Workflow(settings) as workflow:
         nodes = [run.node_id for run in workflow.history("t-hitl")]
         assert nodes == ["research", "approve_research", "writer", "reviewer", "finalize"]
         decisions = workflow.state("t-hitl")["handoff"].accepted_decisions
         assert [d.provenance.producer for d in decisions] == ["human"]
 
 
-def test_resume_without_a_decision_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+def test_resume_without_a_decision_is_refused_and_changes_nothing(settings: Settings) -> None:
     assert (
-        handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-w", "--require-approval").returncode == 3
+        handoff(settings, "run", OBJECTIVE, "--thread", "t-w", "--require-approval").returncode == 3
     )
-    with Workflow(Settings(data_dir=tmp_path)) as workflow:
+    with Workflow(settings) as workflow:
         before = workflow.checkpoint_count("t-w")
-    result = handoff(tmp_path, "resume", "t-w")
+    result = handoff(settings, "resume", "t-w")
     assert result.returncode == ExitCode.WAITING_FOR_HUMAN
     assert "is waiting for a human decision" in result.stderr
-    with Workflow(Settings(data_dir=tmp_path)) as workflow:
+    with Workflow(settings) as workflow:
         assert workflow.checkpoint_count("t-w") == before
         assert workflow.pending("t-w") is not None
 
