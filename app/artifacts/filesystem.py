@@ -14,72 +14,29 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any
 
 from pydantic import ValidationError
 
+from app.artifacts.records import (
+    Verification,
+    candidate,
+    check_id,
+    parse_artifact_uri,
+    recorded_revision,
+    sha256_hex,
+)
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError, InvalidArtifactId
 
-Verification = Literal["fresh", "stale", "tampered", "missing"]
-"""What verify() found: current, superseded, bytes changed on disk, or gone."""
-
-_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_ID_MAX_LENGTH = 128
-_ID_RULE = (
-    f"artifact ids are 1-{_ID_MAX_LENGTH} characters of letters, digits, '.', '_' and '-', "
-    "start with a letter or digit and never contain '..'"
-)
-_URI_PATTERN = re.compile(r"artifact://([a-z]+)/([^/]*)")
 _SHA_PATTERN = re.compile(r"[0-9a-f]{64}")
-_KINDS: tuple[str, ...] = get_args(ArtifactKind)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
-
-def _check_id(artifact_id: object) -> str:
-    """Refuse ids that could name a path outside the store before any path is built."""
-    if not isinstance(artifact_id, str):
-        raise InvalidArtifactId(
-            f"invalid artifact id {artifact_id!r}: expected a string; {_ID_RULE}"
-        )
-    if (
-        len(artifact_id) > _ID_MAX_LENGTH
-        or ".." in artifact_id
-        or _ID_PATTERN.fullmatch(artifact_id) is None
-    ):
-        raise InvalidArtifactId(f"invalid artifact id {artifact_id!r}: {_ID_RULE}")
-    return artifact_id
-
-
-def parse_artifact_uri(uri: str) -> tuple[ArtifactKind, str]:
-    """Split ``artifact://<kind>/<artifact_id>``, refusing anything that is not exactly that."""
-    match = _URI_PATTERN.fullmatch(uri) if isinstance(uri, str) else None
-    if match is None:
-        raise InvalidArtifactId(
-            f"invalid artifact uri {uri!r}: expected artifact://<kind>/<artifact_id> "
-            f"with a lower-case kind; {_ID_RULE}"
-        )
-    kind, artifact_id = match.groups()
-    if kind not in _KINDS:
-        raise InvalidArtifactId(
-            f"invalid artifact uri {uri!r}: unknown kind {kind!r}; known kinds: {', '.join(_KINDS)}"
-        )
-    try:
-        _check_id(artifact_id)
-    except InvalidArtifactId as exc:
-        raise InvalidArtifactId(f"invalid artifact uri {uri!r}: {exc.message}") from exc
-    return cast(ArtifactKind, kind), artifact_id
-
-
-def _sha256(content: bytes) -> str:
-    return hashlib.sha256(content).hexdigest()
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -230,7 +187,7 @@ class FilesystemArtifactStore:
         self._ensure_dir(*parts[:2])
         path = self._path(*parts)
         try:
-            if _sha256(_read_nofollow(path)) == sha256:
+            if sha256_hex(_read_nofollow(path)) == sha256:
                 return
         except FileNotFoundError:
             pass
@@ -245,7 +202,7 @@ class FilesystemArtifactStore:
                 f"{ref.uri} revision {ref.revision}: blob {self._blob_name(ref.sha256)} "
                 "is missing from the store"
             ) from exc
-        actual = _sha256(content)
+        actual = sha256_hex(content)
         if actual != ref.sha256:
             raise IntegrityError(
                 f"{ref.uri} revision {ref.revision}: blob {self._blob_name(ref.sha256)} was "
@@ -255,25 +212,8 @@ class FilesystemArtifactStore:
 
     def _recorded(self, ref: ArtifactRef) -> tuple[ArtifactRef, list[ArtifactRef]]:
         """The store's own record of ref's revision, so a forged ref cannot fetch bytes."""
-        history = self._load_history(_check_id(ref.artifact_id))
-        if not history:
-            raise ArtifactNotFound(f"artifact {ref.artifact_id!r} ({ref.uri}) is not in the store")
-        if ref.revision > len(history):
-            raise ArtifactNotFound(
-                f"artifact {ref.artifact_id!r} has no revision {ref.revision}; "
-                f"the head is revision {len(history)}"
-            )
-        recorded = history[ref.revision - 1]
-        if recorded != ref:
-            differing = sorted(
-                name for name, value in ref.model_dump().items() if getattr(recorded, name) != value
-            )
-            raise IntegrityError(
-                f"artifact {ref.artifact_id!r} revision {ref.revision}: the ref does not match "
-                f"the store's record (differs in {', '.join(differing)}; recorded sha256 "
-                f"{recorded.sha256}, ref sha256 {ref.sha256})"
-            )
-        return recorded, history
+        history = self._load_history(check_id(ref.artifact_id))
+        return recorded_revision(ref, history), history
 
     # -- public API --------------------------------------------------------------------
 
@@ -281,21 +221,9 @@ class FilesystemArtifactStore:
         self, artifact_id: str, kind: ArtifactKind, content: bytes, media_type: str
     ) -> ArtifactRef:
         """Store content; identical content to the head returns the head unchanged."""
-        _check_id(artifact_id)
-        if not isinstance(content, bytes | bytearray | memoryview):
-            raise TypeError(f"content must be bytes, not {type(content).__name__}")
-        content = bytes(content)
-        sha256 = _sha256(content)
-        # Validate kind and media type before anything touches the disk.
-        candidate = ArtifactRef(
-            artifact_id=artifact_id,
-            kind=kind,
-            uri=f"artifact://{kind}/{artifact_id}",
-            media_type=media_type,
-            sha256=sha256,
-            revision=1,
-            size_bytes=len(content),
-        )
+        # Validate id, kind and media type before anything touches the disk.
+        content, first = candidate(artifact_id, kind, content, media_type)
+        sha256 = first.sha256
         self._write_blob(sha256, content)
         with self._locked(artifact_id):
             history = self._load_history(artifact_id)
@@ -308,7 +236,7 @@ class FilesystemArtifactStore:
                     )
                 if head.sha256 == sha256 and head.media_type == media_type:
                     return head
-            ref = candidate.model_copy(update={"revision": len(history) + 1})
+            ref = first.model_copy(update={"revision": len(history) + 1})
             self._save_history(artifact_id, [*history, ref])
             return ref
 
@@ -325,7 +253,7 @@ class FilesystemArtifactStore:
 
     def history(self, artifact_id: str) -> list[ArtifactRef]:
         """Every revision, oldest first."""
-        return self._load_history(_check_id(artifact_id))
+        return self._load_history(check_id(artifact_id))
 
     def ids(self) -> list[str]:
         """Every stored artifact id, sorted."""
@@ -340,7 +268,7 @@ class FilesystemArtifactStore:
                 continue
             stem = name.removesuffix(".json")
             with contextlib.suppress(InvalidArtifactId):
-                found.append(_check_id(stem))
+                found.append(check_id(stem))
         return sorted(found)
 
     def get_uri(self, uri: str, revision: int | None = None) -> tuple[ArtifactRef, bytes]:

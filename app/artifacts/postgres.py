@@ -14,7 +14,6 @@ FilesystemArtifactStore: the same errors and messages, every read verified again
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from app.artifacts.filesystem import Verification, _check_id, parse_artifact_uri
+from app.artifacts.records import (
+    Verification,
+    candidate,
+    check_id,
+    parse_artifact_uri,
+    recorded_revision,
+    sha256_hex,
+)
 from app.postgres import DEFAULT_TIMEOUT, execute_script, open_pool, schema_lock
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError
@@ -51,10 +57,6 @@ CREATE TABLE IF NOT EXISTS handoff_artifact_revisions (
     PRIMARY KEY (artifact_id, revision)
 );
 """
-
-
-def _sha256(content: bytes) -> str:
-    return hashlib.sha256(content).hexdigest()
 
 
 class PostgresArtifactStore:
@@ -151,7 +153,7 @@ class PostgresArtifactStore:
                 f"{ref.uri} revision {ref.revision}: blob {ref.sha256} is missing from the store"
             )
         content = bytes(row["content"])
-        actual = _sha256(content)
+        actual = sha256_hex(content)
         if actual != ref.sha256:
             raise IntegrityError(
                 f"{ref.uri} revision {ref.revision}: blob {ref.sha256} was modified in the "
@@ -163,25 +165,8 @@ class PostgresArtifactStore:
         self, conn: PgConnection, ref: ArtifactRef
     ) -> tuple[ArtifactRef, list[ArtifactRef]]:
         """The store's own record of ref's revision, so a forged ref cannot fetch bytes."""
-        history = self._history(conn, _check_id(ref.artifact_id))
-        if not history:
-            raise ArtifactNotFound(f"artifact {ref.artifact_id!r} ({ref.uri}) is not in the store")
-        if ref.revision > len(history):
-            raise ArtifactNotFound(
-                f"artifact {ref.artifact_id!r} has no revision {ref.revision}; "
-                f"the head is revision {len(history)}"
-            )
-        recorded = history[ref.revision - 1]
-        if recorded != ref:
-            differing = sorted(
-                name for name, value in ref.model_dump().items() if getattr(recorded, name) != value
-            )
-            raise IntegrityError(
-                f"artifact {ref.artifact_id!r} revision {ref.revision}: the ref does not match "
-                f"the store's record (differs in {', '.join(differing)}; recorded sha256 "
-                f"{recorded.sha256}, ref sha256 {ref.sha256})"
-            )
-        return recorded, history
+        history = self._history(conn, check_id(ref.artifact_id))
+        return recorded_revision(ref, history), history
 
     # -- public API --------------------------------------------------------------------
 
@@ -189,21 +174,9 @@ class PostgresArtifactStore:
         self, artifact_id: str, kind: ArtifactKind, content: bytes, media_type: str
     ) -> ArtifactRef:
         """Store content; identical content to the head returns the head unchanged."""
-        _check_id(artifact_id)
-        if not isinstance(content, bytes | bytearray | memoryview):
-            raise TypeError(f"content must be bytes, not {type(content).__name__}")
-        content = bytes(content)
-        sha256 = _sha256(content)
-        # Validate kind and media type before anything touches the database.
-        candidate = ArtifactRef(
-            artifact_id=artifact_id,
-            kind=kind,
-            uri=f"artifact://{kind}/{artifact_id}",
-            media_type=media_type,
-            sha256=sha256,
-            revision=1,
-            size_bytes=len(content),
-        )
+        # Validate id, kind and media type before anything touches the database.
+        content, first = candidate(artifact_id, kind, content, media_type)
+        sha256 = first.sha256
         with self._connection() as conn, conn.transaction():
             # Written once; rewritten only if the stored bytes were damaged (a repair).
             conn.execute(
@@ -242,7 +215,7 @@ class PostgresArtifactStore:
                 head = self._parse(artifact_id, head_revision, head_row["ref"])
                 if head.sha256 == sha256 and head.media_type == media_type:
                     return head
-            ref = candidate.model_copy(update={"revision": head_revision + 1})
+            ref = first.model_copy(update={"revision": head_revision + 1})
             conn.execute(
                 "INSERT INTO handoff_artifact_revisions (artifact_id, revision, sha256, ref) "
                 "VALUES (%s, %s, %s, %s)",
@@ -268,7 +241,7 @@ class PostgresArtifactStore:
 
     def history(self, artifact_id: str) -> list[ArtifactRef]:
         """Every revision, oldest first."""
-        _check_id(artifact_id)
+        check_id(artifact_id)
         with self._connection() as conn:
             return self._history(conn, artifact_id)
 

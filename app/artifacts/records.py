@@ -1,0 +1,107 @@
+"""What every artifact store shares: id and URI rules, new revisions, recorded refs.
+
+A ref is honoured only if it names a revision the store itself recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Literal, cast, get_args
+
+from contracts import ArtifactKind, ArtifactRef
+from graphs.errors import ArtifactNotFound, IntegrityError, InvalidArtifactId
+
+Verification = Literal["fresh", "stale", "tampered", "missing"]
+"""What verify() found: current, superseded, bytes changed on disk, or gone."""
+
+_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_ID_MAX_LENGTH = 128
+_ID_RULE = (
+    f"artifact ids are 1-{_ID_MAX_LENGTH} characters of letters, digits, '.', '_' and '-', "
+    "start with a letter or digit and never contain '..'"
+)
+_URI_PATTERN = re.compile(r"artifact://([a-z]+)/([^/]*)")
+_KINDS: tuple[str, ...] = get_args(ArtifactKind)
+
+
+def check_id(artifact_id: object) -> str:
+    """Refuse ids that could name a path outside the store before any path is built."""
+    if not isinstance(artifact_id, str):
+        raise InvalidArtifactId(
+            f"invalid artifact id {artifact_id!r}: expected a string; {_ID_RULE}"
+        )
+    if (
+        len(artifact_id) > _ID_MAX_LENGTH
+        or ".." in artifact_id
+        or _ID_PATTERN.fullmatch(artifact_id) is None
+    ):
+        raise InvalidArtifactId(f"invalid artifact id {artifact_id!r}: {_ID_RULE}")
+    return artifact_id
+
+
+def parse_artifact_uri(uri: str) -> tuple[ArtifactKind, str]:
+    """Split ``artifact://<kind>/<artifact_id>``, refusing anything that is not exactly that."""
+    match = _URI_PATTERN.fullmatch(uri) if isinstance(uri, str) else None
+    if match is None:
+        raise InvalidArtifactId(
+            f"invalid artifact uri {uri!r}: expected artifact://<kind>/<artifact_id> "
+            f"with a lower-case kind; {_ID_RULE}"
+        )
+    kind, artifact_id = match.groups()
+    if kind not in _KINDS:
+        raise InvalidArtifactId(
+            f"invalid artifact uri {uri!r}: unknown kind {kind!r}; known kinds: {', '.join(_KINDS)}"
+        )
+    try:
+        check_id(artifact_id)
+    except InvalidArtifactId as exc:
+        raise InvalidArtifactId(f"invalid artifact uri {uri!r}: {exc.message}") from exc
+    return cast(ArtifactKind, kind), artifact_id
+
+
+def sha256_hex(content: bytes) -> str:
+    """Hex sha256 of some bytes."""
+    return hashlib.sha256(content).hexdigest()
+
+
+def candidate(
+    artifact_id: str, kind: ArtifactKind, content: object, media_type: str
+) -> tuple[bytes, ArtifactRef]:
+    """The bytes and the revision-1 ref of a put, validated before anything is stored."""
+    check_id(artifact_id)
+    if not isinstance(content, bytes | bytearray | memoryview):
+        raise TypeError(f"content must be bytes, not {type(content).__name__}")
+    data = bytes(content)
+    ref = ArtifactRef(
+        artifact_id=artifact_id,
+        kind=kind,
+        uri=f"artifact://{kind}/{artifact_id}",
+        media_type=media_type,
+        sha256=sha256_hex(data),
+        revision=1,
+        size_bytes=len(data),
+    )
+    return data, ref
+
+
+def recorded_revision(ref: ArtifactRef, history: list[ArtifactRef]) -> ArtifactRef:
+    """The store's own record of ref's revision, so a forged ref cannot fetch bytes."""
+    if not history:
+        raise ArtifactNotFound(f"artifact {ref.artifact_id!r} ({ref.uri}) is not in the store")
+    if ref.revision > len(history):
+        raise ArtifactNotFound(
+            f"artifact {ref.artifact_id!r} has no revision {ref.revision}; "
+            f"the head is revision {len(history)}"
+        )
+    recorded = history[ref.revision - 1]
+    if recorded != ref:
+        differing = sorted(
+            name for name, value in ref.model_dump().items() if getattr(recorded, name) != value
+        )
+        raise IntegrityError(
+            f"artifact {ref.artifact_id!r} revision {ref.revision}: the ref does not match "
+            f"the store's record (differs in {', '.join(differing)}; recorded sha256 "
+            f"{recorded.sha256}, ref sha256 {ref.sha256})"
+        )
+    return recorded
