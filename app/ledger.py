@@ -9,25 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 from app.checkpointing import UnsupportedDatabaseUrl, sqlite_path
-from app.postgres import (
-    DEFAULT_TIMEOUT,
-    execute_script,
-    is_postgres_url,
-    open_pool,
-    schema_lock,
-)
+from app.postgres import DEFAULT_TIMEOUT, SchemaPool, is_postgres_url
 from contracts import NodeError, NodeRun
-
-if TYPE_CHECKING:
-    from app.postgres import PgConnection
 
 SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS handoff_node_runs (
@@ -256,37 +245,14 @@ class PostgresRunLedger:
         pool: Any | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        if (url is None) == (pool is None):
-            raise ValueError("give PostgresRunLedger either a url or a pool")
-        self.url = url
-        self.timeout = timeout
-        self._pool = pool
-        self._owned: Any | None = None
-        self._ready = pool is not None
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def _connection(self) -> Iterator[PgConnection]:
-        with self._lock:
-            if self._pool is None:
-                assert self.url is not None
-                self._owned = open_pool(self.url, self.timeout, max_size=2)
-                self._pool = self._owned.__enter__()
-            if not self._ready:
-                self._setup(self._pool)
-                self._ready = True
-        with self._pool.connection() as conn:
-            yield conn
-
-    @staticmethod
-    def _setup(pool: Any) -> None:
-        with pool.connection() as conn, schema_lock(conn):
-            execute_script(conn, POSTGRES_SCHEMA)
+        self._db = SchemaPool(
+            POSTGRES_SCHEMA, url, pool=pool, timeout=timeout, owner="PostgresRunLedger"
+        )
+        self._connection = self._db.connection
 
     def setup(self) -> None:
         """Create the table if it does not exist (idempotent, safe across processes)."""
-        with self._connection() as conn, schema_lock(conn):
-            execute_script(conn, POSTGRES_SCHEMA)
+        self._db.setup()
 
     def start(self, thread_id: str, run: NodeRun) -> int:
         """Record an attempt that is starting, durably; returns its sequence number."""
@@ -367,12 +333,7 @@ class PostgresRunLedger:
 
     def close(self) -> None:
         """Close the pool this ledger opened itself (a shared pool belongs to its owner)."""
-        with self._lock:
-            if self._owned is not None:
-                self._owned.__exit__(None, None, None)
-                self._owned = None
-                self._pool = None
-                self._ready = False
+        self._db.close()
 
 
 RunLedgerBackend = MemoryRunLedger | SqliteRunLedger | PostgresRunLedger

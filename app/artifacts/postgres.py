@@ -14,9 +14,6 @@ FilesystemArtifactStore: the same errors and messages, every read verified again
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -29,7 +26,7 @@ from app.artifacts.records import (
     recorded_revision,
     sha256_hex,
 )
-from app.postgres import DEFAULT_TIMEOUT, execute_script, open_pool, schema_lock
+from app.postgres import DEFAULT_TIMEOUT, SchemaPool
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError
 
@@ -73,44 +70,18 @@ class PostgresArtifactStore:
         pool: Any | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        if (url is None) == (pool is None):
-            raise ValueError("give PostgresArtifactStore either a url or a pool")
-        self.url = url
-        self.timeout = timeout
-        self._pool = pool
-        self._owned: Any | None = None
-        self._ready = pool is not None
-        self._lock = threading.Lock()
-
-    # -- connections -----------------------------------------------------------------
-
-    @contextmanager
-    def _connection(self) -> Iterator[PgConnection]:
-        with self._lock:
-            if self._pool is None:
-                assert self.url is not None
-                self._owned = open_pool(self.url, self.timeout, max_size=2)
-                self._pool = self._owned.__enter__()
-            if not self._ready:
-                with self._pool.connection() as conn, schema_lock(conn):
-                    execute_script(conn, POSTGRES_SCHEMA)
-                self._ready = True
-        with self._pool.connection() as conn:
-            yield conn
+        self._db = SchemaPool(
+            POSTGRES_SCHEMA, url, pool=pool, timeout=timeout, owner="PostgresArtifactStore"
+        )
+        self._connection = self._db.connection
 
     def setup(self) -> None:
         """Create the tables if they do not exist (idempotent, safe across processes)."""
-        with self._connection() as conn, schema_lock(conn):
-            execute_script(conn, POSTGRES_SCHEMA)
+        self._db.setup()
 
     def close(self) -> None:
         """Close the pool this store opened itself (a shared pool belongs to its owner)."""
-        with self._lock:
-            if self._owned is not None:
-                self._owned.__exit__(None, None, None)
-                self._owned = None
-                self._pool = None
-                self._ready = False
+        self._db.close()
 
     # -- records ---------------------------------------------------------------------
 
