@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.types import interrupt
 from pydantic import ConfigDict, field_validator, model_validator
 
 from contracts import (
@@ -165,3 +166,14 @@ def apply_decision(handoff: Handoff, decision: HumanDecision, step: StepInfo) ->
             "provenance": provenance,
         }
     )
+
+
+def ask(request: HumanRequest, handoff: Handoff, step: StepInfo) -> tuple[HumanDecision, Handoff]:
+    """Pause for a decision on ``request``; return it and the envelope that records it.
+
+    The one ``interrupt()`` of the calling node: on resume LangGraph re-runs the node and
+    this returns the validated decision instead of pausing.
+    """
+    value = interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
+    decision = as_decision(value)
+    return decision, apply_decision(handoff, decision, step)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from langgraph.types import interrupt
-
 from contracts import (
     DraftArticle,
     ErrorCode,
@@ -25,13 +23,7 @@ from contracts import (
 from graphs.constraints import task_in_force
 from graphs.freshness import check_inputs, summary
 from graphs.handoffs import build_handoff
-from graphs.human import (
-    apply_decision,
-    approval_request,
-    as_decision,
-    decision_schema,
-    review_request,
-)
+from graphs.human import approval_request, ask, review_request
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.stale import (
     MAX_STALE_ROUNDS,
@@ -276,10 +268,7 @@ def approve_research(call: NodeCall) -> NodeResult:
     bundle: ResearchBundle = call.require("research")
     handoff: Handoff = call.require("handoff")
     request = approval_request(bundle, handoff, call.step, call.task.objective)
-    decision = as_decision(
-        interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
-    )
-    updated = apply_decision(handoff, decision, call.step)
+    decision, updated = ask(request, handoff, call.step)
     if decision.action == "reject":
         outcome = RunOutcome(
             thread_id=call.step.thread_id,
@@ -310,10 +299,7 @@ def review_decision(call: NodeCall) -> NodeResult:
     request = review_request(
         reason=reason, draft_revision=draft.revision, handoff=handoff, step=call.step
     )
-    decision = as_decision(
-        interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
-    )
-    updated = apply_decision(handoff, decision, call.step)
+    decision, updated = ask(request, handoff, call.step)
     if decision.action == "grant_round":
         proceed = updated.model_copy(update={"next_allowed_action": "write"})
         return NodeResult({"handoff": proceed}, Usage(), [])
@@ -384,10 +370,7 @@ def stale_decision(call: NodeCall) -> NodeResult:
     report: FreshnessReport = call.require("freshness")
     handoff: Handoff = call.require("handoff")
     request = stale_request(report, call.step)
-    decision = as_decision(
-        interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
-    )
-    updated = apply_decision(handoff, decision, call.step)
+    decision, updated = ask(request, handoff, call.step)
     if decision.action == "abort":
         outcome = RunOutcome(
             thread_id=call.step.thread_id,
