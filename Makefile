@@ -1,12 +1,13 @@
 # Two entry points for a fresh machine with Python 3.11+ and make:
 #   make demo   install, then run the workflow on the bundled corpus (SQLite)
 #   make test   install with dev extras, then lint, type-check and run the tests
+#   make check  the fast loop: lint, type-check and the tests needing no PostgreSQL or server
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 OBJECTIVE ?= Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs
 
-.PHONY: demo test install lint typecheck pytest schemas clean
+.PHONY: demo test check install lint typecheck pytest schemas clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,10 @@ pytest: install
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest
+
+# The fast loop while adapting the template: no PostgreSQL, no server.
+check: lint typecheck
+	$(BIN)/python -m pytest -q -m "not postgres and not server and not slow"
 
 schemas: install
 	$(BIN)/python -m contracts

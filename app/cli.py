@@ -18,7 +18,7 @@ from app.errors import ThreadFinished
 from app.exit_codes import ExitCode, for_error, for_outcome
 from app.settings import Settings
 from app.workflow import ARTIFACT_NAMES, Workflow
-from contracts import Constraints, RunOutcome
+from contracts import Constraints, RunOutcome, VersionedContract
 from graphs.boundary import describe_validation_error
 from graphs.errors import HandoffError
 
@@ -81,19 +81,17 @@ def _print_outcome(outcome: RunOutcome, settings: Settings, as_json: bool) -> No
 
 
 def _progress(node: str, values: dict[str, Any]) -> None:
-    summary = ""
-    if "research" in values and values["research"] is not None:
-        bundle = values["research"]
-        summary = f"{len(bundle.facts)} facts from {len(bundle.sources)} sources"
-    elif "review" in values and values["review"] is not None:
-        summary = f"verdict {values['review'].verdict}"
-    elif "draft" in values and values["draft"] is not None:
-        draft = values["draft"]
-        summary = f"draft revision {draft.revision}, {draft.word_count} words"
-    elif "outcome" in values and values["outcome"] is not None:
-        summary = values["outcome"].state.value
-    elif node == "__interrupt__":
+    """One line per finished node: the summaries of the contracts it wrote."""
+    if node == "__interrupt__":
         node, summary = "paused", "waiting for a human decision"
+    else:
+        summary = " · ".join(
+            text
+            for channel, value in values.items()
+            if channel != "handoff" and isinstance(value, VersionedContract)
+            for text in [value.summary()]
+            if text
+        )
     mark = "[green]✓[/green] " if err.is_terminal else ""
     err.print(f"{mark}{node}: {summary}".rstrip(": "), markup=err.is_terminal)
 

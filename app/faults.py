@@ -15,12 +15,14 @@ from __future__ import annotations
 import os
 import signal
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from graphs.declare import NodeSpec
 from graphs.errors import TransientError
 
-POINTS = ("start", "after_artifact", "before_return")
+KILL_POINTS = ("start", "after_artifact", "before_return")
+"""Where a kill rule may act; ``attempt`` is where transient faults are raised."""
 
 
 class InvalidFaultSpec(ValueError):
@@ -50,21 +52,45 @@ class FaultPlan:
                 )
 
 
-def parse_faults(spec: str | None) -> FaultPlan | None:
-    """The plan for a HANDOFF_FAULT value; None when unset or empty."""
+def parse_faults(spec: str | None, nodes: Iterable[NodeSpec] | None) -> FaultPlan | None:
+    """The plan for a HANDOFF_FAULT value; None when unset or empty.
+
+    Each rule is checked against the graph's declared ``nodes`` (None: syntax only): a rule
+    naming an unknown node, or a point its node never reaches, would inject nothing, so it
+    is refused.
+    """
     if not spec or not spec.strip():
         return None
+    reachable = None if nodes is None else {node.name: node.fault_points() for node in nodes}
     plan = FaultPlan()
     for rule in (part.strip() for part in spec.split(",") if part.strip()):
         kind, _, rest = rule.partition(":")
         node, _, arg = rest.partition(":")
-        if kind == "kill" and node and arg in POINTS:
+        if kind == "kill" and node and arg in KILL_POINTS:
+            _check_reached(rule, node, arg, reachable)
             plan.kills.add(f"{node}:{arg}")
         elif kind == "transient" and node and arg.isdigit():
+            _check_reached(rule, node, "attempt", reachable)
             plan.transients[node] = int(arg)
         else:
             raise InvalidFaultSpec(
                 f"invalid HANDOFF_FAULT rule {rule!r}; expected kill:<node>:<point> with point "
-                f"in {', '.join(POINTS)}, or transient:<node>:<count>"
+                f"in {', '.join(KILL_POINTS)}, or transient:<node>:<count>"
             )
     return plan
+
+
+def _check_reached(
+    rule: str, node: str, point: str, reachable: dict[str, tuple[str, ...]] | None
+) -> None:
+    if reachable is None:
+        return
+    if node not in reachable:
+        raise InvalidFaultSpec(
+            f"HANDOFF_FAULT rule {rule!r} names no node; nodes: {', '.join(reachable)}"
+        )
+    if point not in reachable[node]:
+        raise InvalidFaultSpec(
+            f"HANDOFF_FAULT rule {rule!r}: node {node!r} never reaches {point!r}; "
+            f"its points: {', '.join(reachable[node])}"
+        )

@@ -9,10 +9,10 @@ from langchain_core.language_models import BaseChatModel
 from app.backends import artifact_store_for
 from app.faults import parse_faults
 from app.ledger import ledger_for_url
-from app.models import Role, select_agents
+from app.models import select_agents
 from app.settings import Settings
 from app.source_probe import FileSourceProbe
-from graphs import ArtifactStore, RunContext, RunLedger
+from graphs import WIRING, ArtifactStore, RunContext, RunLedger, Wiring
 from graphs.context import no_fault, utc_now
 
 
@@ -20,25 +20,27 @@ def build_context(
     settings: Settings,
     ledger: RunLedger | None = None,
     *,
-    models: Mapping[Role, BaseChatModel] | None = None,
+    models: Mapping[str, BaseChatModel] | None = None,
     store: ArtifactStore | None = None,
+    wiring: Wiring = WIRING,
 ) -> RunContext:
     """The services for a run: offline, deterministic agents unless a model is configured.
 
     ``models`` gives agents a chat model directly (e.g. a fake one in tests), overriding
-    ``settings.model`` for those roles. ``store`` shares an open artifact store (the
-    Workflow's); by default the one the settings name is opened on first use.
+    ``settings.model`` for those nodes. ``store`` shares an open artifact store (the
+    Workflow's); by default the one the settings name is opened on first use. ``wiring``
+    is the graph's nodes: fault rules and model overrides are checked against them, and
+    each node that declares an agent gets one.
     """
     clock = utc_now
-    fault = parse_faults(settings.fault)
-    research, writer, reviewer = select_agents(settings, clock, models)
+    nodes = [spec for spec, _ in wiring]
+    fault = parse_faults(settings.fault, nodes)
+    agents = select_agents(settings, clock, models, nodes)
     return RunContext(
         fault=fault if fault is not None else no_fault,
         ledger=ledger or ledger_for_url(settings.resolved_database_url()),
         sources=FileSourceProbe(),
         store=store if store is not None else artifact_store_for(settings),
-        research=research,
-        writer=writer,
-        reviewer=reviewer,
+        agents=agents,
         clock=clock,
     )

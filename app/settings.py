@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.models import OFFLINE, Role, check_spec
+from app.faults import parse_faults
+from app.models import OFFLINE, check_spec
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_CORPUS = PROJECT_ROOT / "examples" / "corpus"
@@ -63,23 +64,35 @@ class Settings(BaseSettings):
         description="Chat model of every agent: 'offline' (deterministic, no model) or "
         "provider:model for LangChain's init_chat_model, e.g. openai:gpt-4.1-mini.",
     )
-    research_model: str | None = Field(default=None, description="Research's model, if not model.")
-    writer_model: str | None = Field(default=None, description="Writer's model, if not model.")
-    reviewer_model: str | None = Field(default=None, description="Reviewer's model, if not model.")
+    agent_models: dict[str, str] = Field(
+        default_factory=dict,
+        description='Per-node model overrides as JSON, e.g. {"research": "ollama:llama3.1"}; '
+        "a node left out uses model.",
+    )
 
-    @field_validator("model", "research_model", "writer_model", "reviewer_model")
+    @field_validator("model")
     @classmethod
-    def _model_spec(cls, value: str | None) -> str | None:
-        return None if value is None else check_spec(value)
+    def _model_spec(cls, value: str) -> str:
+        return check_spec(value)
 
-    def model_for(self, role: Role) -> str:
-        """The model spec in force for one agent: its override, else ``model``."""
-        override = {
-            "research": self.research_model,
-            "writer": self.writer_model,
-            "reviewer": self.reviewer_model,
-        }[role]
-        return override or self.model
+    @field_validator("agent_models")
+    @classmethod
+    def _agent_models(cls, value: dict[str, str]) -> dict[str, str]:
+        return {node: check_spec(spec) for node, spec in value.items()}
+
+    @field_validator("fault")
+    @classmethod
+    def _fault(cls, value: str | None) -> str | None:
+        parse_faults(value, None)
+        return value
+
+    def model_for(self, node: str) -> str:
+        """The model spec in force for one node's agent: its override, else ``model``."""
+        return self.agent_models.get(node) or self.model
+
+    def with_overrides(self, **values: Any) -> Settings:
+        """A copy with some settings changed, validated like the originals."""
+        return type(self)(**{**self.model_dump(), **values})
 
     def resolved_database_url(self) -> str:
         """The checkpoint URL in force."""

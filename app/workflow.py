@@ -46,8 +46,8 @@ from contracts import (
     TaskSpec,
     TaskState,
 )
-from graphs import RunContext, build_graph
-from graphs.boundary import describe_validation_error, read
+from graphs import WIRING, RunContext, Wiring, build_graph, workflow_channels
+from graphs.boundary import describe_validation_error, read, validate_channel
 from graphs.human import as_decision, decision_schema
 
 ArtifactName = Literal["article", "draft", "notes", "research", "review"]
@@ -114,7 +114,8 @@ class Workflow:
     """The workflow with its checkpointer and services; use as a context manager.
 
     ``Workflow(settings)`` reads locations from settings; ``database_url`` and
-    ``artifact_dir`` override them for one instance (tests, scripts).
+    ``artifact_dir`` override them for one instance (tests, scripts). ``wiring`` is the
+    graph's nodes and routers (``graphs.WIRING``, or an extended copy).
     """
 
     def __init__(
@@ -124,6 +125,7 @@ class Workflow:
         database_url: str | None = None,
         artifact_dir: Path | None = None,
         context: RunContext | None = None,
+        wiring: Wiring = WIRING,
     ) -> None:
         base = settings or Settings()
         overrides: dict[str, Any] = {}
@@ -131,7 +133,8 @@ class Workflow:
             overrides["database_url"] = database_url
         if artifact_dir is not None:
             overrides["artifact_dir"] = artifact_dir
-        self.settings = base.model_copy(update=overrides) if overrides else base
+        self.settings = base.with_overrides(**overrides) if overrides else base
+        self.wiring = wiring
         self._context = context
         self._own_context = context is None
         self._stack: ExitStack | None = None
@@ -165,7 +168,7 @@ class Workflow:
         self._saver = self._backend.saver
         self._ledger = self._backend.ledger
         self._stack = stack
-        self._graph = build_graph().compile(checkpointer=self._saver)
+        self._graph = build_graph(wiring=self.wiring).compile(checkpointer=self._saver)
 
     def close(self) -> None:
         """Release the checkpointer's connections."""
@@ -207,7 +210,9 @@ class Workflow:
     def context(self) -> RunContext:
         """The run-scoped services passed to every invoke (and every resume)."""
         if self._context is None:
-            self._context = build_context(self.settings, self.ledger, store=self.backend.store)
+            self._context = build_context(
+                self.settings, self.ledger, store=self.backend.store, wiring=self.wiring
+            )
         return self._context
 
     @property
@@ -406,10 +411,9 @@ class Workflow:
     def state(self, thread_id: str) -> dict[str, Any]:
         """The thread's latest state values (contracts, validated)."""
         values = self._values(thread_id)
-        from graphs.boundary import validate_channel
-
+        channels = workflow_channels(self.wiring)
         return {
-            channel: validate_channel("workflow", channel, value, direction="read")
+            channel: validate_channel("workflow", channel, value, channels)
             for channel, value in values.items()
         }
 

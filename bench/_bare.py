@@ -27,7 +27,15 @@ from contracts import (
     ReviewResult,
     TaskSpec,
 )
-from graphs import ResearchAgent, ReviewerAgent, StepInfo, WriterAgent
+from graphs import (
+    ResearchAgent,
+    ResearchRequest,
+    ReviewerAgent,
+    ReviewRequest,
+    StepInfo,
+    WriterAgent,
+    WriteRequest,
+)
 
 NO_HANDOFF = cast(Handoff, None)
 """The bare nodes pass no envelope; the offline Writer and Reviewer do not read it."""
@@ -128,7 +136,8 @@ def build_bare_graph(
 
     def research(state: BareState, config: RunnableConfig) -> dict[str, Any]:
         task = state["task"]
-        output = agents.research.research(task, None, store, _step(config, "research", task))
+        step = _step(config, "research", task)
+        output = agents.research.run(ResearchRequest(task, None, store, step))
         update: dict[str, Any] = {"research": output.result}
         if notes_in_state and output.result.artifact_refs:
             update["notes"] = store.get(output.result.artifact_refs[0]).decode()
@@ -136,26 +145,30 @@ def build_bare_graph(
 
     def writer(state: BareState, config: RunnableConfig) -> dict[str, Any]:
         task = state["task"]
-        output = agents.writer.write(
-            task,
-            NO_HANDOFF,
-            state["research"],
-            state.get("draft"),
-            state.get("review"),
-            store,
-            _step(config, "writer", task),
+        output = agents.writer.run(
+            WriteRequest(
+                task,
+                NO_HANDOFF,
+                state["research"],
+                state.get("draft"),
+                state.get("review"),
+                store,
+                _step(config, "writer", task),
+            )
         )
         return {"draft": output.result}
 
     def reviewer(state: BareState, config: RunnableConfig) -> dict[str, Any]:
         task = state["task"]
-        output = agents.reviewer.review(
-            task,
-            NO_HANDOFF,
-            state["research"],
-            state["draft"],
-            store,
-            _step(config, "reviewer", task),
+        output = agents.reviewer.run(
+            ReviewRequest(
+                task,
+                NO_HANDOFF,
+                state["research"],
+                state["draft"],
+                store,
+                _step(config, "reviewer", task),
+            )
         )
         return {"review": output.result}
 

@@ -7,7 +7,7 @@ way in, and forwards every other attribute (e.g. ``fingerprint``) to the inner a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.text import CITATION
@@ -15,12 +15,16 @@ from contracts import (
     ArtifactKind,
     ArtifactRef,
     DraftArticle,
-    Handoff,
     ResearchBundle,
-    ReviewResult,
-    TaskSpec,
 )
-from graphs import AgentOutput, ArtifactStore, ResearchAgent, StepInfo, WriterAgent
+from graphs import (
+    AgentOutput,
+    ArtifactStore,
+    ResearchAgent,
+    ResearchRequest,
+    WriterAgent,
+    WriteRequest,
+)
 
 _FIRST_CITATION = re.compile(r"\s*\[claim-[0-9]+\]")
 _FILLER_LINE = (
@@ -70,12 +74,10 @@ class BigNotesResearch:
     inner: ResearchAgent
     notes_bytes: int
 
-    def research(
-        self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
-    ) -> AgentOutput[ResearchBundle]:
+    def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
         notes = filler(self.notes_bytes)
-        proxy = _Rewriting(store, "notes", lambda _content: notes)
-        return self.inner.research(task, handoff, proxy, step)
+        proxy = _Rewriting(request.store, "notes", lambda _content: notes)
+        return self.inner.run(replace(request, store=proxy))
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner" or name.startswith("_"):
@@ -98,27 +100,10 @@ class StubbornWriter:
 
     inner: WriterAgent
 
-    def write(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        previous: DraftArticle | None,
-        review: ReviewResult | None,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[DraftArticle]:
-        proxy = _Rewriting(store, "draft", drop_first_citation)
-        output = self.inner.write(
-            task,
-            handoff,
-            bundle,
-            previous,
-            review,
-            proxy,
-            step,
-        )
-        body = store.get(output.result.body).decode()
+    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
+        proxy = _Rewriting(request.store, "draft", drop_first_citation)
+        output = self.inner.run(replace(request, store=proxy))
+        body = request.store.get(output.result.body).decode()
         cited = list(dict.fromkeys(CITATION.findall(body)))
         output.result = output.result.model_copy(update={"cited_claim_ids": cited})
         return output

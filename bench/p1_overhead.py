@@ -38,7 +38,13 @@ from bench._common import (
     workflow_settings,
 )
 from contracts import TaskSpec
-from graphs import RunContext, StepInfo
+from graphs import (
+    ResearchRequest,
+    ReviewRequest,
+    RunContext,
+    StepInfo,
+    WriteRequest,
+)
 
 TARGET = 1.5
 
@@ -50,10 +56,12 @@ def agents_only(agents: BareAgents, task: TaskSpec, thread_id: str) -> str:
     def step(node: str) -> StepInfo:
         return StepInfo(thread_id=thread_id, node=node, step=1, task_version=1)
 
-    bundle = agents.research.research(task, None, store, step("research")).result
-    draft = agents.writer.write(task, NO_HANDOFF, bundle, None, None, store, step("writer"))
-    review = agents.reviewer.review(
-        task, NO_HANDOFF, bundle, draft.result, store, step("reviewer")
+    bundle = agents.research.run(ResearchRequest(task, None, store, step("research"))).result
+    draft = agents.writer.run(
+        WriteRequest(task, NO_HANDOFF, bundle, None, None, store, step("writer"))
+    )
+    review = agents.reviewer.run(
+        ReviewRequest(task, NO_HANDOFF, bundle, draft.result, store, step("reviewer"))
     ).result
     if review.verdict != "approved":
         raise RuntimeError(f"agents-only run was not approved: {review.verdict}")
@@ -71,7 +79,9 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         open_checkpointer(f"sqlite:///{root / 'bare' / 'bare.db'}") as bare_saver,
     ):
         context = workflow.context
-        agents = BareAgents(context.research, context.writer, context.reviewer)
+        agents = BareAgents(
+            context.agents["research"], context.agents["writer"], context.agents["reviewer"]
+        )
         bare = build_bare_graph(agents, MemoryStore()).compile(checkpointer=bare_saver)
         ours = workflow.graph
         memory_ledger = replace(context, ledger=ledger_for_url("memory://"))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from app.checkpointing import open_checkpointer, sqlite_path
@@ -85,10 +84,10 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         base = workflow.context
         for notes_size in sizes:
             task = TaskSpec(task_id=f"p2-{notes_size}", objective=OBJECTIVE)
-            research = BigNotesResearch(base.research, notes_size)
+            research = BigNotesResearch(base.agents["research"], notes_size)
 
             naive_thread = f"naive-{notes_size}"
-            agents = BareAgents(research, base.writer, base.reviewer)
+            agents = BareAgents(research, base.agents["writer"], base.agents["reviewer"])
             naive = build_bare_graph(agents, MemoryStore(), notes_in_state=True).compile(
                 checkpointer=naive_saver
             )
@@ -99,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
                 raise RuntimeError("naive run did not keep the notes and reach finalize")
 
             ours_thread = f"ours-{notes_size}"
-            with Workflow(workflow.settings, context=replace(base, research=research)) as ours:
+            with Workflow(workflow.settings, context=base.with_agent("research", research)) as ours:
                 outcome = ours.run(task, thread_id=ours_thread)
                 notes_ref = ours.artifact_ref(ours_thread, "notes")
                 final_state = ours.graph.get_state(ours.config(ours_thread)).values

@@ -19,7 +19,7 @@ Sizes are characters (tokens ~ chars / 4); deterministic, so one run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from app.workflow import Workflow
 from bench._common import (
@@ -43,7 +43,7 @@ from contracts import (
     ReviewResult,
     TaskSpec,
 )
-from graphs import AgentOutput, ArtifactStore, ReviewerAgent, StepInfo, WriterAgent
+from graphs import AgentOutput, ReviewerAgent, ReviewRequest, WriterAgent, WriteRequest
 
 ROUNDS = 8
 QUICK_ROUNDS = 3
@@ -79,19 +79,10 @@ class RecordingWriter:
     inner: WriterAgent
     calls: list[WriterCall] = field(default_factory=list)
 
-    def write(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        previous: DraftArticle | None,
-        review: ReviewResult | None,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[DraftArticle]:
-        output = self.inner.write(task, handoff, bundle, previous, review, store, step)
-        body = store.get(output.result.body).decode()
-        self.calls.append(WriterCall(handoff, bundle, review, body))
+    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
+        output = self.inner.run(request)
+        body = request.store.get(output.result.body).decode()
+        self.calls.append(WriterCall(request.handoff, request.bundle, request.review, body))
         return output
 
 
@@ -102,18 +93,12 @@ class RecordingReviewer:
     inner: ReviewerAgent
     calls: list[ReviewerCall] = field(default_factory=list)
 
-    def review(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        draft: DraftArticle,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[ReviewResult]:
-        output = self.inner.review(task, handoff, bundle, draft, store, step)
-        body = store.get(draft.body).decode()
-        self.calls.append(ReviewerCall(handoff, bundle, draft, body, output.result))
+    def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
+        output = self.inner.run(request)
+        body = request.store.get(request.draft.body).decode()
+        self.calls.append(
+            ReviewerCall(request.handoff, request.bundle, request.draft, body, output.result)
+        )
         return output
 
 
@@ -186,9 +171,9 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     args = parse_args(argv, "P3 context per review round", repeats=1, quick_repeats=1)
     rounds = QUICK_ROUNDS if args.quick else ROUNDS
     with scratch_dir("p3") as root, Workflow(workflow_settings(root)) as workflow:
-        writer = RecordingWriter(StubbornWriter(workflow.context.writer))
-        reviewer = RecordingReviewer(workflow.context.reviewer)
-        context = replace(workflow.context, writer=writer, reviewer=reviewer)
+        writer = RecordingWriter(StubbornWriter(workflow.context.agents["writer"]))
+        reviewer = RecordingReviewer(workflow.context.agents["reviewer"])
+        context = workflow.context.with_agent("writer", writer).with_agent("reviewer", reviewer)
         with Workflow(workflow.settings, context=context) as recorded:
             task = TaskSpec(
                 task_id="p3",

@@ -21,7 +21,7 @@ same pairs before the resume.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from app.workflow import Workflow
@@ -69,7 +69,9 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     rounds = QUICK_ROUNDS if args.quick else LONG_ROUNDS
     task = TaskSpec(task_id="p4", objective=OBJECTIVE, budget=Budget(max_review_rounds=rounds + 1))
     with scratch_dir("p4") as root, Workflow(workflow_settings(root)) as workflow:
-        context = replace(workflow.context, writer=StubbornWriter(workflow.context.writer))
+        context = workflow.context.with_agent(
+            "writer", StubbornWriter(workflow.context.agents["writer"])
+        )
         graph = build_graph().compile(
             checkpointer=workflow.saver, interrupt_before=["writer", "reviewer"]
         )

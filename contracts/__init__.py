@@ -4,6 +4,7 @@ from contracts.a2a import TaskState
 from contracts.artifacts import ArtifactKind, ArtifactRef
 from contracts.audit import NodeError, NodeRun, NodeStatus, Usage
 from contracts.base import SCHEMA_VERSION, Contract, VersionedContract
+from contracts.decisions import DecisionLog, RecordedDecision
 from contracts.draft import DraftArticle
 from contracts.errors import ErrorCode, ErrorDetail, ErrorKind, ResultStatus
 from contracts.freshness import FreshnessReport, RefCheck, RefStatus
@@ -36,6 +37,7 @@ __all__ = [
     "Constraints",
     "Contract",
     "Decision",
+    "DecisionLog",
     "DraftArticle",
     "ErrorCode",
     "ErrorDetail",
@@ -55,6 +57,7 @@ __all__ = [
     "Provenance",
     "Question",
     "RefCheck",
+    "RecordedDecision",
     "RefStatus",
     "RequiredChange",
     "ResearchBundle",

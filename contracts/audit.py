@@ -44,6 +44,11 @@ class NodeRun(VersionedContract):
     artifact_ids: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*@[0-9]+$")]] = (
         Field(default_factory=list, description="Artifacts written, as <artifact_id>@<revision>.")
     )
+    agent: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The agent implementation that did the node's work (None: no agent).",
+    )
     error: NodeError | None = Field(default=None, description="Failure, if any.")
     checked_inputs: list[str] = Field(
         default_factory=list,

@@ -61,6 +61,10 @@ class VersionedContract(Contract):
         json_schema_extra={"enum": [SCHEMA_VERSION]},
     )
 
+    def summary(self) -> str:
+        """One line for progress output; empty when there is nothing worth showing."""
+        return ""
+
     @field_validator("schema_version")
     @classmethod
     def _check_version(cls, value: str) -> str:

@@ -32,3 +32,7 @@ class DraftArticle(VersionedContract):
     )
     word_count: int = Field(ge=0, description="Words in the body, excluding headings/citations.")
     errors: list[ErrorDetail] = Field(default_factory=list, description="Problems met.")
+
+    def summary(self) -> str:
+        """Progress line: which round, how long."""
+        return f"draft revision {self.revision}, {self.word_count} words"

@@ -18,7 +18,11 @@ class RefCheck(Contract):
 
     name: str = Field(max_length=200, description="What the input is (e.g. 'source src-2').")
     kind: Literal["artifact", "source"] = Field(description="Artifact ref or source file.")
-    producer: str = Field(max_length=100, description="Node that produces this input.")
+    producer: str = Field(
+        max_length=100,
+        description="State channel the input was handed over in (research or draft), which "
+        "names its producer's output.",
+    )
     uri: str = Field(max_length=2000, description="Where it lives.")
     recorded_revision: int | None = Field(default=None, description="Revision pinned.")
     recorded_sha256: Sha256Hex = Field(description="Hash pinned.")
@@ -64,3 +68,7 @@ class FreshnessReport(VersionedContract):
                 f"now {now})"
             )
         return "; ".join(parts) or "all inputs fresh"
+
+    def summary(self) -> str:
+        """Progress line: only inputs that were not fresh are worth showing."""
+        return "" if self.verdict == "fresh" else f"inputs {self.verdict}: {self.describe()}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -11,7 +11,16 @@ from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract
 from contracts.provenance import Provenance
 from contracts.research import Question
 
-NextAction = Literal["research", "approve_research", "write", "review", "finalize", "end"]
+NextAction = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="Name of a graph node, or __end__.",
+    ),
+]
+"""The node the graph runs next: the only action a handoff allows its consumer."""
 
 
 class Decision(Contract):
@@ -55,7 +64,10 @@ class Handoff(VersionedContract):
     task_version: int = Field(ge=1, description="Task version the work was done for.")
     objective: str = Field(max_length=2000, description="The objective, restated.")
     from_node: str = Field(max_length=100, description="Producer node.")
-    next_allowed_action: NextAction = Field(description="The only action the consumer may take.")
+    next_allowed_action: NextAction = Field(
+        description="The node that runs next (the only action the consumer may take), or "
+        "__end__; it is the route the graph took, never a prediction."
+    )
     accepted_decisions: list[Decision] = Field(default_factory=list, description="Decisions.")
     constraints: list[ConstraintItem] = Field(default_factory=list, description="Constraints.")
     authoritative_inputs: list[AuthoritativeInput] = Field(

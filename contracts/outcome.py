@@ -34,3 +34,7 @@ class RunOutcome(VersionedContract):
         default=None, description="The open request when state is INPUT_REQUIRED."
     )
     reason: str | None = Field(default=None, max_length=2000, description="Reason, in prose.")
+
+    def summary(self) -> str:
+        """Progress line: how the run ended."""
+        return self.state.value

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from contracts.artifacts import ArtifactRef
 from contracts.audit import NodeRun
 from contracts.base import VersionedContract
+from contracts.decisions import DecisionLog
 from contracts.draft import DraftArticle
 from contracts.freshness import FreshnessReport
 from contracts.handoff import Handoff
@@ -22,6 +23,7 @@ from contracts.task import TaskSpec
 
 TOP_LEVEL_CONTRACTS: tuple[type[VersionedContract], ...] = (
     ArtifactRef,
+    DecisionLog,
     DraftArticle,
     FreshnessReport,
     Handoff,

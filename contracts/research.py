@@ -143,3 +143,7 @@ class ResearchBundle(VersionedContract):
     def source(self, source_id: str) -> Source | None:
         """The source with this id, if research read it."""
         return next((source for source in self.sources if source.id == source_id), None)
+
+    def summary(self) -> str:
+        """Progress line: how much evidence research found."""
+        return f"{len(self.facts)} facts from {len(self.sources)} sources"

@@ -42,3 +42,7 @@ class ReviewResult(VersionedContract):
         default_factory=list, description="Sources whose snapshots were checked."
     )
     report: ArtifactRef | None = Field(default=None, description="Full review report artifact.")
+
+    def summary(self) -> str:
+        """Progress line: the verdict."""
+        return f"verdict {self.verdict}"

@@ -1,29 +1,45 @@
-"""The workflow graph: state, nodes, pure routers and build_graph(). Imports contracts."""
+"""The workflow graph: declared nodes, pure routers and build_graph(). Imports contracts."""
 
 from graphs.context import RunContext
-from graphs.graph import build_graph
+from graphs.declare import NodeSpec, Retry, node
+from graphs.graph import WIRING, Wiring, build_graph, workflow_channels
+from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import (
     AgentOutput,
     ArtifactStore,
     ResearchAgent,
+    ResearchRequest,
     ReviewerAgent,
+    ReviewRequest,
     RunLedger,
     StepInfo,
     WriterAgent,
+    WriteRequest,
 )
-from graphs.state import WorkflowInput, WorkflowOutput, WorkflowState
+from graphs.state import RunnerWrites, WorkflowInput, WorkflowOutput
 
 __all__ = [
+    "WIRING",
     "AgentOutput",
     "ArtifactStore",
+    "NodeCall",
+    "NodeResult",
+    "NodeSpec",
     "ResearchAgent",
+    "ResearchRequest",
+    "Retry",
+    "ReviewRequest",
     "ReviewerAgent",
     "RunContext",
     "RunLedger",
+    "RunnerWrites",
     "StepInfo",
     "WorkflowInput",
     "WorkflowOutput",
-    "WorkflowState",
+    "WriteRequest",
+    "Wiring",
     "WriterAgent",
     "build_graph",
+    "node",
+    "workflow_channels",
 ]

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from contracts import VersionedContract
+from graphs.channels import Channel
 from graphs.errors import ContractViolation
-from graphs.state import CHANNEL_CONTRACTS, NULLABLE_CHANNELS
 
 M = TypeVar("M", bound=VersionedContract)
 
@@ -36,24 +36,37 @@ def describe_validation_error(error: ValidationError, prefix: str = "") -> str:
     return "; ".join(parts)
 
 
-def validate_channel(node: str, channel: str, value: Any, *, direction: str) -> Any:
-    """Validate one channel value against its contract, or raise naming the field."""
-    if channel not in CHANNEL_CONTRACTS:
+def validate_channel(node: str, channel: str, value: Any, channels: Mapping[str, Channel]) -> Any:
+    """Validate one channel value against its declared contract, or raise naming the field."""
+    if channel not in channels:
         raise ContractViolation(
-            f"node {node!r} {direction} unknown state channel {channel!r}; "
-            f"expected one of {sorted(CHANNEL_CONTRACTS)}",
+            f"node {node!r} returned {channel!r}, which it does not declare it writes; "
+            f"declared: {sorted(channels)}",
             node=node,
             channel=channel,
             fields=[channel],
         )
-    model = CHANNEL_CONTRACTS[channel]
-    if value is None and channel in NULLABLE_CHANNELS:
+    declared = channels[channel]
+    if value is None and not declared.nullable:
+        raise ContractViolation(
+            f"node {node!r} returned None for {channel!r}, which must hold a "
+            f"{declared.contract.__name__}",
+            node=node,
+            channel=channel,
+            fields=[channel],
+        )
+    return validate_as(node, channel, value, declared.contract)
+
+
+def validate_as(node: str, channel: str, value: Any, model: type[VersionedContract]) -> Any:
+    """A channel value as ``model`` (None stays None), or ContractViolation naming the field."""
+    if value is None:
         return None
     try:
         return model.model_validate(value)
     except ValidationError as error:
         raise ContractViolation(
-            f"node {node!r} {direction} an invalid {model.__name__} in {channel!r}: "
+            f"node {node!r} met an invalid {model.__name__} in {channel!r}: "
             f"{describe_validation_error(error, channel)}",
             node=node,
             channel=channel,
@@ -61,20 +74,12 @@ def validate_channel(node: str, channel: str, value: Any, *, direction: str) -> 
         ) from error
 
 
-def validate_update(node: str, update: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate a node's whole update before LangGraph may checkpoint it."""
-    return {
-        channel: validate_channel(node, channel, value, direction="returned")
-        for channel, value in update.items()
-    }
-
-
 def read(state: Mapping[str, Any], channel: str, model: type[M], *, node: str) -> M | None:
     """Read a channel as its contract; accepts model instances or plain dicts."""
     value = state.get(channel)
     if value is None:
         return None
-    validated = validate_channel(node, channel, value, direction="read")
+    validated = validate_as(node, channel, value, model)
     assert isinstance(validated, model)
     return validated
 

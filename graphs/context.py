@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from graphs.ports import (
-    ArtifactStore,
-    ResearchAgent,
-    ReviewerAgent,
-    RunLedger,
-    SourceProbe,
-    WriterAgent,
-)
+from graphs.errors import MissingContext
+from graphs.ports import ArtifactStore, RunLedger, SourceProbe
+
+if TYPE_CHECKING:
+    from graphs.declare import NodeSpec
 
 
 def utc_now() -> datetime:
@@ -31,9 +29,8 @@ class RunContext:
     """Everything a node needs besides state. Not persisted: pass it on every resume."""
 
     store: ArtifactStore
-    research: ResearchAgent
-    writer: WriterAgent
-    reviewer: ReviewerAgent
+    agents: Mapping[str, Any]
+    """The agent doing each node's work, by node name (the app picks them from settings)."""
     ledger: RunLedger
     sources: SourceProbe
     clock: Callable[[], datetime] = field(default=utc_now)
@@ -41,3 +38,20 @@ class RunContext:
     sleep: Callable[[float], None] = field(default=time.sleep)
     backoff_seconds: float = 0.2
     """First retry delay after a transient error; doubles per attempt (capped at 5 s)."""
+
+    def agent_for(self, spec: NodeSpec) -> Any:
+        """The agent for a declared node, checked against the protocol it declares."""
+        agent = self.agents.get(spec.name)
+        if agent is None or (spec.agent is not None and not isinstance(agent, spec.agent)):
+            expected = spec.agent.__name__ if spec.agent else "an agent"
+            raise MissingContext(
+                f"node {spec.name!r} needs {expected}; the run context has "
+                f"{type(agent).__name__ if agent is not None else 'none'}"
+            )
+        return agent
+
+    def with_agent(self, node: str, agent: Any) -> RunContext:
+        """The same services with another agent doing one node's work."""
+        if node not in self.agents:
+            raise KeyError(f"no agent for node {node!r}; agents: {sorted(self.agents)}")
+        return replace(self, agents={**self.agents, node: agent})

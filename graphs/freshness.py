@@ -18,6 +18,8 @@ from contracts import (
 )
 from graphs.ports import ArtifactStore, SourceProbe
 
+RESEARCH, DRAFT = "research", "draft"
+"""The state channel each checked input was handed over in (a check's ``producer``)."""
 SEVERITY: dict[RefStatus, int] = {"fresh": 0, "stale": 1, "missing": 2, "tampered": 3}
 
 
@@ -47,7 +49,7 @@ def check_source_file(name: str, uri: str, pinned: str, probe: SourceProbe) -> R
     return RefCheck(
         name=name,
         kind="source",
-        producer="research",
+        producer=RESEARCH,
         uri=uri,
         recorded_sha256=pinned,
         current_sha256=current,
@@ -76,14 +78,12 @@ def check_inputs(
                 )
             )
             checks.append(
-                check_artifact(f"snapshot of {source.id}", "research", source.snapshot, store)
+                check_artifact(f"snapshot of {source.id}", RESEARCH, source.snapshot, store)
             )
         for ref in bundle.artifact_refs:
-            checks.append(check_artifact(f"research {ref.kind}", "research", ref, store))
+            checks.append(check_artifact(f"research {ref.kind}", RESEARCH, ref, store))
     if draft is not None:
-        checks.append(
-            check_artifact(f"draft revision {draft.revision}", "writer", draft.body, store)
-        )
+        checks.append(check_artifact(f"draft revision {draft.revision}", DRAFT, draft.body, store))
     verdict: RefStatus = max(
         (check.status for check in checks), key=SEVERITY.__getitem__, default="fresh"
     )

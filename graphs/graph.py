@@ -1,93 +1,235 @@
-"""build_graph(): the Research → Writer → Reviewer StateGraph, uncompiled."""
+"""The wiring: which declared nodes the workflow has, and where each one routes.
+
+Routers are pure functions of contract fields whose ``Literal`` return type is the list of
+branch targets; impossible input is refused loudly. Each node's router is its conditional
+edge, and the node runner asks the same router before returning, so the handoff a node
+records names the node that actually runs next.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, Literal, get_args, get_type_hints
+
 from langgraph.graph import END, START, StateGraph
 
-from contracts import TaskSpec
-from graphs import nodes
-from graphs.context import RunContext
-from graphs.node_runner import ContextFactory, Fingerprint, contract_node
-from graphs.routing import (
-    route_after_decision,
-    route_after_finalize,
-    route_after_research,
-    route_after_review,
-    route_after_writer,
-    route_by_handoff,
+from contracts import (
+    DecisionLog,
+    DraftArticle,
+    ErrorCode,
+    FreshnessReport,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
 )
-from graphs.state import WorkflowInput, WorkflowOutput, WorkflowState
+from graphs.boundary import read, require
+from graphs.channels import Channel, ChannelError, merge, state_schema
+from graphs.context import RunContext
+from graphs.declare import NodeSpec
+from graphs.node_runner import ContextFactory, Router, run_node
+from graphs.nodes.approve_research import approve_research
+from graphs.nodes.conclude import conclude
+from graphs.nodes.finalize import finalize
+from graphs.nodes.research import research
+from graphs.nodes.review_decision import review_decision
+from graphs.nodes.reviewer import reviewer
+from graphs.nodes.stale_decision import stale_decision
+from graphs.nodes.writer import writer
+from graphs.stale import only_revised_draft, research_changed
+from graphs.state import RunnerWrites, WorkflowInput, WorkflowOutput
 
-NODE_INPUTS: dict[str, tuple[str, ...]] = {
-    "research": ("task", "handoff", "research", "freshness"),
-    "writer": ("task", "handoff", "research", "draft", "review", "freshness"),
-    "reviewer": ("task", "handoff", "research", "draft", "freshness"),
-    "finalize": ("task", "research", "draft", "review", "freshness"),
-    "conclude": ("task", "research", "draft", "review"),
-    "approve_research": ("task", "handoff", "research"),
-    "review_decision": ("task", "handoff", "research", "draft", "review"),
-    "stale_decision": ("task", "handoff", "freshness", "draft"),
-}
-"""The channels each node reads; their hash identifies the node's work."""
-PAUSING_NODES = frozenset({"approve_research", "review_decision", "stale_decision"})
-"""Nodes that call interrupt(): one interrupt each, nothing recorded before it."""
+STOP: Literal["__end__"] = "__end__"
+assert STOP == END
 
 
-def _corpus_fingerprint(ctx: RunContext, task: TaskSpec) -> str:
-    return ctx.research.fingerprint(task)
+def stopped(state: Mapping[str, Any]) -> bool:
+    """A node recorded an outcome (budget spent, retries exhausted): the run ends now."""
+    return read(state, "outcome", RunOutcome, node="router") is not None
+
+
+def needs_approval(task: TaskSpec, bundle: ResearchBundle) -> bool:
+    """A person approves research when the policy says so or questions are still open."""
+    return task.policies.require_approval or bool(bundle.open_questions)
+
+
+def refused(state: Mapping[str, Any], node: str) -> FreshnessReport | None:
+    """The report of a node that found its inputs changed and did not consume them."""
+    report = read(state, "freshness", FreshnessReport, node="router")
+    if report is not None and report.node == node and report.verdict != "fresh":
+        return report
+    return None
+
+
+Reevaluate = Literal["research", "writer", "reviewer", "stale_decision"]
+
+
+def route_stale(state: Mapping[str, Any], report: FreshnessReport) -> Reevaluate:
+    """Changed inputs: ask a person (policy ask), else go back to what must be redone."""
+    task = require(state, "task", TaskSpec, node="route_stale")
+    if task.policies.on_stale == "ask":
+        return "stale_decision"
+    if research_changed(report):
+        return "research"
+    return "reviewer" if only_revised_draft(report) else "writer"
+
+
+def route_after_research(
+    state: Mapping[str, Any],
+) -> Literal["writer", "approve_research", "research", "conclude", "__end__"]:
+    """Facts → Writer; too little evidence → one widened retry; otherwise end."""
+    if stopped(state):
+        return STOP
+    bundle = require(state, "research", ResearchBundle, node="route_after_research")
+    if bundle.facts and bundle.result_status != "failed":
+        task = require(state, "task", TaskSpec, node="route_after_research")
+        return "approve_research" if needs_approval(task, bundle) else "writer"
+    too_little = any(error.code == ErrorCode.INSUFFICIENT_EVIDENCE for error in bundle.errors)
+    if too_little and not bundle.widened:
+        return "research"
+    return "conclude"
+
+
+def route_after_decision(state: Mapping[str, Any]) -> Literal["writer", "__end__"]:
+    """After a human decision: write (approved, revised, round granted) or end."""
+    return STOP if stopped(state) else "writer"
+
+
+def route_after_writer(state: Mapping[str, Any]) -> Reevaluate | Literal["__end__"]:
+    """A draft goes to review unless the writer's step ended the run or refused its inputs."""
+    if stopped(state):
+        return STOP
+    report = refused(state, "writer")
+    return route_stale(state, report) if report else "reviewer"
+
+
+def route_after_review(
+    state: Mapping[str, Any],
+) -> Reevaluate | Literal["finalize", "review_decision", "conclude", "__end__"]:
+    """Approved → finalize; changes with rounds left → writer; otherwise a person or end."""
+    if stopped(state):
+        return STOP
+    report = refused(state, "reviewer")
+    if report:
+        return route_stale(state, report)
+    task = require(state, "task", TaskSpec, node="route_after_review")
+    draft = require(state, "draft", DraftArticle, node="route_after_review")
+    review = require(state, "review", ReviewResult, node="route_after_review")
+    if review.draft_revision != draft.revision:
+        raise ValueError(
+            f"review is for draft revision {review.draft_revision}, "
+            f"but the current draft is revision {draft.revision}"
+        )
+    if review.verdict == "approved":
+        return "finalize"
+    log = read(state, "decisions", DecisionLog, node="route_after_review")
+    rounds = task.budget.max_review_rounds + (log.granted_review_rounds() if log else 0)
+    if review.verdict == "changes_requested" and draft.revision < rounds:
+        return "writer"
+    return "review_decision" if task.policies.on_review_exhausted == "ask" else "conclude"
+
+
+def route_after_finalize(state: Mapping[str, Any]) -> Reevaluate | Literal["__end__"]:
+    """Finalize ends the run, unless its input changed and must be reviewed again."""
+    report = refused(state, "finalize")
+    if stopped(state) or report is None:
+        return STOP
+    return route_stale(state, report)
+
+
+def route_after_stale_decision(
+    state: Mapping[str, Any],
+) -> Literal["research", "writer", "reviewer", "finalize", "__end__"]:
+    """Accepted revisions → the node that refused them; re-run → their producer; else end."""
+    if stopped(state):
+        return STOP
+    report = require(state, "freshness", FreshnessReport, node="route_after_stale_decision")
+    log = require(state, "decisions", DecisionLog, node="route_after_stale_decision")
+    last = log.last()
+    if last is not None and last.action == "accept_new_revision":
+        consumers: tuple[str, ...] = ("writer", "reviewer", "finalize")
+        if report.node not in consumers:
+            raise ValueError(f"no node consumes inputs refused by {report.node!r}")
+        return report.node  # type: ignore[return-value]
+    return "research" if research_changed(report) else "writer"
+
+
+def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
+    """Conclude records the end."""
+    return STOP
+
+
+Wiring = tuple[tuple[NodeSpec, Router], ...]
+"""Nodes with their routers; the first node is where a run starts."""
+
+WIRING: Wiring = (
+    (research, route_after_research),
+    (approve_research, route_after_decision),
+    (writer, route_after_writer),
+    (reviewer, route_after_review),
+    (review_decision, route_after_decision),
+    (stale_decision, route_after_stale_decision),
+    (finalize, route_after_finalize),
+    (conclude, route_after_conclude),
+)
+"""Every node of the workflow with its router; the first one is where a run starts."""
+
+
+def targets(route: Router) -> tuple[str, ...]:
+    """A router's branch targets: the ``Literal`` values of its return type."""
+    found: list[str] = []
+    pending = [get_type_hints(route)["return"]]
+    while pending:
+        hint = pending.pop()
+        args = get_args(hint)
+        if args and all(isinstance(arg, str) for arg in args):
+            found += [arg for arg in args if arg not in found]
+        else:
+            pending += list(args)
+    if not found:
+        raise TypeError(f"router {route.__name__} must return a Literal of node names")
+    return tuple(found)
+
+
+def workflow_channels(wiring: Wiring = WIRING) -> dict[str, Channel]:
+    """Every state channel with its contract, from the declarations; mismatches fail here."""
+    declared = [("the workflow input", WorkflowInput), ("the node runner", RunnerWrites)]
+    for spec, _ in wiring:
+        declared.append((f"{spec.name} writes", spec.writes))
+    channels = merge(declared)
+    for spec, _ in wiring:
+        merge([*declared, (f"{spec.name} reads", spec.reads)])
+        unknown = sorted(set(spec.inputs) - set(channels))
+        if unknown:
+            raise ChannelError(f"node {spec.name!r} reads {unknown}, which no node writes")
+    return channels
 
 
 def build_graph(
     default_context: ContextFactory | None = None,
-) -> StateGraph[WorkflowState, RunContext, WorkflowInput, WorkflowOutput]:
+    wiring: Wiring = WIRING,
+) -> StateGraph[Any, RunContext, WorkflowInput, WorkflowOutput]:
     """The workflow's builder; compile it with the checkpointer of your choice.
 
     Services arrive as ``Runtime[RunContext]`` (``invoke(..., context=...)``). Hosts that
     cannot pass Python objects as context, like the dev server, give ``default_context``.
+    ``wiring`` is the list of (node, router) pairs: pass an extended one to add a node.
     """
-    builder = StateGraph(
-        WorkflowState,
+    names = [spec.name for spec, _ in wiring]
+    if len(set(names)) != len(names):
+        raise ValueError(f"node names must be unique; got {names}")
+    builder: StateGraph[Any, RunContext, WorkflowInput, WorkflowOutput] = StateGraph(
+        state_schema("WorkflowState", workflow_channels(wiring)),
         input_schema=WorkflowInput,
         output_schema=WorkflowOutput,
         context_schema=RunContext,
     )
-    bodies = {
-        "research": nodes.research,
-        "writer": nodes.writer,
-        "reviewer": nodes.reviewer,
-        "finalize": nodes.finalize,
-        "conclude": nodes.conclude,
-        "approve_research": nodes.approve_research,
-        "review_decision": nodes.review_decision,
-        "stale_decision": nodes.stale_decision,
-    }
-    fingerprints: dict[str, Fingerprint] = {"research": _corpus_fingerprint}
-    for name, body in bodies.items():
-        builder.add_node(
-            name,
-            contract_node(
-                name,
-                body,
-                inputs=NODE_INPUTS[name],
-                default_context=default_context,
-                fingerprint=fingerprints.get(name),
-                pauses=name in PAUSING_NODES,
-            ),
-        )
-    builder.add_edge(START, "research")
-    builder.add_conditional_edges(
-        "research",
-        route_after_research,
-        ["writer", "approve_research", "research", "conclude", END],
-    )
-    builder.add_conditional_edges("approve_research", route_after_decision, ["writer", END])
-    builder.add_conditional_edges("review_decision", route_after_decision, ["writer", END])
-    resumptions = ["research", "writer", "reviewer", "finalize", "stale_decision", END]
-    builder.add_conditional_edges("writer", route_after_writer, resumptions)
-    builder.add_conditional_edges(
-        "reviewer", route_after_review, [*resumptions, "review_decision", "conclude"]
-    )
-    builder.add_conditional_edges("finalize", route_after_finalize, resumptions)
-    builder.add_conditional_edges("stale_decision", route_by_handoff, resumptions)
-    builder.add_edge("conclude", END)
+    for spec, route in wiring:
+        ends = targets(route)
+        unknown = sorted(set(ends) - set(names) - {END})
+        if unknown:
+            raise ValueError(f"router {route.__name__} of {spec.name!r} names no node: {unknown}")
+        builder.add_node(spec.name, run_node(spec, route, default_context))
+        builder.add_conditional_edges(spec.name, route, list(ends))
+    builder.add_edge(START, names[0])
     return builder

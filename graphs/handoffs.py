@@ -1,98 +1,134 @@
-"""Building the envelope each node hands to the next."""
+"""The handoff envelope, derived: one function of state and the route the graph took.
+
+Nothing in the envelope is carried from one envelope to the next by hand. Decisions,
+human constraints, answers and re-pins come from the decision log; pins and artifacts from
+the contracts in state; the next allowed action is the node the graph runs next.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from contracts import (
     ArtifactRef,
     AuthoritativeInput,
     ConstraintItem,
+    Decision,
+    DecisionLog,
+    DraftArticle,
     Handoff,
-    NextAction,
+    Question,
     ResearchBundle,
+    ReviewResult,
+    RunOutcome,
     TaskSpec,
     ToolReceipt,
 )
+from graphs.boundary import read, require
 from graphs.ports import StepInfo
 
 
 def task_constraints(task: TaskSpec, step: StepInfo) -> list[ConstraintItem]:
     """The task's constraints, restated as envelope items with provenance."""
-    items = []
     provenance = step.provenance(producer="task")
+    texts = []
     if task.constraints.max_words is not None:
-        items.append(
-            ConstraintItem(
-                text=f"at most {task.constraints.max_words} words", provenance=provenance
-            )
-        )
-    for title in task.constraints.required_sections:
-        items.append(ConstraintItem(text=f"section: {title}", provenance=provenance))
-    for note in task.constraints.notes:
-        items.append(ConstraintItem(text=note, provenance=provenance))
-    return items
+        texts.append(f"at most {task.constraints.max_words} words")
+    texts += [f"section: {title}" for title in task.constraints.required_sections]
+    texts += list(task.constraints.notes)
+    return [ConstraintItem(text=text, provenance=provenance) for text in texts]
 
 
-def source_inputs(bundle: ResearchBundle, step: StepInfo) -> list[AuthoritativeInput]:
-    """Each source, pinned to the hash of the bytes research read."""
-    return [
-        AuthoritativeInput(
+def source_pins(
+    bundle: ResearchBundle | None, log: DecisionLog | None, step: StepInfo
+) -> list[AuthoritativeInput]:
+    """Each source pinned to the hash research read, moved on by each re-pin a person made.
+
+    A re-pin moves the pin only from the hash it was recorded against, so a source research
+    has read again since is pinned at what research read.
+    """
+    pins = []
+    for source in bundle.sources if bundle else []:
+        pin = AuthoritativeInput(
             name=f"source {source.id}",
             uri=source.uri,
             sha256=source.sha256,
             provenance=step.provenance(),
         )
-        for source in bundle.sources
+        for item in log.decisions if log else []:
+            for check in item.repins:
+                moved = check.uri == pin.uri and check.recorded_sha256 == pin.sha256
+                if moved and check.current_sha256:
+                    pin = pin.model_copy(
+                        update={"sha256": check.current_sha256, "provenance": item.provenance}
+                    )
+        pins.append(pin)
+    return pins
+
+
+def open_questions(bundle: ResearchBundle | None, log: DecisionLog | None) -> list[Question]:
+    """Research's open questions, with the answers people gave."""
+    answered = {
+        answer.question_id: (answer.text, item.provenance)
+        for item in (log.decisions if log else [])
+        for answer in item.answers
+    }
+    return [
+        question.model_copy(
+            update={"answer": answered[question.id][0], "answered_by": answered[question.id][1]}
+        )
+        if question.id in answered
+        else question
+        for question in (bundle.open_questions if bundle else [])
     ]
 
 
-def _pins(
-    bundle: ResearchBundle | None, step: StepInfo, previous: Handoff | None
-) -> list[AuthoritativeInput]:
-    """Source pins, kept from the previous envelope unless research just re-read them.
+def handed_artifacts(state: Mapping[str, Any], node: str) -> list[ArtifactRef]:
+    """Every artifact the state references, at the revision it pins."""
+    bundle = read(state, "research", ResearchBundle, node=node)
+    draft = read(state, "draft", DraftArticle, node=node)
+    review = read(state, "review", ReviewResult, node=node)
+    outcome = read(state, "outcome", RunOutcome, node=node)
+    refs = list(bundle.artifact_refs) if bundle else []
+    refs += [draft.body] if draft else []
+    refs += [review.report] if review and review.report else []
+    refs += [outcome.article] if outcome and outcome.article else []
+    return refs
 
-    Keeping them preserves a person's re-pin (accept_new_revision) and its provenance.
-    """
-    if bundle is None:
-        return []
-    kept = {item.uri: item for item in previous.authoritative_inputs} if previous else {}
-    return [kept.get(item.uri, item) for item in source_inputs(bundle, step)]
 
-
-def build_handoff(
-    task: TaskSpec,
-    step: StepInfo,
+def derive_handoff(
+    state: Mapping[str, Any],
     *,
-    next_action: NextAction,
-    bundle: ResearchBundle | None,
-    artifacts: list[ArtifactRef],
+    producer: StepInfo,
+    next_node: str,
     receipts: list[ToolReceipt] | None = None,
-    previous: Handoff | None = None,
-    repin_sources: bool = False,
 ) -> Handoff:
-    """An envelope that carries forward earlier decisions and pins what is handed over."""
-    carried_decisions = list(previous.accepted_decisions) if previous else []
-    carried_constraints = [
-        item
-        for item in (previous.constraints if previous else [])
-        if item.provenance.producer != "task"
-    ]
-    open_questions = (
-        list(previous.open_questions)
-        if previous and previous.open_questions
-        else list(bundle.open_questions if bundle else [])
-    )
+    """The envelope ``producer`` hands to ``next_node``, from the state it will read."""
+    node = producer.node
+    task = require(state, "task", TaskSpec, node=node)
+    bundle = read(state, "research", ResearchBundle, node=node)
+    log = read(state, "decisions", DecisionLog, node=node)
+    decisions = log.decisions if log else []
     return Handoff(
-        granted_review_rounds=previous.granted_review_rounds if previous else 0,
         task_id=task.task_id,
         task_version=task.task_version,
         objective=task.objective,
-        from_node=step.node,
-        next_allowed_action=next_action,
-        accepted_decisions=carried_decisions,
-        constraints=task_constraints(task, step) + carried_constraints,
-        authoritative_inputs=_pins(bundle, step, None if repin_sources else previous),
-        artifacts=artifacts,
+        from_node=node,
+        next_allowed_action=next_node,
+        accepted_decisions=[
+            Decision(text=item.summary(), provenance=item.provenance) for item in decisions
+        ],
+        constraints=task_constraints(task, producer)
+        + [
+            ConstraintItem(text=text, provenance=item.provenance)
+            for item in decisions
+            for text in item.constraints
+        ],
+        authoritative_inputs=source_pins(bundle, log, producer),
+        artifacts=handed_artifacts(state, node),
         tool_receipts=list(receipts or []),
-        open_questions=open_questions,
-        provenance=step.provenance(),
+        open_questions=open_questions(bundle, log),
+        granted_review_rounds=log.granted_review_rounds() if log else 0,
+        provenance=producer.provenance(),
     )

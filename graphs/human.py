@@ -12,14 +12,14 @@ from pydantic import ConfigDict, field_validator, model_validator
 
 from contracts import (
     Answer,
-    ConstraintItem,
-    Decision,
+    DecisionLog,
     FactSummary,
     Handoff,
     HumanDecision,
     HumanRequest,
     Provenance,
-    Question,
+    RecordedDecision,
+    RefCheck,
     ResearchBundle,
 )
 from graphs.ports import StepInfo
@@ -134,46 +134,42 @@ def as_decision(value: Any) -> HumanDecision:
     return HumanDecision.model_validate(value)
 
 
-def apply_decision(handoff: Handoff, decision: HumanDecision, step: StepInfo) -> Handoff:
-    """Record a decision in the envelope: decisions, constraints and answers by 'human'."""
-    provenance = Provenance(producer="human", node=step.node, step=step.step)
-    text = f"{decision.action} by {decision.decided_by}"
-    if decision.reason:
-        text += f": {decision.reason}"
-    answers = {answer.question_id: answer.text for answer in decision.answers}
-    questions = [
-        question.model_copy(update={"answer": answers[question.id], "answered_by": provenance})
-        if question.id in answers
-        else question
-        for question in handoff.open_questions
-    ]
-    return handoff.model_copy(
-        update={
-            "accepted_decisions": [
-                *handoff.accepted_decisions,
-                Decision(text=text, provenance=provenance),
-            ],
-            "constraints": [
-                *handoff.constraints,
-                *(
-                    ConstraintItem(text=item, provenance=provenance)
-                    for item in decision.constraints
-                ),
-            ],
-            "open_questions": [Question.model_validate(q.model_dump()) for q in questions],
-            "granted_review_rounds": handoff.granted_review_rounds
-            + (1 if decision.action == "grant_round" else 0),
-            "provenance": provenance,
-        }
+def record(
+    decision: HumanDecision,
+    request: HumanRequest,
+    step: StepInfo,
+    repins: list[RefCheck] | None = None,
+) -> RecordedDecision:
+    """A decision as the thread keeps it: answers, constraints and re-pins by 'human'."""
+    return RecordedDecision(
+        interrupt_id=decision.interrupt_id,
+        request_kind=request.request_kind,
+        action=decision.action,
+        reason=decision.reason,
+        decided_by=decision.decided_by,
+        answers=list(decision.answers),
+        constraints=list(decision.constraints),
+        repins=list(repins or []),
+        provenance=Provenance(producer="human", node=step.node, step=step.step),
     )
 
 
-def ask(request: HumanRequest, handoff: Handoff, step: StepInfo) -> tuple[HumanDecision, Handoff]:
-    """Pause for a decision on ``request``; return it and the envelope that records it.
+def ask(request: HumanRequest) -> HumanDecision:
+    """Pause for a decision on ``request`` and return it, validated against the request.
 
     The one ``interrupt()`` of the calling node: on resume LangGraph re-runs the node and
     this returns the validated decision instead of pausing.
     """
     value = interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
-    decision = as_decision(value)
-    return decision, apply_decision(handoff, decision, step)
+    return as_decision(value)
+
+
+def recorded(
+    log: DecisionLog | None,
+    decision: HumanDecision,
+    request: HumanRequest,
+    step: StepInfo,
+    repins: list[RefCheck] | None = None,
+) -> DecisionLog:
+    """The thread's decision log with this decision added."""
+    return (log or DecisionLog(decisions=[])).with_decision(record(decision, request, step, repins))

@@ -1,15 +1,22 @@
-"""The boundary every node runs inside: validation, budgets, retries, reuse and audit.
+"""The boundary every node runs inside: validation, reuse, budgets, pauses, retries, audit.
 
-Everything a node does passes through ``contract_node``: inputs are re-validated, the
-budget is checked before the step starts, each attempt is recorded in the run ledger,
-transient failures are retried with backoff, invalid agent output gets one repair attempt,
-and a finished attempt's result is reused if the node is re-run with the same input
-(which is what happens after a crash between the node's end and its checkpoint).
+``run_node`` turns a declared node into a LangGraph node. Each call goes through four named
+steps, in order, and the first one that produces the update wins:
+
+1. ``reuse``: a finished attempt with the same input hash recorded its update (the node
+   finished, then the process died before the checkpoint): replay it, work nothing twice.
+2. ``over_budget``: no step may start once the thread's budget is spent.
+3. ``pause``: a node that asks a person records its attempt only after the answer.
+4. ``attempts``: run the body, retry transient failures with backoff, give invalid agent
+   output one repair, audit every attempt.
+
+Then ``hand_over`` asks the node's router (the same pure function the graph's conditional
+edge runs on the same state) where the run goes, and derives the handoff envelope from the
+state the next node will see: the envelope always names the node that actually runs next.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -31,69 +38,74 @@ from contracts import (
     RunOutcome,
     TaskSpec,
     TaskState,
+    ToolReceipt,
     Usage,
 )
-from graphs.boundary import read, require, validate_channel, validate_update
+from graphs.boundary import read, require, validate_channel
 from graphs.budget import exhausted, remaining, used
+from graphs.channels import channels_of
 from graphs.context import RunContext
+from graphs.declare import NodeSpec
 from graphs.errors import ContractViolation, MissingContext, TransientError
+from graphs.handoffs import derive_handoff
+from graphs.input_hash import input_hash
 from graphs.ports import StepInfo
-from graphs.state import CHANNEL_CONTRACTS
+from graphs.state import RunnerWrites
 
 ContextFactory = Callable[[], RunContext]
-Fingerprint = Callable[[RunContext, TaskSpec], str]
-TERMINAL_NODES = frozenset({"finalize", "conclude"})
-"""Nodes that record the outcome; they run even when the budget is spent."""
+Router = Callable[[Mapping[str, Any]], str]
 MAX_BACKOFF_SECONDS = 5.0
 
 
 @dataclass
 class NodeCall:
-    """What a node body gets: validated inputs, services, and where it runs."""
+    """What a node body gets: its declared inputs, its agent, services, where it runs."""
 
+    spec: NodeSpec
     state: Mapping[str, Any]
     task: TaskSpec
     ctx: RunContext
     step: StepInfo
 
     def read(self, channel: str) -> Any:
-        """A channel's value as its contract (or None), re-validated."""
-        return read(self.state, channel, CHANNEL_CONTRACTS[channel], node=self.step.node)
+        """A channel the node declared it reads, as its contract (or None), re-validated."""
+        return read(self.state, channel, self._input(channel).contract, node=self.spec.name)
+
+    def require(self, channel: str) -> Any:
+        """A declared input that must be present at this point of the flow."""
+        return require(self.state, channel, self._input(channel).contract, node=self.spec.name)
 
     def accept(self, channel: str, value: Any) -> Any:
         """An agent's result, validated as the channel's contract before anything uses it."""
-        return validate_channel(self.step.node, channel, value, direction="returned")
+        return validate_channel(self.spec.name, channel, value, self.spec.outputs)
 
-    def require(self, channel: str) -> Any:
-        """A channel that must be present here, re-validated."""
-        return require(self.state, channel, CHANNEL_CONTRACTS[channel], node=self.step.node)
+    @property
+    def agent(self) -> Any:
+        """The agent the app supplies for this node (declared by its protocol)."""
+        return self.ctx.agent_for(self.spec)
+
+    def _input(self, channel: str) -> Any:
+        inputs = self.spec.inputs
+        if channel not in inputs:
+            raise ContractViolation(
+                f"node {self.spec.name!r} reads {channel!r}, which its input schema "
+                f"{self.spec.reads.__name__} does not declare; declared: {sorted(inputs)}",
+                node=self.spec.name,
+                channel=channel,
+                fields=[channel],
+            )
+        return inputs[channel]
 
 
 @dataclass
 class NodeResult:
-    """A node body's state update plus what it cost."""
+    """A node body's state update plus what it cost and which tools it called."""
 
     update: dict[str, Any]
-    usage: Usage
-    artifact_ids: list[str]
+    usage: Usage = field(default_factory=Usage)
+    artifact_ids: list[str] = field(default_factory=list)
     checked_inputs: list[str] = field(default_factory=list)
-
-
-NodeBody = Callable[[NodeCall], NodeResult]
-
-
-def input_hash(
-    state: Mapping[str, Any], channels: tuple[str, ...], task_version: int, extra: str = ""
-) -> str:
-    """Hash of a node's input contracts plus the task version: equal hash, equal work."""
-    payload: dict[str, Any] = {"task_version": task_version, "extra": extra}
-    for channel in channels:
-        value = state.get(channel)
-        if isinstance(value, BaseModel):
-            value = value.model_dump(mode="json")
-        payload[channel] = value
-    text = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    receipts: list[ToolReceipt] = field(default_factory=list)
 
 
 def resolve_context(
@@ -152,11 +164,20 @@ def stop_outcome(
     )
 
 
-class _Attempt:
+def agent_name(ctx: RunContext, spec: NodeSpec) -> str | None:
+    """Which implementation does this node's work, for the audit."""
+    if spec.agent is None:
+        return None
+    agent = ctx.agent_for(spec)
+    describe = getattr(agent, "describe", None)
+    return str(describe()) if callable(describe) else type(agent).__name__
+
+
+class Attempt:
     """One ledger entry: written as 'running' when it starts, finished exactly once."""
 
-    def __init__(self, ctx: RunContext, step: StepInfo, key: str) -> None:
-        self.ctx = ctx
+    def __init__(self, call: Visit, step: StepInfo) -> None:
+        self.call = call
         self.step = step
         self.began = time.perf_counter()
         self.record = NodeRun(
@@ -164,42 +185,179 @@ class _Attempt:
             node_id=step.node,
             attempt=step.attempt,
             status="running",
-            input_hash=key,
-            started_at=ctx.clock(),
+            input_hash=call.key,
+            agent=call.agent,
+            started_at=call.ctx.clock(),
         )
-        self.seq = ctx.ledger.start(step.thread_id, self.record)
+        self.seq = call.ctx.ledger.start(step.thread_id, self.record)
 
     def finish(
         self,
+        result: NodeResult | None = None,
         *,
+        update: dict[str, Any] | None = None,
         usage: Usage | None = None,
-        artifact_ids: list[str] | None = None,
-        checked_inputs: list[str] | None = None,
         error: tuple[ErrorKind, str] | None = None,
-        result: dict[str, Any] | None = None,
         reused: bool = False,
     ) -> None:
+        """Record how the attempt ended; a succeeded one stores the update it returns."""
         final = self.record.model_copy(
             update={
                 "status": "failed" if error else "succeeded",
-                "ended_at": self.ctx.clock(),
+                "ended_at": self.call.ctx.clock(),
                 "duration_ms": round((time.perf_counter() - self.began) * 1000, 3),
-                "usage": usage or Usage(),
-                "artifact_ids": artifact_ids or [],
-                "checked_inputs": checked_inputs or [],
+                "usage": result.usage if result else usage or Usage(),
+                "artifact_ids": result.artifact_ids if result else [],
+                "checked_inputs": result.checked_inputs if result else [],
                 "error": NodeError(kind=error[0], detail=error[1][:4000]) if error else None,
                 "reused": reused,
             }
         )
-        stored = None if result is None else _dump_update(result)
-        self.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
+        stored = None if update is None else _dump(update)
+        self.call.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
 
     def finish_waiting(self) -> None:
         """The node paused for a human (an interrupt); it will run again on resume."""
         final = self.record.model_copy(
-            update={"status": "waiting_user", "ended_at": self.ctx.clock()}
+            update={"status": "waiting_user", "ended_at": self.call.ctx.clock()}
         )
-        self.ctx.ledger.finish(self.step.thread_id, self.seq, final)
+        self.call.ctx.ledger.finish(self.step.thread_id, self.seq, final)
+
+
+@dataclass
+class Visit:
+    """One execution of a node by LangGraph: what every step below works from."""
+
+    spec: NodeSpec
+    route: Router
+    state: Mapping[str, Any]
+    task: TaskSpec
+    ctx: RunContext
+    step: StepInfo
+    key: str
+    agent: str | None
+
+    def call(self, step: StepInfo) -> NodeCall:
+        """The body's view of this visit at one attempt."""
+        return NodeCall(spec=self.spec, state=self.state, task=self.task, ctx=self.ctx, step=step)
+
+    def validate(self, update: Mapping[str, Any]) -> dict[str, Any]:
+        """The update, each channel checked against what this node (or the runner) writes."""
+        allowed = {**self.spec.outputs, **RUNNER_CHANNELS}
+        return {
+            channel: validate_channel(self.spec.name, channel, value, allowed)
+            for channel, value in update.items()
+        }
+
+    def hand_over(self, result: NodeResult) -> dict[str, Any]:
+        """The validated update plus the envelope for the node the route picks next."""
+        update = self.validate(result.update)
+        after = {**self.state, **update}
+        target = self.route(after)
+        update["handoff"] = derive_handoff(
+            after, producer=self.step, next_node=target, receipts=result.receipts
+        )
+        return update
+
+
+RUNNER_CHANNELS = channels_of(RunnerWrites)
+"""Channels the runner itself may write for any node: the envelope, and a stop outcome."""
+
+
+def reuse(visit: Visit) -> dict[str, Any] | None:
+    """Replay the update a finished attempt with this very input recorded."""
+    stored = visit.ctx.ledger.result(visit.step.thread_id, visit.spec.name, visit.key)
+    if stored is None:
+        return None
+    update = visit.validate(json.loads(stored))
+    Attempt(visit, visit.step).finish(reused=True)
+    return update
+
+
+def over_budget(visit: Visit) -> dict[str, Any] | None:
+    """Stop before a step the budget no longer allows (terminal nodes always run)."""
+    if visit.spec.terminal:
+        return None
+    runs = visit.ctx.ledger.runs(visit.step.thread_id)
+    problem = exhausted(visit.task, used(runs), visit.ctx.clock())
+    if problem is None:
+        return None
+    Attempt(visit, visit.step).finish(error=("budget_exhausted", problem.detail))
+    outcome = stop_outcome(visit.state, visit.task, visit.step, problem, retryable=False)
+    return visit.hand_over(NodeResult({"outcome": outcome}))
+
+
+def pause(visit: Visit) -> dict[str, Any]:
+    """Run a node that asks a person; its attempt is written once the answer is in.
+
+    Such a node re-runs from its start on every resume, so it records nothing before the
+    decision arrives (the ``interrupt()`` inside the body raises until then).
+    """
+    result = visit.spec.body(visit.call(visit.step))
+    update = visit.hand_over(result)
+    Attempt(visit, visit.step).finish(result, update=update)
+    return update
+
+
+def attempts(visit: Visit) -> dict[str, Any]:
+    """Run the body until it succeeds, or its retries or repairs run out."""
+    spec, ctx, task = visit.spec, visit.ctx, visit.task
+    rules = spec.retry
+    runs = ctx.ledger.runs(visit.step.thread_id)
+    attempt = 1 + sum(1 for run in runs if run.node_id == spec.name and run.input_hash == visit.key)
+    repairs = rules.repairs if rules else 0
+    while True:
+        spent = used(ctx.ledger.runs(visit.step.thread_id))
+        step = replace(
+            visit.step,
+            attempt=attempt,
+            tool_calls_left=remaining(task.budget.max_tool_calls, spent.tool_calls),
+            tokens_left=remaining(task.budget.max_tokens, spent.tokens),
+        )
+        current = Attempt(visit, step)
+        try:
+            ctx.fault(f"{spec.name}:attempt")
+            result = spec.body(visit.call(step))
+            update = visit.hand_over(result)
+        except TransientError as error:
+            current.finish(usage=_spent(error), error=("transient", error.message))
+            if rules and rules.transient and attempt < task.budget.max_attempts:
+                ctx.sleep(min(MAX_BACKOFF_SECONDS, ctx.backoff_seconds * 2 ** (attempt - 1)))
+                attempt += 1
+                continue
+            detail = ErrorDetail(
+                code=ErrorCode.TRANSIENT,
+                detail=f"{spec.name} failed {attempt} times: {error.message}"[:2000],
+            )
+            return _stopped(visit, step, detail, retryable=True)
+        except ContractViolation as error:
+            current.finish(usage=_spent(error), error=("invalid_output", error.message))
+            if repairs > 0 and attempt < task.budget.max_attempts:
+                repairs -= 1
+                attempt += 1
+                continue
+            detail = ErrorDetail(
+                code=ErrorCode.INVALID_OUTPUT,
+                detail=error.message[:2000],
+                field=error.fields[0] if error.fields else None,
+            )
+            return _stopped(visit, step, detail, retryable=False)
+        except GraphBubbleUp:
+            current.finish_waiting()
+            raise
+        except BaseException as error:
+            current.finish(error=("internal", f"{type(error).__name__}: {error}"))
+            raise
+        current.finish(result, update=update)
+        ctx.fault(f"{spec.name}:before_return")
+        return update
+
+
+def _stopped(
+    visit: Visit, step: StepInfo, error: ErrorDetail, *, retryable: bool
+) -> dict[str, Any]:
+    outcome = stop_outcome(visit.state, visit.task, step, error, retryable=retryable)
+    return visit.hand_over(NodeResult({"outcome": outcome}))
 
 
 def _spent(error: BaseException) -> Usage | None:
@@ -208,7 +366,7 @@ def _spent(error: BaseException) -> Usage | None:
     return usage if isinstance(usage, Usage) else None
 
 
-def _dump_update(update: dict[str, Any]) -> str:
+def _dump(update: dict[str, Any]) -> str:
     return json.dumps(
         {
             channel: value.model_dump(mode="json") if isinstance(value, BaseModel) else value
@@ -218,106 +376,36 @@ def _dump_update(update: dict[str, Any]) -> str:
     )
 
 
-def contract_node(
-    node_id: str,
-    body: NodeBody,
-    *,
-    inputs: tuple[str, ...],
-    default_context: ContextFactory | None = None,
-    fingerprint: Fingerprint | None = None,
-    pauses: bool = False,
+def run_node(
+    spec: NodeSpec, route: Router, default_context: ContextFactory | None = None
 ) -> Callable[..., dict[str, Any]]:
-    """Wrap a node body so every read and write is validated and every attempt audited."""
+    """A LangGraph node for a declared one.
+
+    Every read and write is validated, every attempt audited, and the route ``route`` will
+    take is recorded in the handoff the node returns.
+    """
 
     def node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]
     ) -> dict[str, Any]:
         ctx = resolve_context(runtime, default_context)
-        task = require(state, "task", TaskSpec, node=node_id)
-        base = step_info(config, node_id, task, ctx.fault)
-        extra = fingerprint(ctx, task) if fingerprint else ""
-        key = input_hash(state, inputs, task.task_version, extra)
-        ctx.fault(f"{node_id}:start")
+        task = require(state, "task", TaskSpec, node=spec.name)
+        step = step_info(config, spec.name, task, ctx.fault)
+        visit = Visit(
+            spec=spec,
+            route=route,
+            state=state,
+            task=task,
+            ctx=ctx,
+            step=step,
+            key=input_hash(spec, state, ctx, task),
+            agent=agent_name(ctx, spec),
+        )
+        ctx.fault(f"{spec.name}:start")
+        update = reuse(visit) or over_budget(visit)
+        if update is None:
+            update = pause(visit) if spec.pauses else attempts(visit)
+        return update
 
-        stored = ctx.ledger.result(base.thread_id, node_id, key)
-        if stored is not None:
-            update = validate_update(node_id, json.loads(stored))
-            _Attempt(ctx, base, key).finish(reused=True)
-            return update
-
-        runs = ctx.ledger.runs(base.thread_id)
-        if node_id not in TERMINAL_NODES:
-            problem = exhausted(task, used(runs), ctx.clock())
-            if problem is not None:
-                _Attempt(ctx, base, key).finish(error=("budget_exhausted", problem.detail))
-                return {"outcome": stop_outcome(state, task, base, problem, retryable=False)}
-
-        if pauses:
-            # A node that calls interrupt() re-runs from its start on every resume: it may
-            # record nothing before the decision arrives, so its attempt is written after.
-            result = body(NodeCall(state=state, task=task, ctx=ctx, step=base))
-            update = validate_update(node_id, result.update)
-            _Attempt(ctx, base, key).finish(
-                usage=result.usage,
-                artifact_ids=result.artifact_ids,
-                checked_inputs=result.checked_inputs,
-                result=update,
-            )
-            return update
-
-        attempt = 1 + sum(1 for run in runs if run.node_id == node_id and run.input_hash == key)
-        repaired = False
-        while True:
-            spent = used(ctx.ledger.runs(base.thread_id))
-            step = replace(
-                base,
-                attempt=attempt,
-                tool_calls_left=remaining(task.budget.max_tool_calls, spent.tool_calls),
-                tokens_left=remaining(task.budget.max_tokens, spent.tokens),
-            )
-            current = _Attempt(ctx, step, key)
-            try:
-                ctx.fault(f"{node_id}:attempt")
-                result = body(NodeCall(state=state, task=task, ctx=ctx, step=step))
-                update = validate_update(node_id, result.update)
-            except TransientError as error:
-                current.finish(usage=_spent(error), error=("transient", error.message))
-                if attempt < task.budget.max_attempts:
-                    delay = min(MAX_BACKOFF_SECONDS, ctx.backoff_seconds * 2 ** (attempt - 1))
-                    ctx.sleep(delay)
-                    attempt += 1
-                    continue
-                detail = ErrorDetail(
-                    code=ErrorCode.TRANSIENT,
-                    detail=f"{node_id} failed {attempt} times: {error.message}"[:2000],
-                )
-                return {"outcome": stop_outcome(state, task, step, detail, retryable=True)}
-            except ContractViolation as error:
-                current.finish(usage=_spent(error), error=("invalid_output", error.message))
-                if not repaired and attempt < task.budget.max_attempts:
-                    repaired = True
-                    attempt += 1
-                    continue
-                detail = ErrorDetail(
-                    code=ErrorCode.INVALID_OUTPUT,
-                    detail=error.message[:2000],
-                    field=error.fields[0] if error.fields else None,
-                )
-                return {"outcome": stop_outcome(state, task, step, detail, retryable=False)}
-            except GraphBubbleUp:
-                current.finish_waiting()
-                raise
-            except BaseException as error:
-                current.finish(error=("internal", f"{type(error).__name__}: {error}"))
-                raise
-            current.finish(
-                usage=result.usage,
-                artifact_ids=result.artifact_ids,
-                checked_inputs=result.checked_inputs,
-                result=update,
-            )
-            ctx.fault(f"{node_id}:before_return")
-            return update
-
-    node.__name__ = node_id
+    node.__name__ = spec.name
     return node

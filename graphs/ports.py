@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from contracts import (
     ArtifactKind,
@@ -110,6 +110,11 @@ class StepInfo:
         return Provenance(producer=producer or self.node, node=self.node, step=self.step)
 
 
+def ref_id(ref: ArtifactRef) -> str:
+    """An artifact revision as the audit names it: ``<artifact_id>@<revision>``."""
+    return f"{ref.artifact_id}@{ref.revision}"
+
+
 @dataclass
 class AgentOutput(Generic[T]):
     """An agent's contract result plus what it cost and which tools it called."""
@@ -119,52 +124,71 @@ class AgentOutput(Generic[T]):
     receipts: list[ToolReceipt] = field(default_factory=list)
 
 
-class ResearchAgent(Protocol):
-    """Reads sources and returns sourced facts.
+@dataclass(frozen=True)
+class ResearchRequest:
+    """Everything research is given for one step.
 
     ``step.widen`` asks for wider retrieval after a first pass found too little;
     ``step.tool_calls_left`` is the budget it must stop at, reporting partial results.
     """
 
+    task: TaskSpec
+    handoff: Handoff | None
+    store: ArtifactStore
+    step: StepInfo
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """Everything the writer is given for one round: facts, last draft, last review."""
+
+    task: TaskSpec
+    handoff: Handoff
+    bundle: ResearchBundle
+    previous: DraftArticle | None
+    review: ReviewResult | None
+    store: ArtifactStore
+    step: StepInfo
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """Everything the reviewer is given: the draft and the facts it must trace to sources."""
+
+    task: TaskSpec
+    handoff: Handoff
+    bundle: ResearchBundle
+    draft: DraftArticle
+    store: ArtifactStore
+    step: StepInfo
+
+
+@runtime_checkable
+class ResearchAgent(Protocol):
+    """Reads sources and returns sourced facts."""
+
     def fingerprint(self, task: TaskSpec) -> str:
         """A hash of everything research would read, so changed sources mean new work."""
         ...
 
-    def research(
-        self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
-    ) -> AgentOutput[ResearchBundle]:
+    def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
         """One bounded research step."""
         ...
 
 
+@runtime_checkable
 class WriterAgent(Protocol):
     """Writes an article from facts only."""
 
-    def write(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        previous: DraftArticle | None,
-        review: ReviewResult | None,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[DraftArticle]:
+    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
         """One bounded writing round."""
         ...
 
 
+@runtime_checkable
 class ReviewerAgent(Protocol):
     """Checks a draft against the facts and their sources."""
 
-    def review(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        draft: DraftArticle,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[ReviewResult]:
+    def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
         """One bounded review."""
         ...

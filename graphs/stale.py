@@ -15,23 +15,20 @@ from contracts import (
     ErrorDetail,
     FreshnessReport,
     Handoff,
-    HumanDecision,
     HumanRequest,
-    NextAction,
+    RefCheck,
+    ResearchBundle,
     RunOutcome,
     TaskSpec,
     TaskState,
 )
+from graphs.freshness import DRAFT, RESEARCH, check_inputs, summary
 from graphs.markdown import cited_claims, word_count
+from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import ArtifactStore, StepInfo
 
 MAX_STALE_ROUNDS = 3
 """Consecutive re-evaluations before giving up with STALE_INPUT (nothing loops forever)."""
-CONSUMER_ACTION: dict[str, NextAction] = {
-    "writer": "write",
-    "reviewer": "review",
-    "finalize": "finalize",
-}
 
 
 def stale_outcome(
@@ -53,18 +50,16 @@ def stale_outcome(
     )
 
 
-def producer_action(report: FreshnessReport) -> NextAction:
-    """Where to go back to: research for anything research produced, else the writer."""
-    if any(check.producer == "research" for check in report.problems()):
-        return "research"
-    return "write"
+def research_changed(report: FreshnessReport) -> bool:
+    """Something research produced (a source, a snapshot, its notes) is not as handed over."""
+    return any(check.producer == RESEARCH for check in report.problems())
 
 
 def only_revised_draft(report: FreshnessReport) -> bool:
     """True when the sole problem is a newer (intact) revision of the draft."""
     problems = report.problems()
     return bool(problems) and all(
-        check.producer == "writer" and check.status == "stale" for check in problems
+        check.producer == DRAFT and check.status == "stale" for check in problems
     )
 
 
@@ -104,22 +99,41 @@ def stale_request(report: FreshnessReport, step: StepInfo) -> HumanRequest:
     )
 
 
-def repin(handoff: Handoff, report: FreshnessReport) -> Handoff:
-    """Accept the current hashes of changed source files as the new pins."""
-    current = {
-        check.uri: check.current_sha256
+def repins(report: FreshnessReport) -> list[RefCheck]:
+    """The changed source files a person may accept at their current content."""
+    return [
+        check
         for check in report.problems()
         if check.kind == "source" and check.status == "stale" and check.current_sha256
-    }
-    inputs = [
-        item.model_copy(update={"sha256": current[item.uri]}) if item.uri in current else item
-        for item in handoff.authoritative_inputs
     ]
-    return handoff.model_copy(update={"authoritative_inputs": inputs})
 
 
-def decision_target(report: FreshnessReport, decision: HumanDecision) -> NextAction:
-    """Where an answered stale-input request continues."""
-    if decision.action == "accept_new_revision":
-        return CONSUMER_ACTION[report.node]
-    return producer_action(report)
+def guard(
+    call: NodeCall,
+    *,
+    bundle: ResearchBundle | None,
+    handoff: Handoff | None,
+    draft: DraftArticle | None,
+) -> tuple[FreshnessReport, NodeResult | None]:
+    """Check a consumer's inputs; return the result that stops it, or None to proceed.
+
+    A stopped node records the report; where the run goes next (a person, the producer
+    of the changed input, or the end) is the wiring's route over that report.
+    """
+    report = check_inputs(
+        call.step.node,
+        store=call.ctx.store,
+        probe=call.ctx.sources,
+        bundle=bundle,
+        handoff=handoff,
+        draft=draft,
+        previous=call.read("freshness"),
+    )
+    if report.verdict == "fresh":
+        return report, None
+    checked = summary(report)
+    policy = call.task.policies.on_stale
+    if report.verdict == "tampered" or policy == "fail" or report.round > MAX_STALE_ROUNDS:
+        outcome = stale_outcome(call.task, call.step, report, draft)
+        return report, NodeResult({"freshness": report, "outcome": outcome}, checked_inputs=checked)
+    return report, NodeResult({"freshness": report}, checked_inputs=checked)

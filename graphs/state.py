@@ -1,19 +1,19 @@
-"""WorkflowState: validated contract objects and artifact references, nothing else."""
+"""The workflow's own channels; each node declares the rest in its ``reads``/``writes``.
+
+The graph's state schema is composed from these and every node's declarations when the
+graph is built (``graphs.graph.workflow_channels``): a channel's contract is written once,
+where it is declared, and two declarations that disagree fail the build. State holds
+validated contract objects and artifact references, nothing else.
+
+The audit log (NodeRun records) is kept beside the thread by a RunLedger, not in state: it
+must also hold attempts that failed or crashed, which never reach a checkpoint.
+"""
 
 from __future__ import annotations
 
 from typing import TypedDict
 
-from contracts import (
-    DraftArticle,
-    FreshnessReport,
-    Handoff,
-    ResearchBundle,
-    ReviewResult,
-    RunOutcome,
-    TaskSpec,
-    VersionedContract,
-)
+from contracts import DraftArticle, Handoff, ResearchBundle, ReviewResult, RunOutcome, TaskSpec
 
 
 class WorkflowInput(TypedDict):
@@ -22,16 +22,13 @@ class WorkflowInput(TypedDict):
     task: TaskSpec
 
 
-class WorkflowState(TypedDict, total=False):
-    """The thread's state. Each value is a contract; large content is referenced only."""
+class RunnerWrites(TypedDict, total=False):
+    """Channels the node runner writes for every node."""
 
-    task: TaskSpec
     handoff: Handoff | None
-    research: ResearchBundle | None
-    draft: DraftArticle | None
-    review: ReviewResult | None
+    """The envelope the node hands to the node the route picked, derived from state."""
     outcome: RunOutcome | None
-    freshness: FreshnessReport | None
+    """Set when the run ends (or must stop: budget spent, retries exhausted)."""
 
 
 class WorkflowOutput(TypedDict, total=False):
@@ -41,21 +38,3 @@ class WorkflowOutput(TypedDict, total=False):
     research: ResearchBundle | None
     draft: DraftArticle | None
     review: ReviewResult | None
-
-
-CHANNEL_CONTRACTS: dict[str, type[VersionedContract]] = {
-    "task": TaskSpec,
-    "handoff": Handoff,
-    "research": ResearchBundle,
-    "draft": DraftArticle,
-    "review": ReviewResult,
-    "outcome": RunOutcome,
-    "freshness": FreshnessReport,
-}
-"""Contract of each channel.
-
-The audit log (NodeRun records) is kept beside the thread by a RunLedger, not in state: it
-must also hold attempts that failed or crashed, which never reach a checkpoint.
-"""
-
-NULLABLE_CHANNELS = frozenset(CHANNEL_CONTRACTS) - {"task"}

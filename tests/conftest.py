@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from tests.backends import (
     postgres_required,
     postgres_url,
 )
+from tests.routes import WALKED, check_handoffs_follow_the_route, graph_edges
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 
@@ -28,6 +30,18 @@ def pytest_report_header() -> str:
     return (
         f"postgresql: UNREACHABLE at {postgres_url()} ({problem}); PostgreSQL tests will be "
         f"{'FAILED (HANDOFF_REQUIRE_POSTGRES=1)' if postgres_required() else 'SKIPPED'}"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Which of the graph's edges the suite's threads walked (checked after each test)."""
+    if not WALKED:
+        return
+    edges = graph_edges()
+    missed = sorted(edges - WALKED)
+    terminalreporter.write_line(
+        f"handoff routes: {len(WALKED & edges)} of {len(edges)} graph edges walked and checked"
+        + (f"; not walked: {', '.join(f'{a}->{b}' for a, b in missed)}" if missed else "")
     )
 
 
@@ -45,7 +59,7 @@ def settings(backend: Settings) -> Settings:
 
     The model is pinned offline so a developer's HANDOFF_MODEL never reaches a real API.
     """
-    return backend.model_copy(update={"model": "offline", "fault": None})
+    return backend.with_overrides(model="offline", fault=None)
 
 
 @pytest.fixture
@@ -53,6 +67,7 @@ def workflow(settings: Settings) -> Iterator[Workflow]:
     """An open Workflow on a fresh SQLite file."""
     with Workflow(settings) as opened:
         yield opened
+        check_handoffs_follow_the_route(opened)
 
 
 def write_corpus(folder: Path, documents: dict[str, str]) -> Path:

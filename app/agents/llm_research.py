@@ -18,11 +18,11 @@ from langchain_core.language_models import BaseChatModel
 from app import prompts
 from app.agents.research import OfflineResearchAgent, Passage, Retrieval
 from app.agents.reviewer import SUPPORT_OVERLAP
-from app.agents.structured import ask
+from app.agents.structured import ask, model_name
 from app.corpus import CorpusNotFound
 from app.text import terms
-from contracts import ErrorCode, ErrorDetail, Fact, Handoff, ResearchBundle, Span, TaskSpec, Usage
-from graphs import AgentOutput, ArtifactStore, StepInfo
+from contracts import ErrorCode, ErrorDetail, Fact, ResearchBundle, Span, TaskSpec, Usage
+from graphs import AgentOutput, ResearchRequest, StepInfo
 
 MAX_PASSAGES = 12
 """Passages shown to the model, taken round-robin over the questions' rankings."""
@@ -49,10 +49,13 @@ class LLMResearchAgent:
         """The corpus fingerprint of the retrieval it wraps."""
         return self.retrieval.fingerprint(task)
 
-    def research(
-        self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
-    ) -> AgentOutput[ResearchBundle]:
+    def describe(self) -> str:
+        """The implementation and its model, as the audit names it."""
+        return f"{type(self).__name__}({model_name(self.model)})"
+
+    def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
         """Retrieve, ask the model for claims, keep the verified ones as facts."""
+        task, store, step = request.task, request.store, request.step
         try:
             found = self.retrieval.retrieve(task, store, step)
         except CorpusNotFound as error:

@@ -14,18 +14,14 @@ from langchain_core.language_models import BaseChatModel
 
 from app import prompts
 from app.agents.reviewer import OfflineReviewerAgent
-from app.agents.structured import ask
+from app.agents.structured import ask, model_name
 from contracts import (
-    DraftArticle,
     ErrorCode,
     Fact,
-    Handoff,
     RequiredChange,
-    ResearchBundle,
     ReviewResult,
-    TaskSpec,
 )
-from graphs import AgentOutput, ArtifactStore, StepInfo
+from graphs import AgentOutput, ReviewRequest
 
 
 @dataclass
@@ -35,16 +31,14 @@ class LLMReviewerAgent:
     model: BaseChatModel
     checks: OfflineReviewerAgent = field(default_factory=OfflineReviewerAgent)
 
-    def review(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        draft: DraftArticle,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[ReviewResult]:
+    def describe(self) -> str:
+        """The implementation and its model, as the audit names it."""
+        return f"{type(self).__name__}({model_name(self.model)})"
+
+    def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
         """Check, ask for a critique, and decide with both."""
+        task, bundle, draft = request.task, request.bundle, request.draft
+        store, step = request.store, request.step
         findings = self.checks.check(task, bundle, draft, store)
         cited: list[Fact] = [fact for fact in map(bundle.fact, findings.accepted) if fact]
         prompt = prompts.reviewer_prompt(

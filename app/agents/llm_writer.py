@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel
 
 from app import prompts
-from app.agents.structured import ask
+from app.agents.structured import ask, model_name
 from app.agents.writer import OfflineWriterAgent, addressed_changes
 from app.text import CITATION, word_count
-from contracts import DraftArticle, Handoff, ResearchBundle, ReviewResult, TaskSpec, Usage
-from graphs import AgentOutput, ArtifactStore, StepInfo
+from contracts import DraftArticle, Usage
+from graphs import AgentOutput, WriteRequest
 
 
 @dataclass
@@ -27,23 +27,25 @@ class LLMWriterAgent:
     fallback: OfflineWriterAgent = field(default_factory=OfflineWriterAgent)
     """Writes the (failed) draft when no usable fact is left: nothing to ask a model."""
 
-    def write(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        previous: DraftArticle | None,
-        review: ReviewResult | None,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[DraftArticle]:
+    def describe(self) -> str:
+        """The implementation and its model, as the audit names it."""
+        return f"{type(self).__name__}({model_name(self.model)})"
+
+    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
         """Draft round N+1 from the facts, addressing the last review's required changes."""
+        task, handoff, bundle = request.task, request.handoff, request.bundle
+        previous, review, store, step = (
+            request.previous,
+            request.review,
+            request.store,
+            request.step,
+        )
         excluded = set(previous.excluded_claim_ids if previous else [])
         if review is not None:
             excluded |= set(review.rejected_claims)
         usable = [fact for fact in bundle.facts if fact.id not in excluded]
         if not usable:
-            return self.fallback.write(task, handoff, bundle, previous, review, store, step)
+            return self.fallback.run(request)
         revision = (previous.revision + 1) if previous else 1
         prompt = prompts.writer_prompt(
             task,

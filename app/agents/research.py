@@ -17,7 +17,6 @@ from contracts import (
     ErrorCode,
     ErrorDetail,
     Fact,
-    Handoff,
     Question,
     ResearchBundle,
     ResultStatus,
@@ -28,7 +27,7 @@ from contracts import (
     Usage,
 )
 from contracts.research import Confidence
-from graphs import AgentOutput, ArtifactStore, StepInfo
+from graphs import AgentOutput, ArtifactStore, ResearchRequest, StepInfo
 
 CORROBORATION_OVERLAP = 0.5
 """Share of a claim's content terms another source's sentence must contain to agree."""
@@ -89,10 +88,13 @@ class OfflineResearchAgent:
                 digest.update(f"unreadable:{error.errno}".encode())
         return digest.hexdigest()
 
-    def research(
-        self, task: TaskSpec, handoff: Handoff | None, store: ArtifactStore, step: StepInfo
-    ) -> AgentOutput[ResearchBundle]:
+    def describe(self) -> str:
+        """The implementation, as the audit names it."""
+        return type(self).__name__
+
+    def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
         """Read every source, rank sentences per question, keep the best as facts."""
+        task, store, step = request.task, request.store, request.step
         try:
             found = self.retrieve(task, store, step)
         except CorpusNotFound as error:

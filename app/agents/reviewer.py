@@ -8,7 +8,6 @@ from app.text import CITATION, headings, sentences, strip_citations, terms, word
 from contracts import (
     DraftArticle,
     ErrorCode,
-    Handoff,
     RequiredChange,
     ResearchBundle,
     ReviewResult,
@@ -16,7 +15,7 @@ from contracts import (
     Usage,
     Verdict,
 )
-from graphs import AgentOutput, ArtifactStore, StepInfo
+from graphs import AgentOutput, ArtifactStore, ReviewRequest, StepInfo
 from graphs.errors import ArtifactError
 
 SUPPORT_OVERLAP = 0.5
@@ -41,16 +40,14 @@ class Findings:
 class OfflineReviewerAgent:
     """Deterministic checks only; a model-backed reviewer adds critique on top of these."""
 
-    def review(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        draft: DraftArticle,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[ReviewResult]:
+    def describe(self) -> str:
+        """The implementation, as the audit names it."""
+        return type(self).__name__
+
+    def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
         """Verify the draft; every problem becomes a required change with a stable code."""
+        task, bundle, draft = request.task, request.bundle, request.draft
+        store, step = request.store, request.step
         return self.conclude(
             task, bundle, draft, self.check(task, bundle, draft, store), store, step
         )

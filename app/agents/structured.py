@@ -173,3 +173,12 @@ def _clip(text: str) -> str:
 
 def _location(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "(reply)"
+
+
+def model_name(model: BaseChatModel) -> str:
+    """The model's name as its provider knows it, for the audit (its class if none)."""
+    for attribute in ("model_name", "model", "model_id"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__

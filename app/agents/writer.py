@@ -8,13 +8,12 @@ from app.text import strip_citations, terms, word_count
 from contracts import (
     DraftArticle,
     Fact,
-    Handoff,
     ResearchBundle,
     ReviewResult,
     TaskSpec,
     Usage,
 )
-from graphs import AgentOutput, ArtifactStore, StepInfo
+from graphs import AgentOutput, WriteRequest
 
 DEFAULT_MAX_WORDS = 600
 """Length the offline writer aims for when the task sets no limit."""
@@ -41,17 +40,14 @@ class OfflineWriterAgent:
 
     default_max_words: int = DEFAULT_MAX_WORDS
 
-    def write(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        previous: DraftArticle | None,
-        review: ReviewResult | None,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[DraftArticle]:
+    def describe(self) -> str:
+        """The implementation, as the audit names it."""
+        return type(self).__name__
+
+    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
         """Draft round N+1: leave out rejected claims, fit the limits, cover the sections."""
+        task, bundle, store, step = request.task, request.bundle, request.store, request.step
+        previous, review = request.previous, request.review
         excluded = set(previous.excluded_claim_ids if previous else [])
         if review is not None:
             excluded |= set(review.rejected_claims)

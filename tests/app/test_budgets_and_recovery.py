@@ -9,14 +9,17 @@ from pathlib import Path
 from app.faults import parse_faults
 from app.workflow import Workflow
 from contracts import ErrorCode, TaskState
+from graphs import WIRING
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE, write_corpus
+
+NODES = [spec for spec, _ in WIRING]
 
 
 def test_one_review_round_with_a_rejected_draft_ends_partial_budget_exhausted(
     workflow: Workflow,
 ) -> None:
-    context = replace(workflow.context, writer=SloppyWriter(bad_rounds=9))
+    context = workflow.context.with_agent("writer", SloppyWriter(bad_rounds=9))
     with Workflow(workflow.settings, context=context) as sloppy:
         outcome = sloppy.run(sloppy.task(OBJECTIVE, budget={"max_review_rounds": 1}), "t-1round")
     assert (outcome.state, outcome.result_status) == (TaskState.COMPLETED, "partial")
@@ -53,7 +56,7 @@ def test_a_transient_fault_twice_then_cleared_completes_with_three_attempts(
     workflow: Workflow,
 ) -> None:
     delays: list[float] = []
-    plan = parse_faults("transient:research:2")
+    plan = parse_faults("transient:research:2", NODES)
     assert plan is not None
     context = replace(workflow.context, fault=plan, sleep=delays.append)
     with Workflow(workflow.settings, context=context) as flaky:
@@ -72,7 +75,7 @@ def test_a_transient_fault_twice_then_cleared_completes_with_three_attempts(
 def test_transient_faults_beyond_max_attempts_end_failed_and_retryable(
     workflow: Workflow,
 ) -> None:
-    plan = parse_faults("transient:research:5")
+    plan = parse_faults("transient:research:5", NODES)
     assert plan is not None
     context = replace(workflow.context, fault=plan, sleep=lambda _: None)
     with Workflow(workflow.settings, context=context) as flaky:
@@ -116,5 +119,32 @@ def test_invalid_fault_rules_are_refused() -> None:
 
     for spec in ("kill:writer", "explode:writer:start", "transient:writer:many"):
         with pytest.raises(InvalidFaultSpec, match="invalid HANDOFF_FAULT rule"):
-            parse_faults(spec)
-    assert parse_faults("") is None and parse_faults(None) is None
+            parse_faults(spec, NODES)
+    assert parse_faults("", NODES) is None and parse_faults(None, NODES) is None
+
+
+def test_fault_rules_that_would_never_fire_are_refused_naming_what_exists() -> None:
+    import pytest
+
+    from app.faults import InvalidFaultSpec
+
+    with pytest.raises(
+        InvalidFaultSpec, match=r"'kill:writre:start' names no node; nodes: research"
+    ):
+        parse_faults("kill:writre:start", NODES)
+    with pytest.raises(InvalidFaultSpec, match="'conclude' never reaches 'after_artifact'"):
+        parse_faults("kill:conclude:after_artifact", NODES)
+    with pytest.raises(InvalidFaultSpec, match="'approve_research' never reaches 'attempt'"):
+        parse_faults("transient:approve_research:1", NODES)
+
+
+def test_a_settings_typo_in_a_fault_rule_fails_when_the_workflow_builds_its_context(
+    workflow: Workflow,
+) -> None:
+    import pytest
+
+    from app.faults import InvalidFaultSpec
+
+    settings = workflow.settings.with_overrides(fault="kill:finalise:start")
+    with Workflow(settings) as typo, pytest.raises(InvalidFaultSpec, match="finalise"):
+        typo.context  # noqa: B018

@@ -19,6 +19,7 @@ from app.settings import Settings
 from app.text import CITATION, word_count
 from app.workflow import Workflow
 from contracts import ErrorCode, HumanRequest, TaskState
+from graphs import WriteRequest
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env
 from tests.conftest import OBJECTIVE
@@ -153,13 +154,14 @@ def test_a_human_constraint_is_enforced_by_the_reviewer_against_a_writer_that_ig
     workflow: Workflow,
 ) -> None:
     class DeafWriter(SloppyWriter):
-        def write(self, task: Any, *args: Any) -> Any:  # type: ignore[override]
+        def run(self, request: WriteRequest) -> Any:
+            task = request.task
             loose = task.model_copy(
                 update={"constraints": task.constraints.model_copy(update={"max_words": None})}
             )
-            return self.real.write(loose, *args)
+            return self.real.run(replace(request, task=loose))
 
-    context = replace(workflow.context, writer=DeafWriter(bad_rounds=0))
+    context = workflow.context.with_agent("writer", DeafWriter(bad_rounds=0))
     with Workflow(workflow.settings, context=context) as deaf:
         request = paused(deaf, "t-deaf", budget={"max_review_rounds": 1})
         outcome = deaf.resume(
@@ -215,7 +217,7 @@ def test_reject_ends_rejected_with_the_reason_and_further_resumes_are_refused(
 
 
 def test_a_decision_for_a_thread_that_stopped_mid_run_is_refused(workflow: Workflow) -> None:
-    context = replace(workflow.context, writer=SloppyWriter(bad_rounds=9))
+    context = workflow.context.with_agent("writer", SloppyWriter(bad_rounds=9))
     with Workflow(workflow.settings, context=context) as sloppy:
         task = sloppy.task(OBJECTIVE, budget={"max_review_rounds": 1})
         sloppy.graph.invoke(
@@ -239,7 +241,7 @@ def test_a_decision_for_a_thread_that_stopped_mid_run_is_refused(workflow: Workf
 def test_review_escalation_offers_partial_another_round_or_abort(
     workflow: Workflow, action: str, state: TaskState, result: str
 ) -> None:
-    context = replace(workflow.context, writer=SloppyWriter(bad_rounds=1))
+    context = workflow.context.with_agent("writer", SloppyWriter(bad_rounds=1))
     with Workflow(workflow.settings, context=context) as sloppy:
         task = sloppy.task(
             OBJECTIVE,

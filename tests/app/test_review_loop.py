@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from app.agents import OfflineWriterAgent
 from app.text import CITATION
@@ -16,7 +16,7 @@ from contracts import (
     TaskSpec,
     TaskState,
 )
-from graphs import AgentOutput, ArtifactStore, StepInfo
+from graphs import AgentOutput, ReviewRequest, StepInfo, WriteRequest
 from tests.conftest import OBJECTIVE
 
 
@@ -32,23 +32,15 @@ class SloppyWriter:
     real: OfflineWriterAgent = field(default_factory=OfflineWriterAgent)
     reviews_seen: list[ReviewResult | None] = field(default_factory=list)
 
-    def write(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        previous: DraftArticle | None,
-        review: ReviewResult | None,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[DraftArticle]:
-        self.reviews_seen.append(review)
+    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
+        self.reviews_seen.append(request.review)
+        previous, store, step = request.previous, request.store, request.step
         revision = previous.revision + 1 if previous else 1
         if revision > self.bad_rounds:
-            return self.real.write(task, handoff, bundle, previous, review, store, step)
+            return self.real.run(request)
         ref = store.put(step.artifact_id("draft"), "draft", self.body.encode(), "text/markdown")
         draft = DraftArticle(
-            task_id=task.task_id,
+            task_id=request.task.task_id,
             result_status="completed",
             revision=revision,
             body=ref,
@@ -59,7 +51,7 @@ class SloppyWriter:
 
 
 def _with_writer(workflow: Workflow, writer: SloppyWriter) -> Workflow:
-    return Workflow(workflow.settings, context=replace(workflow.context, writer=writer))
+    return Workflow(workflow.settings, context=workflow.context.with_agent("writer", writer))
 
 
 def test_reviewer_requests_changes_and_the_writer_addresses_them_in_round_two(
@@ -104,15 +96,8 @@ def test_review_rounds_exhausted_end_partial_with_budget_exhausted(workflow: Wor
 class RejectingReviewer:
     """A reviewer that finds nothing verifiable, as when every source was withdrawn."""
 
-    def review(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        draft: DraftArticle,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[ReviewResult]:
+    def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
+        task, draft = request.task, request.draft
         change = {"code": ErrorCode.QUOTE_NOT_FOUND, "reason": "no quote verifies"}
         return AgentOutput(
             ReviewResult(
@@ -126,7 +111,7 @@ class RejectingReviewer:
 
 
 def test_a_rejected_draft_ends_the_run_failed_with_review_rejected(workflow: Workflow) -> None:
-    context = replace(workflow.context, reviewer=RejectingReviewer())
+    context = workflow.context.with_agent("reviewer", RejectingReviewer())
     with Workflow(workflow.settings, context=context) as rejecting:
         outcome = rejecting.run(OBJECTIVE, "t-rejected")
     assert outcome.state == TaskState.FAILED
@@ -175,11 +160,12 @@ def test_reviewer_flags_a_draft_over_the_word_limit() -> None:
             task_version=1,
             objective="Explain it",
             from_node="writer",
-            next_allowed_action="review",
+            next_allowed_action="reviewer",
             provenance={"producer": "writer", "node": "writer"},
         )
         step = StepInfo(thread_id="t", node="reviewer", step=3, task_version=1)
-        review = OfflineReviewerAgent().review(task, handoff, bundle, draft, store, step).result
+        request = ReviewRequest(task, handoff, bundle, draft, store, step)
+        review = OfflineReviewerAgent().run(request).result
     codes = [change.code for change in review.required_changes]
     assert ErrorCode.CONSTRAINT_VIOLATED in codes
     assert ErrorCode.MISSING_SECTION in codes

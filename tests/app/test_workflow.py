@@ -15,7 +15,7 @@ from app.settings import BUNDLED_CORPUS, Settings
 from app.text import CITATION
 from app.workflow import Workflow
 from contracts import ResearchBundle, RunOutcome, TaskState, VersionedContract
-from graphs.state import CHANNEL_CONTRACTS
+from graphs import workflow_channels
 from tests.conftest import OBJECTIVE, write_corpus
 
 SECOND_CORPUS = {
@@ -67,7 +67,7 @@ def test_every_checkpoint_value_is_a_valid_contract_and_loads_without_serde_warn
     assert len(states) >= 5
     for snapshot in states:
         for channel, value in snapshot.values.items():
-            model = CHANNEL_CONTRACTS[channel]
+            model = workflow_channels()[channel].contract
             for item in value if isinstance(value, list) else [value]:
                 if item is None:
                     continue

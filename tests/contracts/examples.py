@@ -12,6 +12,7 @@ from contracts import (
     ConstraintItem,
     Constraints,
     Decision,
+    DecisionLog,
     DraftArticle,
     ErrorCode,
     ErrorDetail,
@@ -25,6 +26,7 @@ from contracts import (
     Policies,
     Provenance,
     Question,
+    RecordedDecision,
     RefCheck,
     RequiredChange,
     ResearchBundle,
@@ -223,7 +225,7 @@ def handoff() -> Handoff:
         task_version=2,
         objective="Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs",
         from_node="research",
-        next_allowed_action="write",
+        next_allowed_action="writer",
         accepted_decisions=[
             Decision(text="Write for a general audience.", provenance=provenance())
         ],
@@ -272,7 +274,24 @@ def freshness_report() -> FreshnessReport:
     )
 
 
+def decision_log() -> DecisionLog:
+    """A person approved the research and added a word limit."""
+    return DecisionLog(
+        decisions=[
+            RecordedDecision(
+                interrupt_id="approve-research-s1",
+                request_kind="approve_research",
+                action="approve",
+                decided_by="editor",
+                constraints=["at most 150 words"],
+                provenance=provenance("human", "approve_research"),
+            )
+        ]
+    )
+
+
 EXAMPLES: dict[type[VersionedContract], VersionedContract] = {
+    DecisionLog: decision_log(),
     FreshnessReport: freshness_report(),
     ArtifactRef: artifact("article", "article-rosetta"),
     DraftArticle: draft_article(),

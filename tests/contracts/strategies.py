@@ -21,6 +21,7 @@ from contracts import (
     ConstraintItem,
     Constraints,
     Decision,
+    DecisionLog,
     DraftArticle,
     ErrorCode,
     ErrorDetail,
@@ -32,13 +33,13 @@ from contracts import (
     HumanAction,
     HumanDecision,
     HumanRequest,
-    NextAction,
     NodeError,
     NodeRun,
     NodeStatus,
     Policies,
     Provenance,
     Question,
+    RecordedDecision,
     RefCheck,
     RefStatus,
     RequiredChange,
@@ -347,7 +348,7 @@ handoffs = st.builds(
     task_version=positive,
     objective=texts(),
     from_node=texts(),
-    next_allowed_action=literals(NextAction),
+    next_allowed_action=st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,99}\Z"),
     accepted_decisions=few(st.builds(Decision, text=texts(min_size=1), provenance=provenances)),
     constraints=few(st.builds(ConstraintItem, text=texts(min_size=1), provenance=provenances)),
     authoritative_inputs=few(
@@ -392,7 +393,26 @@ freshness_reports = st.builds(
     round=counts,
 )
 
+decision_logs = st.builds(
+    DecisionLog,
+    decisions=few(
+        st.builds(
+            RecordedDecision,
+            interrupt_id=identifiers,
+            request_kind=literals(RequestKind),
+            action=literals(HumanAction),
+            reason=optional(texts()),
+            decided_by=texts(),
+            answers=few(st.builds(Answer, question_id=question_ids, text=texts(min_size=1))),
+            constraints=few(non_blank_texts()),
+            repins=few(ref_checks),
+            provenance=provenances,
+        )
+    ),
+)
+
 STRATEGIES: dict[type[VersionedContract], st.SearchStrategy[Any]] = {
+    DecisionLog: decision_logs,
     FreshnessReport: freshness_reports,
     ArtifactRef: artifact_refs(),
     DraftArticle: draft_articles,

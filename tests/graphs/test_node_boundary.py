@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from app.workflow import Workflow
-from contracts import DraftArticle, ErrorCode, Handoff, ResearchBundle, ReviewResult, TaskSpec
-from graphs import AgentOutput, ArtifactStore, StepInfo
-from graphs.state import CHANNEL_CONTRACTS
+from contracts import DraftArticle, ErrorCode
+from graphs import AgentOutput, WriteRequest, workflow_channels
 from tests.conftest import OBJECTIVE
 
 
@@ -20,19 +19,11 @@ class BrokenWriter:
 
     breakage: str
 
-    def write(
-        self,
-        task: TaskSpec,
-        handoff: Handoff,
-        bundle: ResearchBundle,
-        previous: DraftArticle | None,
-        review: ReviewResult | None,
-        store: ArtifactStore,
-        step: StepInfo,
-    ) -> AgentOutput[Any]:
+    def run(self, request: WriteRequest) -> AgentOutput[Any]:
+        store, step = request.store, request.step
         body = store.put(step.artifact_id("draft"), "draft", b"# Draft\n", "text/markdown")
         fields: dict[str, Any] = {
-            "task_id": task.task_id,
+            "task_id": request.task.task_id,
             "result_status": "completed",
             "revision": 1,
             "body": body,
@@ -58,7 +49,7 @@ class BrokenWriter:
 def test_invalid_writer_output_fails_naming_the_field_and_keeps_the_previous_checkpoint(
     workflow: Workflow, breakage: str, field: str
 ) -> None:
-    context = replace(workflow.context, writer=BrokenWriter(breakage))
+    context = workflow.context.with_agent("writer", BrokenWriter(breakage))
     with Workflow(workflow.settings, context=context) as broken:
         outcome = broken.run(broken.task(OBJECTIVE), "t-broken")
     assert outcome.result_status == "failed"
@@ -77,4 +68,4 @@ def test_invalid_writer_output_fails_naming_the_field_and_keeps_the_previous_che
         assert state.values.get("draft") is None, "no invalid draft was checkpointed"
         for channel, value in state.values.items():
             if value is not None:
-                CHANNEL_CONTRACTS[channel].model_validate(value)
+                workflow_channels()[channel].contract.model_validate(value)

@@ -6,7 +6,7 @@ import pytest
 
 from contracts import ArtifactRef, DraftArticle, ResearchBundle, ReviewResult, TaskSpec
 from graphs.errors import ContractViolation
-from graphs.routing import route_after_research, route_after_review
+from graphs.graph import route_after_research, route_after_review
 
 SHA = "a" * 64
 

@@ -23,6 +23,7 @@ from langgraph_sdk.client import LangGraphClient
 from app.server import GRAPH_ID
 from app.workflow import Workflow
 from contracts import Handoff, HumanRequest, RunOutcome, TaskState
+from graphs import workflow_channels
 from graphs.boundary import validate_channel
 from tests.server.conftest import RunningServer, approval, check_article, start, waiting
 
@@ -34,7 +35,7 @@ HANDOFF = Path(sys.executable).parent / "handoff"
 def validated_state(values: dict[str, Any]) -> dict[str, Any]:
     """Every channel of a state (as the server returns it: JSON) as its contract."""
     return {
-        channel: validate_channel("sdk", channel, value, direction="read")
+        channel: validate_channel("sdk", channel, value, workflow_channels())
         for channel, value in values.items()
         if value is not None
     }

@@ -26,6 +26,7 @@ from app.server_checkpointer import checkpointer, open_async_checkpointer
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import HumanDecision, HumanRequest, RunOutcome, TaskSpec, TaskState
+from graphs import workflow_channels
 from graphs.boundary import validate_channel
 from tests.conftest import OBJECTIVE
 from tests.server.conftest import ROOT, folder_settings
@@ -107,7 +108,7 @@ def test_nodes_accept_plain_dicts_at_every_boundary(served: Path) -> None:
 
     assert {"research", "approve_research", "writer", "reviewer", "finalize"} <= set(visited)
     values = {
-        channel: validate_channel("test", channel, value, direction="read")
+        channel: validate_channel("test", channel, value, workflow_channels())
         for channel, value in state.values.items()
         if value is not None
     }

@@ -22,7 +22,7 @@ from contracts import (
     ReviewResult,
     TaskSpec,
 )
-from graphs import StepInfo
+from graphs import ResearchRequest, ReviewRequest, StepInfo, WriteRequest
 from tests.app.agents.scripted import (
     APPROVE,
     ARTICLE,
@@ -49,7 +49,7 @@ HANDOFF = Handoff(
     task_version=1,
     objective=OBJECTIVE,
     from_node="research",
-    next_allowed_action="write",
+    next_allowed_action="writer",
     provenance={"producer": "research", "node": "research"},
 )
 
@@ -66,7 +66,9 @@ def _research(
     store: FilesystemArtifactStore, *proposed: dict[str, str], task: TaskSpec = TASK
 ) -> tuple[ResearchBundle, int, list[str]]:
     model, log = scripted(reply(claims(*proposed), tokens=321))
-    output = LLMResearchAgent(model, _retrieval()).research(task, None, store, _step("research"))
+    output = LLMResearchAgent(model, _retrieval()).run(
+        ResearchRequest(task, None, store, _step("research"))
+    )
     return output.result, output.usage.tokens, log.texts()
 
 
@@ -135,7 +137,7 @@ def test_whitespace_may_differ_but_the_fact_keeps_the_exact_source_text(tmp_path
     model, _ = scripted(reply(claims(proposed)))
     store = FilesystemArtifactStore(tmp_path / "store")
     agent = LLMResearchAgent(model, _retrieval(corpus))
-    [fact] = agent.research(task, None, store, _step("research")).result.facts
+    [fact] = agent.run(ResearchRequest(task, None, store, _step("research"))).result.facts
     assert fact.quote == "Honey bees perform the waggle dance\nnear the hive entrance."
 
 
@@ -143,7 +145,8 @@ def test_research_without_relevant_passages_asks_no_model(tmp_path: Path) -> Non
     model, log = scripted(reply(claims(STONE)))
     task = TaskSpec(task_id="t", objective="Describe quantum chromodynamics of gluons")
     agent = LLMResearchAgent(model, _retrieval())
-    output = agent.research(task, None, FilesystemArtifactStore(tmp_path), _step("research"))
+    store = FilesystemArtifactStore(tmp_path)
+    output = agent.run(ResearchRequest(task, None, store, _step("research")))
     assert output.result.result_status == "failed" and output.usage.tokens == 0
     assert log.prompts == []
 
@@ -164,7 +167,9 @@ def _review(
 ) -> tuple[ReviewResult, int, list[str]]:
     bundle, draft_ = _bundle_and_draft(store, body)
     model, log = scripted(*(reply(item, tokens=77) for item in replies))
-    output = LLMReviewerAgent(model).review(TASK, HANDOFF, bundle, draft_, store, _step("reviewer"))
+    output = LLMReviewerAgent(model).run(
+        ReviewRequest(TASK, HANDOFF, bundle, draft_, store, _step("reviewer"))
+    )
     return output.result, output.usage.tokens, log.texts()
 
 
@@ -215,8 +220,8 @@ def test_the_writer_prompt_holds_contracts_only(tmp_path: Path) -> None:
     )
     only_two = ARTICLE.replace("[claim-1]", "[claim-2]").replace("[claim-3]", "[claim-2]")
     model, log = scripted(reply(draft(only_two), tokens=55))
-    output = LLMWriterAgent(model).write(
-        TASK, HANDOFF, bundle, first, review, store, _step("writer")
+    output = LLMWriterAgent(model).run(
+        WriteRequest(TASK, HANDOFF, bundle, first, review, store, _step("writer"))
     )
     [prompt] = log.texts()
     assert "SOMETHING-FROM-ROUND-ONE" not in prompt, "no earlier draft"
@@ -242,7 +247,7 @@ def test_a_writer_without_usable_facts_asks_no_model(tmp_path: Path) -> None:
         rejected_claims=["claim-1", "claim-2", "claim-3"],
     )
     model, log = scripted(reply(draft()))
-    output = LLMWriterAgent(model).write(
-        TASK, HANDOFF, bundle, first, review, store, _step("writer")
+    output = LLMWriterAgent(model).run(
+        WriteRequest(TASK, HANDOFF, bundle, first, review, store, _step("writer"))
     )
     assert output.result.result_status == "failed" and log.prompts == []

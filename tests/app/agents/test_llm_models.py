@@ -44,15 +44,16 @@ def _fake() -> Any:
 
 
 def test_offline_is_the_default_and_means_no_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    for role in ("", "RESEARCH_", "WRITER_", "REVIEWER_"):
-        monkeypatch.delenv(f"HANDOFF_{role}MODEL", raising=False)
+    for name in ("HANDOFF_MODEL", "HANDOFF_AGENT_MODELS"):
+        monkeypatch.delenv(name, raising=False)
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert settings.model == "offline"
     assert [settings.model_for(role) for role in ("research", "writer", "reviewer")] == [
         "offline"
     ] * 3
     assert chat_model_for("offline") is None and chat_model_for(" OFFLINE ") is None
-    research, writer, reviewer = select_agents(settings, utc_now)
+    agents = select_agents(settings, utc_now)
+    research, writer, reviewer = agents["research"], agents["writer"], agents["reviewer"]
     assert isinstance(research, OfflineResearchAgent)
     assert isinstance(writer, OfflineWriterAgent)
     assert isinstance(reviewer, OfflineReviewerAgent)
@@ -62,12 +63,14 @@ def test_environment_selects_a_model_and_per_agent_overrides(
     monkeypatch: pytest.MonkeyPatch, init_calls: list[tuple[str, str]]
 ) -> None:
     monkeypatch.setenv("HANDOFF_MODEL", "anthropic:claude-sonnet-4-5")
-    monkeypatch.setenv("HANDOFF_RESEARCH_MODEL", "ollama:llama3.1:8b")
-    monkeypatch.setenv("HANDOFF_REVIEWER_MODEL", "offline")
+    monkeypatch.setenv(
+        "HANDOFF_AGENT_MODELS", '{"research": "ollama:llama3.1:8b", "reviewer": "offline"}'
+    )
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert settings.model_for("research") == "ollama:llama3.1:8b"
     assert settings.model_for("writer") == "anthropic:claude-sonnet-4-5"
-    research, writer, reviewer = select_agents(settings, utc_now)
+    agents = select_agents(settings, utc_now)
+    research, writer, reviewer = agents["research"], agents["writer"], agents["reviewer"]
     assert isinstance(research, LLMResearchAgent)
     assert isinstance(research.retrieval, OfflineResearchAgent), "retrieval stays BM25"
     assert isinstance(writer, LLMWriterAgent)
@@ -78,11 +81,11 @@ def test_environment_selects_a_model_and_per_agent_overrides(
 def test_models_given_directly_override_settings(
     monkeypatch: pytest.MonkeyPatch, init_calls: list[tuple[str, str]]
 ) -> None:
-    for role in ("RESEARCH_", "WRITER_", "REVIEWER_"):
-        monkeypatch.delenv(f"HANDOFF_{role}MODEL", raising=False)
+    monkeypatch.delenv("HANDOFF_AGENT_MODELS", raising=False)
     settings = Settings(_env_file=None, model="openai:gpt-4.1-mini")  # type: ignore[call-arg]
     fake, _ = scripted()
-    research, writer, reviewer = select_agents(settings, utc_now, {"reviewer": fake})
+    agents = select_agents(settings, utc_now, {"reviewer": fake})
+    research, writer, reviewer = agents["research"], agents["writer"], agents["reviewer"]
     assert isinstance(reviewer, LLMReviewerAgent) and reviewer.model is fake
     assert isinstance(research, LLMResearchAgent) and isinstance(writer, LLMWriterAgent)
     assert init_calls == [("openai", "gpt-4.1-mini")] * 2
@@ -93,7 +96,13 @@ def test_malformed_specs_are_refused_naming_the_format(spec: str) -> None:
     with pytest.raises(ModelConfigError, match="use 'offline' or provider:model"):
         check_spec(spec)
     with pytest.raises(ValidationError, match="provider:model"):
-        Settings(_env_file=None, writer_model=spec or " ")  # type: ignore[call-arg]
+        Settings(_env_file=None, agent_models={"writer": spec or " "})  # type: ignore[call-arg]
+
+
+def test_a_model_override_for_a_node_that_has_no_agent_is_refused_naming_the_nodes() -> None:
+    settings = Settings(_env_file=None, agent_models={"writre": "offline"})  # type: ignore[call-arg]
+    with pytest.raises(ModelConfigError, match=r"no agent node named \['writre'\].*'writer'"):
+        select_agents(settings, utc_now)
 
 
 def test_a_missing_provider_package_names_the_extra_to_install(

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from typing import Any as Role
 from typing import cast
 
 from langchain_core.language_models import BaseChatModel
 
-from app.models import Role
 from app.services import build_context
 from app.workflow import Workflow
 from contracts import DraftArticle, ErrorCode, NodeRun, ResearchBundle, ReviewResult, TaskState
@@ -69,6 +68,13 @@ def test_happy_path_with_scripted_models_completes_and_records_tokens_per_node(
     assert workflow.artifact("t-llm", "article").decode() == ARTICLE
     tokens = {run.node_id: run.usage.tokens for run in workflow.history("t-llm")}
     assert tokens == {"research": 900, "writer": 700, "reviewer": 400, "finalize": 0}
+    agents = {run.node_id: run.agent for run in workflow.history("t-llm")}
+    assert agents == {
+        "research": "LLMResearchAgent(FakeMessagesListChatModel)",
+        "writer": "LLMWriterAgent(FakeMessagesListChatModel)",
+        "reviewer": "LLMReviewerAgent(FakeMessagesListChatModel)",
+        "finalize": None,
+    }, "the audit names the implementation (and model) behind each result"
     assert [len(log.prompts) for log in (research_log, writer_log, reviewer_log)] == [1, 1, 1]
 
 
@@ -214,9 +220,9 @@ def test_offline_stays_the_default(workflow: Workflow) -> None:
     from app.agents import OfflineResearchAgent, OfflineReviewerAgent, OfflineWriterAgent
 
     context = workflow.context
-    assert isinstance(context.research, OfflineResearchAgent)
-    assert isinstance(context.writer, OfflineWriterAgent)
-    assert isinstance(context.reviewer, OfflineReviewerAgent)
+    assert isinstance(context.agents["research"], OfflineResearchAgent)
+    assert isinstance(context.agents["writer"], OfflineWriterAgent)
+    assert isinstance(context.agents["reviewer"], OfflineReviewerAgent)
     outcome = workflow.run(OBJECTIVE, "t-offline")
     assert outcome.result_status == "completed"
     assert all(run.usage.tokens == 0 for run in workflow.history("t-offline"))
@@ -226,7 +232,7 @@ def test_one_agent_can_use_a_model_while_the_others_stay_offline(workflow: Workf
     from app.agents import LLMReviewerAgent
 
     reviewer, reviewer_log = scripted(reply(APPROVE, tokens=50))
-    context = replace(workflow.context, reviewer=LLMReviewerAgent(reviewer))
+    context = workflow.context.with_agent("reviewer", LLMReviewerAgent(reviewer))
     with Workflow(workflow.settings, context=context) as mixed:
         outcome = mixed.run(OBJECTIVE, "t-mixed")
     assert outcome.result_status == "completed"

@@ -12,7 +12,7 @@ from app.artifacts import FilesystemArtifactStore
 from app.settings import BUNDLED_CORPUS
 from app.text import terms
 from contracts import ErrorCode, TaskSpec
-from graphs import StepInfo
+from graphs import ResearchRequest, StepInfo
 from tests.conftest import OBJECTIVE, write_corpus
 
 FIXED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -28,7 +28,7 @@ def _step(thread: str = "t") -> StepInfo:
 
 def _run(tmp_path: Path, task: TaskSpec) -> tuple[FilesystemArtifactStore, object]:
     store = FilesystemArtifactStore(tmp_path / "artifacts")
-    return store, _agent().research(task, None, store, _step()).result
+    return store, _agent().run(ResearchRequest(task, None, store, _step())).result
 
 
 def test_facts_are_verbatim_quotes_at_their_spans_in_the_snapshots(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_a_corpus_file_of_another_type_is_refused(tmp_path: Path, name: str) -> 
 def test_source_snapshots_are_reused_when_research_repeats(tmp_path: Path) -> None:
     store = FilesystemArtifactStore(tmp_path / "artifacts")
     task = TaskSpec(task_id="t", objective=OBJECTIVE)
-    first = _agent().research(task, None, store, _step()).result
-    second = _agent().research(task, None, store, _step()).result
+    first = _agent().run(ResearchRequest(task, None, store, _step())).result
+    second = _agent().run(ResearchRequest(task, None, store, _step())).result
     assert [s.snapshot for s in first.sources] == [s.snapshot for s in second.sources]
     assert all(len(store.history(s.snapshot.artifact_id)) == 1 for s in second.sources)

@@ -1,0 +1,110 @@
+"""One declaration per node: everything the graph, the runner and the app know about it.
+
+A node is declared once, in its own module, with :func:`node`. The graph builder, the
+input hash, the audit, fault points and the app's agent lookup all read the declaration;
+nothing else lists node names or the channels a node touches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from graphs.channels import Channel, channels_of
+
+if TYPE_CHECKING:
+    from graphs.node_runner import NodeCall, NodeResult
+
+    NodeBody = Callable[[NodeCall], NodeResult]
+    Fingerprint = Callable[[Any, Any], str]
+
+FAULT_POINTS = ("start", "attempt", "after_artifact", "before_return")
+"""Named points of a node where fault injection may act (``<node>:<point>``)."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a failing attempt is tried again (attempts are capped by the task's budget)."""
+
+    transient: bool = True
+    """Retry a TransientError with doubling backoff."""
+    repairs: int = 1
+    """Attempts given to an agent whose output broke its contract."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A node as declared: name, body, typed input and output, and how it behaves."""
+
+    name: str
+    body: NodeBody
+    reads: type
+    """A TypedDict of the channels the node reads (LangGraph's per-node ``input_schema``)."""
+    writes: type
+    """A TypedDict of the channels the node may write, each with its contract."""
+    agent: type | None = None
+    """The agent protocol this node calls; the app supplies an implementation per node."""
+    pauses: bool = False
+    """Calls ``interrupt()``: runs again from its start on resume, records nothing before."""
+    terminal: bool = False
+    """Records the run's outcome; runs even when the budget is spent."""
+    stores_artifacts: bool = False
+    """Writes artifacts, so it has an ``after_artifact`` fault point."""
+    retry: Retry | None = Retry()
+    """None: one attempt (always so for pausing nodes)."""
+    fingerprint: Fingerprint | None = None
+    """Extra input for the input hash that state does not show (e.g. the corpus on disk);
+    called with the node's agent and the task."""
+
+    @property
+    def inputs(self) -> dict[str, Channel]:
+        """The channels read, with their contracts."""
+        return channels_of(self.reads)
+
+    @property
+    def outputs(self) -> dict[str, Channel]:
+        """The channels written, with their contracts."""
+        return channels_of(self.writes)
+
+    def fault_points(self) -> tuple[str, ...]:
+        """The fault points this node reaches; a rule naming another one would never fire."""
+        points = ["start"]
+        if self.retry is not None and not self.pauses:
+            points += ["attempt", "before_return"]
+        if self.stores_artifacts:
+            points.append("after_artifact")
+        return tuple(point for point in FAULT_POINTS if point in points)
+
+
+def node(
+    name: str,
+    *,
+    reads: type,
+    writes: type,
+    agent: type | None = None,
+    pauses: bool = False,
+    terminal: bool = False,
+    stores_artifacts: bool = False,
+    retry: Retry | None = Retry(),
+    fingerprint: Fingerprint | None = None,
+) -> Callable[[NodeBody], NodeSpec]:
+    """Declare a node from its body; the declaration is checked now, not at first run."""
+
+    def declare(body: NodeBody) -> NodeSpec:
+        spec = NodeSpec(
+            name=name,
+            body=body,
+            reads=reads,
+            writes=writes,
+            agent=agent,
+            pauses=pauses,
+            terminal=terminal,
+            stores_artifacts=stores_artifacts,
+            retry=None if pauses else retry,
+            fingerprint=fingerprint,
+        )
+        spec.inputs, spec.outputs  # noqa: B018 - a schema that names no contract fails here
+        return spec
+
+    return declare

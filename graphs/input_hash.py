@@ -1,0 +1,74 @@
+"""What identifies a node's work: its declared inputs, and the code that does the work.
+
+Two visits with equal hashes would produce equal results, so a finished attempt's result
+may be reused (after a crash between the node's end and its checkpoint). The hash covers
+the channels the node declares it reads (not a hand-kept copy of them), the task version,
+the contract versions of what it reads and writes, and the source of the node's module
+and of its agent's implementation: after an upgrade, nothing the old code produced is
+reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from contracts import TaskSpec
+
+if TYPE_CHECKING:
+    from graphs.context import RunContext
+    from graphs.declare import NodeSpec
+
+
+@cache
+def _source_digest(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def code_version(*objects: object) -> str:
+    """A digest of the source files that define these objects (their classes for instances)."""
+    parts = []
+    for obj in objects:
+        target = obj if inspect.isclass(obj) or inspect.isroutine(obj) else type(obj)
+        try:
+            source = inspect.getsourcefile(target)
+        except TypeError:
+            source = None
+        name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+        parts.append(f"{name}:{_source_digest(source) if source else 'builtin'}")
+    return "|".join(parts)
+
+
+def contract_versions(spec: NodeSpec) -> dict[str, str]:
+    """The schema version of each contract the node reads or writes."""
+    versions = {}
+    for name, channel in {**spec.inputs, **spec.outputs}.items():
+        field = channel.contract.model_fields.get("schema_version")
+        versions[name] = str(field.default if field else "")
+    return versions
+
+
+def input_hash(spec: NodeSpec, state: Mapping[str, Any], ctx: RunContext, task: TaskSpec) -> str:
+    """Equal hash, equal work: inputs, task version, contracts and code of this node."""
+    agent = ctx.agent_for(spec) if spec.agent is not None else None
+    payload: dict[str, Any] = {
+        "node": spec.name,
+        "task_version": task.task_version,
+        "extra": spec.fingerprint(agent, task) if spec.fingerprint else "",
+        "contracts": contract_versions(spec),
+        "code": code_version(spec.body, *([agent] if agent is not None else [])),
+    }
+    for channel in sorted(spec.inputs):
+        value = state.get(channel)
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json")
+        payload[f"in:{channel}"] = value
+    text = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

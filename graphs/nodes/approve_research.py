@@ -1,0 +1,60 @@
+"""Ask a person to approve (or revise, or reject) the research before writing starts."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from contracts import (
+    DecisionLog,
+    ErrorCode,
+    ErrorDetail,
+    Handoff,
+    ResearchBundle,
+    RunOutcome,
+    TaskSpec,
+    TaskState,
+)
+from graphs.declare import node
+from graphs.human import approval_request, ask, recorded
+from graphs.node_runner import NodeCall, NodeResult
+
+
+class ApprovalInput(TypedDict):
+    """The research to approve, and the envelope with its open questions."""
+
+    task: TaskSpec
+    handoff: Handoff | None
+    research: ResearchBundle | None
+    decisions: DecisionLog | None
+
+
+class ApprovalOutput(TypedDict, total=False):
+    """The decision, recorded; the end if it was a rejection."""
+
+    decisions: DecisionLog | None
+    outcome: RunOutcome | None
+
+
+@node("approve_research", reads=ApprovalInput, writes=ApprovalOutput, pauses=True)
+def approve_research(call: NodeCall) -> NodeResult:
+    """Approve, revise (answers, constraints) or reject the research.
+
+    Everything before ``interrupt()`` is a pure function of state: the node re-runs from
+    its start on every resume.
+    """
+    bundle: ResearchBundle = call.require("research")
+    request = approval_request(bundle, call.read("handoff"), call.step, call.task.objective)
+    decision = ask(request)
+    log = recorded(call.read("decisions"), decision, request, call.step)
+    if decision.action != "reject":
+        return NodeResult({"decisions": log})
+    outcome = RunOutcome(
+        thread_id=call.step.thread_id,
+        task_id=call.task.task_id,
+        state=TaskState.REJECTED,
+        result_status="failed",
+        errors=[ErrorDetail(code=ErrorCode.HUMAN_REJECTED, detail=decision.reason or "")],
+        fact_count=len(bundle.facts),
+        reason=decision.reason,
+    )
+    return NodeResult({"decisions": log, "outcome": outcome})

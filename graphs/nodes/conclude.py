@@ -1,0 +1,105 @@
+"""Conclude: record why a run ends without an approved article."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from contracts import (
+    DraftArticle,
+    ErrorCode,
+    ErrorDetail,
+    RequiredChange,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
+    TaskState,
+)
+from graphs.declare import node
+from graphs.node_runner import NodeCall, NodeResult
+
+
+class ConcludeInput(TypedDict):
+    """What the run produced before it could not go on."""
+
+    task: TaskSpec
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+    review: ReviewResult | None
+
+
+class ConcludeOutput(TypedDict, total=False):
+    """The recorded end."""
+
+    outcome: RunOutcome | None
+
+
+def change_error(change: RequiredChange) -> ErrorDetail:
+    """A reviewer's required change, as an error of the outcome."""
+    return ErrorDetail(code=change.code, detail=change.reason, claim_id=change.claim_id)
+
+
+@node("conclude", reads=ConcludeInput, writes=ConcludeOutput, terminal=True)
+def conclude(call: NodeCall) -> NodeResult:
+    """Record why a run ends without an approved article: failed research or review."""
+    bundle: ResearchBundle | None = call.read("research")
+    draft: DraftArticle | None = call.read("draft")
+    review: ReviewResult | None = call.read("review")
+    errors: list[ErrorDetail] = list(bundle.errors) if bundle else []
+    if bundle is None or bundle.result_status == "failed" or not bundle.facts:
+        if not errors:
+            errors.append(
+                ErrorDetail(
+                    code=ErrorCode.INSUFFICIENT_EVIDENCE,
+                    detail="research produced no usable facts",
+                )
+            )
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.FAILED,
+            result_status="failed",
+            errors=errors,
+            retryable=bundle.retryable if bundle else False,
+            missing_inputs=list(bundle.missing_inputs) if bundle else [],
+            fact_count=len(bundle.facts) if bundle else 0,
+            reason=f"research failed: {errors[0].detail}",
+        )
+    elif review is not None and review.verdict == "rejected":
+        errors.append(
+            ErrorDetail(code=ErrorCode.REVIEW_REJECTED, detail="the reviewer rejected the draft")
+        )
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.FAILED,
+            result_status="failed",
+            errors=errors + [change_error(change) for change in review.required_changes],
+            draft=draft.body if draft else None,
+            review_rounds=draft.revision if draft else 0,
+            fact_count=len(bundle.facts),
+            reason="the reviewer rejected the draft",
+        )
+    else:
+        rounds = draft.revision if draft else 0
+        errors.append(
+            ErrorDetail(
+                code=ErrorCode.BUDGET_EXHAUSTED,
+                detail=f"review rounds exhausted after {rounds} of "
+                f"{call.task.budget.max_review_rounds} without approval",
+            )
+        )
+        pending = review.required_changes if review else []
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.COMPLETED,
+            result_status="partial",
+            errors=errors + [change_error(change) for change in pending],
+            retryable=True,
+            draft=draft.body if draft else None,
+            review_rounds=rounds,
+            fact_count=len(bundle.facts),
+            reason="the draft was not approved within the review-round budget",
+        )
+    return NodeResult(update={"outcome": outcome})

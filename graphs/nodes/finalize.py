@@ -1,0 +1,82 @@
+"""Finalize: publish the approved draft as the article and record a completed outcome."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from contracts import (
+    DraftArticle,
+    FreshnessReport,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
+    TaskState,
+)
+from graphs.declare import node
+from graphs.freshness import summary
+from graphs.node_runner import NodeCall, NodeResult
+from graphs.ports import ref_id
+from graphs.stale import adopt_head, guard, only_revised_draft
+
+
+class FinalizeInput(TypedDict):
+    """The approved draft, its review, and the envelope pinning it."""
+
+    task: TaskSpec
+    handoff: Handoff | None
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+    review: ReviewResult | None
+    freshness: FreshnessReport | None
+
+
+class FinalizeOutput(TypedDict, total=False):
+    """The outcome with the article; or a person's newer draft, sent back to review."""
+
+    outcome: RunOutcome | None
+    draft: DraftArticle | None
+    freshness: FreshnessReport | None
+
+
+@node("finalize", reads=FinalizeInput, writes=FinalizeOutput, terminal=True, stores_artifacts=True)
+def finalize(call: NodeCall) -> NodeResult:
+    """Publish exactly the reviewed revision; an unreviewed one is never published."""
+    draft: DraftArticle = call.require("draft")
+    review: ReviewResult = call.require("review")
+    bundle: ResearchBundle = call.require("research")
+    report, stop = guard(call, bundle=None, handoff=call.read("handoff"), draft=draft)
+    if stop is not None:
+        if only_revised_draft(report) and call.task.policies.on_stale == "reevaluate":
+            adopted = adopt_head(draft, call.ctx.store)
+            return NodeResult(
+                {"draft": adopted, "freshness": report}, checked_inputs=summary(report)
+            )
+        return stop
+    if review.verdict != "approved" or review.draft_revision != draft.revision:
+        raise ValueError(
+            f"finalize needs an approved review of draft revision {draft.revision}; "
+            f"got {review.verdict!r} for revision {review.draft_revision}"
+        )
+    body = call.ctx.store.get(draft.body)
+    article = call.ctx.store.put(
+        call.step.artifact_id("article"), "article", body, draft.body.media_type
+    )
+    call.step.fault("after_artifact")
+    outcome = RunOutcome(
+        thread_id=call.step.thread_id,
+        task_id=call.task.task_id,
+        state=TaskState.COMPLETED,
+        result_status="completed",
+        errors=list(bundle.errors),
+        article=article,
+        draft=draft.body,
+        review_rounds=draft.revision,
+        fact_count=len(bundle.facts),
+    )
+    return NodeResult(
+        update={"outcome": outcome, "freshness": report},
+        artifact_ids=[ref_id(article)],
+        checked_inputs=summary(report),
+    )

@@ -1,0 +1,89 @@
+"""Ask a person what to do with a draft review could not approve within the budget."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from contracts import (
+    DecisionLog,
+    DraftArticle,
+    ErrorCode,
+    ErrorDetail,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
+    TaskState,
+)
+from graphs.declare import node
+from graphs.human import ask, recorded, review_request
+from graphs.node_runner import NodeCall, NodeResult
+from graphs.nodes.conclude import change_error
+
+
+class ReviewDecisionInput(TypedDict):
+    """The unapproved draft, its review, and the envelope."""
+
+    task: TaskSpec
+    handoff: Handoff | None
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+    review: ReviewResult | None
+    decisions: DecisionLog | None
+
+
+class ReviewDecisionOutput(TypedDict, total=False):
+    """The decision, recorded; the end unless another round was granted."""
+
+    decisions: DecisionLog | None
+    outcome: RunOutcome | None
+
+
+@node("review_decision", reads=ReviewDecisionInput, writes=ReviewDecisionOutput, pauses=True)
+def review_decision(call: NodeCall) -> NodeResult:
+    """Accept the draft as partial, grant another round, or abort."""
+    draft: DraftArticle = call.require("draft")
+    review: ReviewResult = call.require("review")
+    bundle: ResearchBundle = call.require("research")
+    reason = (
+        "the reviewer rejected it"
+        if review.verdict == "rejected"
+        else f"{draft.revision} review round(s) used"
+    )
+    request = review_request(
+        reason=reason, draft_revision=draft.revision, handoff=call.read("handoff"), step=call.step
+    )
+    decision = ask(request)
+    log = recorded(call.read("decisions"), decision, request, call.step)
+    if decision.action == "grant_round":
+        return NodeResult({"decisions": log})
+    pending = [change_error(change) for change in review.required_changes]
+    if decision.action == "accept_partial":
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.COMPLETED,
+            result_status="partial",
+            errors=pending,
+            draft=draft.body,
+            review_rounds=draft.revision,
+            fact_count=len(bundle.facts),
+            reason=f"accepted as partial by {decision.decided_by}",
+        )
+    else:
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.CANCELED,
+            result_status="failed",
+            errors=[
+                ErrorDetail(code=ErrorCode.HUMAN_ABORTED, detail=decision.reason or ""),
+                *pending,
+            ],
+            draft=draft.body,
+            review_rounds=draft.revision,
+            fact_count=len(bundle.facts),
+            reason=decision.reason,
+        )
+    return NodeResult({"decisions": log, "outcome": outcome})

@@ -1,0 +1,81 @@
+"""Reviewer: verify every citation against its source snapshot, and the constraints."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from contracts import (
+    DecisionLog,
+    DraftArticle,
+    FreshnessReport,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
+)
+from graphs.constraints import task_in_force
+from graphs.declare import node
+from graphs.freshness import summary
+from graphs.node_runner import NodeCall, NodeResult
+from graphs.ports import ReviewerAgent, ReviewRequest, ref_id
+from graphs.stale import adopt_head, guard, only_revised_draft
+
+
+class ReviewerInput(TypedDict):
+    """The draft, the facts it cites, and the envelope."""
+
+    task: TaskSpec
+    handoff: Handoff | None
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+    freshness: FreshnessReport | None
+    decisions: DecisionLog | None
+
+
+class ReviewerOutput(TypedDict, total=False):
+    """The review, and the draft it reviewed (a person's newer revision, if adopted)."""
+
+    review: ReviewResult | None
+    draft: DraftArticle | None
+    freshness: FreshnessReport | None
+    outcome: RunOutcome | None
+
+
+@node(
+    "reviewer",
+    reads=ReviewerInput,
+    writes=ReviewerOutput,
+    agent=ReviewerAgent,
+    stores_artifacts=True,
+)
+def reviewer(call: NodeCall) -> NodeResult:
+    """Review the draft it was handed; a person's newer revision of it is what gets reviewed."""
+    handoff: Handoff = call.require("handoff")
+    bundle: ResearchBundle = call.require("research")
+    draft: DraftArticle = call.require("draft")
+    report, stop = guard(call, bundle=bundle, handoff=handoff, draft=draft)
+    if stop is not None:
+        if not (only_revised_draft(report) and call.task.policies.on_stale == "reevaluate"):
+            return stop
+        draft = adopt_head(draft, call.ctx.store)
+        report, stop = guard(call, bundle=bundle, handoff=handoff, draft=draft)
+        if stop is not None:
+            return stop
+    request = ReviewRequest(
+        task=task_in_force(call.task, handoff),
+        handoff=handoff,
+        bundle=bundle,
+        draft=draft,
+        store=call.ctx.store,
+        step=call.step,
+    )
+    output = call.agent.run(request)
+    review: ReviewResult = call.accept("review", output.result)
+    return NodeResult(
+        update={"review": review, "draft": draft, "freshness": report},
+        usage=output.usage,
+        artifact_ids=[ref_id(review.report)] if review.report else [],
+        checked_inputs=summary(report),
+        receipts=output.receipts,
+    )

@@ -1,0 +1,68 @@
+"""Ask a person what to do about changed inputs (policy ``ask``); consumes nothing stale."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from contracts import (
+    DecisionLog,
+    DraftArticle,
+    ErrorCode,
+    ErrorDetail,
+    FreshnessReport,
+    RunOutcome,
+    TaskSpec,
+    TaskState,
+)
+from graphs.declare import node
+from graphs.human import ask, recorded
+from graphs.node_runner import NodeCall, NodeResult
+from graphs.stale import adopt_head, only_revised_draft, repins, stale_request
+
+
+class StaleDecisionInput(TypedDict):
+    """The report of what changed, and the draft a person may have revised."""
+
+    task: TaskSpec
+    freshness: FreshnessReport | None
+    draft: DraftArticle | None
+    decisions: DecisionLog | None
+
+
+class StaleDecisionOutput(TypedDict, total=False):
+    """The decision (with re-pins when new revisions are accepted); the end on abort."""
+
+    decisions: DecisionLog | None
+    draft: DraftArticle | None
+    outcome: RunOutcome | None
+
+
+@node("stale_decision", reads=StaleDecisionInput, writes=StaleDecisionOutput, pauses=True)
+def stale_decision(call: NodeCall) -> NodeResult:
+    """Accept the new revisions, re-run their producer, or abort; the route follows it."""
+    report: FreshnessReport = call.require("freshness")
+    request = stale_request(report, call.step)
+    decision = ask(request)
+    accepted = decision.action == "accept_new_revision"
+    log = recorded(
+        call.read("decisions"),
+        decision,
+        request,
+        call.step,
+        repins(report) if accepted else [],
+    )
+    if decision.action == "abort":
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.CANCELED,
+            result_status="failed",
+            errors=[ErrorDetail(code=ErrorCode.STALE_INPUT, detail=report.describe()[:2000])],
+            reason=decision.reason,
+        )
+        return NodeResult({"decisions": log, "outcome": outcome})
+    update: dict[str, object] = {"decisions": log}
+    draft: DraftArticle | None = call.read("draft")
+    if accepted and draft is not None and only_revised_draft(report):
+        update["draft"] = adopt_head(draft, call.ctx.store)
+    return NodeResult(update)

@@ -1,0 +1,70 @@
+"""Writer: draft (or redraft) from facts only, addressing the last review."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from contracts import (
+    DecisionLog,
+    DraftArticle,
+    FreshnessReport,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
+)
+from graphs.constraints import task_in_force
+from graphs.declare import node
+from graphs.freshness import summary
+from graphs.node_runner import NodeCall, NodeResult
+from graphs.ports import WriterAgent, WriteRequest, ref_id
+from graphs.stale import guard
+
+
+class WriterInput(TypedDict):
+    """The facts, the envelope, and the last round's draft and review."""
+
+    task: TaskSpec
+    handoff: Handoff | None
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+    review: ReviewResult | None
+    freshness: FreshnessReport | None
+    decisions: DecisionLog | None
+
+
+class WriterOutput(TypedDict, total=False):
+    """A new draft, or the report of inputs it refused (and the end, if they are unusable)."""
+
+    draft: DraftArticle | None
+    freshness: FreshnessReport | None
+    outcome: RunOutcome | None
+
+
+@node("writer", reads=WriterInput, writes=WriterOutput, agent=WriterAgent, stores_artifacts=True)
+def writer(call: NodeCall) -> NodeResult:
+    """One writing round, after checking the research it was handed is still current."""
+    handoff: Handoff = call.require("handoff")
+    bundle: ResearchBundle = call.require("research")
+    report, stop = guard(call, bundle=bundle, handoff=handoff, draft=None)
+    if stop is not None:
+        return stop
+    request = WriteRequest(
+        task=task_in_force(call.task, handoff),
+        handoff=handoff,
+        bundle=bundle,
+        previous=call.read("draft"),
+        review=call.read("review"),
+        store=call.ctx.store,
+        step=call.step,
+    )
+    output = call.agent.run(request)
+    draft: DraftArticle = call.accept("draft", output.result)
+    return NodeResult(
+        update={"draft": draft, "freshness": report},
+        usage=output.usage,
+        artifact_ids=[ref_id(draft.body)],
+        checked_inputs=summary(report),
+        receipts=output.receipts,
+    )

@@ -1,0 +1,140 @@
+"""A node added as the README's "Adapt the template" says runs, is audited, resumes after a
+kill, and shows in status; a declaration that is left incomplete fails the build."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+import pytest
+
+from app.settings import Settings
+from app.workflow import Workflow
+from contracts import DraftArticle, ResearchBundle, TaskSpec
+from graphs import WIRING, NodeCall, NodeResult, build_graph, node
+from graphs.channels import ChannelError
+from tests.extension_fact_check import (
+    OBJECTIVE,
+    WIRING_WITH_FACT_CHECK,
+    FactCheck,
+    fact_check,
+    route_after_fact_check,
+)
+from tests.routes import check_handoffs_follow_the_route
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def extended(settings: Settings) -> Workflow:
+    return Workflow(settings, wiring=WIRING_WITH_FACT_CHECK)
+
+
+def test_the_added_node_runs_between_writer_and_reviewer_and_is_audited(
+    settings: Settings,
+) -> None:
+    with extended(settings) as workflow:
+        outcome = workflow.run(OBJECTIVE, "t-ext")
+        assert outcome.result_status == "completed"
+        nodes = [run.node_id for run in workflow.history("t-ext")]
+        assert nodes == ["research", "writer", "fact_check", "reviewer", "finalize"]
+        [audit] = [run for run in workflow.history("t-ext") if run.node_id == "fact_check"]
+        assert audit.status == "succeeded" and audit.agent is None
+        check = workflow.state("t-ext")["fact_check"]
+        assert isinstance(check, FactCheck)
+        assert check.checked and check.unknown == []
+        check_handoffs_follow_the_route(workflow)
+        names = list(workflow.graph.get_graph().nodes)
+        assert names.index("fact_check") > names.index("writer")
+
+
+def test_the_added_node_resumes_after_a_kill_and_shows_in_status(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    script = [sys.executable, "-m", "tests.extension_fact_check"]
+    data = str(tmp_path / "data")
+    killed = subprocess.run(
+        [*script, "run", data, "t-kill"],
+        env={**env, "HANDOFF_FAULT": "kill:fact_check:start"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with extended(Settings(data_dir=Path(data))) as workflow:
+        assert workflow.status("t-kill").next_nodes == ("fact_check",)
+    resumed = subprocess.run(
+        [*script, "resume", data, "t-kill"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    with extended(Settings(data_dir=Path(data))) as workflow:
+        runs = workflow.history("t-kill")
+        done = [run.node_id for run in runs if run.status == "succeeded"]
+        assert done == ["research", "writer", "fact_check", "reviewer", "finalize"]
+        assert workflow.status("t-kill").outcome is not None
+
+
+def test_the_shipped_workflow_rejects_a_fault_rule_for_a_node_it_does_not_have(
+    settings: Settings,
+) -> None:
+    from app.faults import InvalidFaultSpec
+
+    with Workflow(settings.with_overrides(fault="kill:fact_check:start")) as plain:
+        with pytest.raises(InvalidFaultSpec, match="names no node"):
+            plain.context  # noqa: B018
+
+
+class _Reads(TypedDict):
+    task: TaskSpec
+    draft: DraftArticle | None
+
+
+class _WritesBundleAsDraft(TypedDict, total=False):
+    draft: ResearchBundle | None
+
+
+class _WritesNothing(TypedDict, total=False):
+    pass
+
+
+def _noop(call: NodeCall) -> NodeResult:
+    return NodeResult({})
+
+
+def test_a_channel_declared_with_another_contract_fails_the_build() -> None:
+    clash = node("clash", reads=_Reads, writes=_WritesBundleAsDraft)(_noop)
+    with pytest.raises(ChannelError, match="'draft' is DraftArticle in .* but ResearchBundle"):
+        build_graph(wiring=(*WIRING, (clash, route_after_fact_check)))
+
+
+def test_a_node_reading_a_channel_nobody_writes_fails_the_build() -> None:
+    class Orphan(TypedDict):
+        task: TaskSpec
+        fact_check: FactCheck | None
+
+    reader = node("reader", reads=Orphan, writes=_WritesNothing)(_noop)
+    with pytest.raises(ChannelError, match=r"reads \['fact_check'\], which no node writes"):
+        build_graph(wiring=(*WIRING, (reader, route_after_fact_check)))
+
+
+def test_a_router_naming_a_node_that_is_not_wired_fails_the_build() -> None:
+    def route_nowhere(state: Any) -> Literal["nowhere", "__end__"]:
+        return "__end__"
+
+    with pytest.raises(ValueError, match=r"names no node: \['nowhere'\]"):
+        build_graph(wiring=(*WIRING, (fact_check, route_nowhere)))
+
+
+def test_a_node_left_out_of_the_wiring_but_routed_to_fails_the_build() -> None:
+    without = tuple(pair for pair in WIRING_WITH_FACT_CHECK if pair[0] is not fact_check)
+    with pytest.raises(ValueError, match=r"names no node: \['fact_check'\]"):
+        build_graph(wiring=without)

@@ -1,0 +1,108 @@
+"""The README's "Adapt the template" walk-through, built through the public API.
+
+In a clone the three parts below go to three files: the contract to
+``contracts/fact_check.py``, the node to ``graphs/nodes/fact_check.py``, and the wiring
+change to ``graphs/graph.py`` (``route_after_writer`` returns ``"fact_check"`` where it
+returned ``"reviewer"``, and ``(fact_check, route_after_fact_check)`` joins ``WIRING``).
+Here the wiring is an extended copy, so the shipped graph stays as it is.
+
+Run as a script (``python -m tests.extension_fact_check run|resume DATA THREAD``) it drives
+the extended workflow in a process of its own, for the kill test.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from pydantic import Field
+
+from app.settings import Settings
+from app.workflow import Workflow
+from contracts import DraftArticle, ResearchBundle, TaskSpec, VersionedContract
+from graphs import WIRING, NodeCall, NodeResult, Wiring, node
+from graphs.graph import STOP, route_after_writer, stopped
+from graphs.nodes.writer import writer
+
+OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
+
+
+# 1. The contract (contracts/fact_check.py)
+class FactCheck(VersionedContract):
+    """Which of a draft's citations name a fact research produced."""
+
+    kind: Literal["fact_check"] = Field(default="fact_check", description="Discriminator.")
+    draft_revision: int = Field(ge=1, description="Draft revision that was checked.")
+    checked: list[str] = Field(description="Claim ids the draft cites.")
+    unknown: list[str] = Field(description="Cited claim ids no fact has.")
+
+    def summary(self) -> str:
+        """Progress line."""
+        return f"{len(self.checked)} citations checked, {len(self.unknown)} unknown"
+
+
+# 2. The node (graphs/nodes/fact_check.py)
+class FactCheckInput(TypedDict):
+    """The draft and the facts its citations must name."""
+
+    task: TaskSpec
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+
+
+class FactCheckOutput(TypedDict, total=False):
+    """The check."""
+
+    fact_check: FactCheck | None
+
+
+@node("fact_check", reads=FactCheckInput, writes=FactCheckOutput)
+def fact_check(call: NodeCall) -> NodeResult:
+    """Check every citation of the draft against the research bundle."""
+    draft: DraftArticle = call.require("draft")
+    bundle: ResearchBundle = call.require("research")
+    known = {fact.id for fact in bundle.facts}
+    check = FactCheck(
+        draft_revision=draft.revision,
+        checked=list(draft.cited_claim_ids),
+        unknown=[claim for claim in draft.cited_claim_ids if claim not in known],
+    )
+    return NodeResult({"fact_check": check})
+
+
+# 3. The wiring (graphs/graph.py)
+def route_after_fact_check(state: Mapping[str, Any]) -> Literal["reviewer", "__end__"]:
+    """A checked draft goes to review."""
+    return STOP if stopped(state) else "reviewer"
+
+
+def route_after_writer_checked(
+    state: Mapping[str, Any],
+) -> Literal["fact_check", "research", "writer", "reviewer", "stale_decision", "__end__"]:
+    """``route_after_writer`` with the fact check before review."""
+    target = route_after_writer(state)
+    return "fact_check" if target == "reviewer" else target
+
+
+WIRING_WITH_FACT_CHECK: Wiring = (
+    *((spec, route_after_writer_checked if spec is writer else route) for spec, route in WIRING),
+    (fact_check, route_after_fact_check),
+)
+
+
+def main(argv: list[str]) -> int:
+    """``run DATA THREAD`` or ``resume DATA THREAD`` on the extended workflow."""
+    command, data, thread = argv
+    with Workflow(Settings(data_dir=Path(data)), wiring=WIRING_WITH_FACT_CHECK) as workflow:
+        if command == "run":
+            outcome = workflow.run(OBJECTIVE, thread)
+        else:
+            outcome = workflow.resume(thread)
+    print(outcome.state.value, outcome.result_status)
+    return 0 if outcome.result_status == "completed" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,46 @@
+"""The route check every workflow test ends with: each handoff names the node that ran next.
+
+The envelope a node records is derived from state and the route the graph took. After each
+test, every checkpoint of every thread the test made is walked: the handoff in it must name
+exactly the node the checkpoint says runs next (``__end__`` when nothing does). The edges
+seen are collected, so the session can report which of the graph's edges the suite walked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.workflow import Workflow
+from contracts import Handoff
+from graphs import build_graph
+
+WALKED: set[tuple[str, str]] = set()
+"""(from_node, next node) pairs seen in handoffs during this session."""
+
+
+def graph_edges() -> set[tuple[str, str]]:
+    """Every edge of the compiled graph between nodes (START excluded)."""
+    drawn = build_graph().compile().get_graph()
+    return {(edge.source, edge.target) for edge in drawn.edges if edge.source != "__start__"}
+
+
+def check_handoffs_follow_the_route(workflow: Workflow) -> int:
+    """Assert the invariant on every checkpoint of every thread; returns how many were checked."""
+    checked = 0
+    for thread_id in workflow.threads():
+        config = workflow.config(thread_id)
+        for snapshot in workflow.graph.get_state_history(config):
+            raw: Any = snapshot.values.get("handoff")
+            if raw is None or snapshot.metadata is None:
+                continue
+            if snapshot.metadata.get("source") != "loop":
+                continue  # a state a person or test wrote directly (update_state), not a route
+            handoff = Handoff.model_validate(raw)
+            ran_next = snapshot.next[0] if snapshot.next else "__end__"
+            assert handoff.next_allowed_action == ran_next, (
+                f"thread {thread_id} step {snapshot.metadata.get('step')}: {handoff.from_node} "
+                f"handed over to {handoff.next_allowed_action!r} but {ran_next!r} ran next"
+            )
+            WALKED.add((handoff.from_node, ran_next))
+            checked += 1
+    return checked
