@@ -9,7 +9,7 @@ records names the node that actually runs next.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, get_args, get_type_hints
+from typing import Any, Literal, cast, get_args, get_type_hints
 
 from langgraph.graph import END, START, StateGraph
 
@@ -64,14 +64,23 @@ def refused(state: Mapping[str, Any], node: str) -> FreshnessReport | None:
 Reevaluate = Literal["research", "writer", "reviewer", "stale_decision"]
 
 
-def route_stale(state: Mapping[str, Any], report: FreshnessReport) -> Reevaluate:
-    """Changed inputs: ask a person (policy ask), else go back to what must be redone."""
+def route_stale(state: Mapping[str, Any], report: FreshnessReport, allowed: Any) -> Reevaluate:
+    """Changed inputs: ask a person (policy ask), else go back to what must be redone.
+
+    ``allowed`` is the ``Literal`` of targets the refusing node can reach: research output
+    changed → research; a person's newer draft → review it; a draft gone → write again.
+    """
     task = require(state, "task", TaskSpec, node="route_stale")
+    target: Reevaluate
     if task.policies.on_stale == "ask":
-        return "stale_decision"
-    if research_changed(report):
-        return "research"
-    return "reviewer" if only_revised_draft(report) else "writer"
+        target = "stale_decision"
+    elif research_changed(report):
+        target = "research"
+    else:
+        target = "reviewer" if only_revised_draft(report) else "writer"
+    if target not in get_args(allowed):
+        raise ValueError(f"{report.node} refused {report.describe()}; it cannot go to {target}")
+    return target
 
 
 def route_after_research(
@@ -95,23 +104,33 @@ def route_after_decision(state: Mapping[str, Any]) -> Literal["writer", "__end__
     return STOP if stopped(state) else "writer"
 
 
-def route_after_writer(state: Mapping[str, Any]) -> Reevaluate | Literal["__end__"]:
+WriterStale = Literal["research", "stale_decision"]
+"""The writer checks research's output only."""
+
+
+def route_after_writer(
+    state: Mapping[str, Any],
+) -> WriterStale | Literal["reviewer", "__end__"]:
     """A draft goes to review unless the writer's step ended the run or refused its inputs."""
     if stopped(state):
         return STOP
     report = refused(state, "writer")
-    return route_stale(state, report) if report else "reviewer"
+    return cast(WriterStale, route_stale(state, report, WriterStale)) if report else "reviewer"
+
+
+ReviewerStale = Literal["research", "writer", "stale_decision"]
+"""The reviewer adopts a person's newer draft itself; a missing one is written again."""
 
 
 def route_after_review(
     state: Mapping[str, Any],
-) -> Reevaluate | Literal["finalize", "review_decision", "conclude", "__end__"]:
+) -> ReviewerStale | Literal["finalize", "review_decision", "conclude", "__end__"]:
     """Approved → finalize; changes with rounds left → writer; otherwise a person or end."""
     if stopped(state):
         return STOP
     report = refused(state, "reviewer")
     if report:
-        return route_stale(state, report)
+        return cast(ReviewerStale, route_stale(state, report, ReviewerStale))
     task = require(state, "task", TaskSpec, node="route_after_review")
     draft = require(state, "draft", DraftArticle, node="route_after_review")
     review = require(state, "review", ReviewResult, node="route_after_review")
@@ -129,12 +148,16 @@ def route_after_review(
     return "review_decision" if task.policies.on_review_exhausted == "ask" else "conclude"
 
 
-def route_after_finalize(state: Mapping[str, Any]) -> Reevaluate | Literal["__end__"]:
+FinalizeStale = Literal["reviewer", "writer", "stale_decision"]
+"""Finalize checks the draft only: a newer one is reviewed, a missing one written again."""
+
+
+def route_after_finalize(state: Mapping[str, Any]) -> FinalizeStale | Literal["__end__"]:
     """Finalize ends the run, unless its input changed and must be reviewed again."""
     report = refused(state, "finalize")
     if stopped(state) or report is None:
         return STOP
-    return route_stale(state, report)
+    return cast(FinalizeStale, route_stale(state, report, FinalizeStale))
 
 
 def route_after_stale_decision(

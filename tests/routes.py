@@ -24,9 +24,9 @@ def graph_edges() -> set[tuple[str, str]]:
     return {(edge.source, edge.target) for edge in drawn.edges if edge.source != "__start__"}
 
 
-def check_handoffs_follow_the_route(workflow: Workflow) -> int:
-    """Assert the invariant on every checkpoint of every thread; returns how many were checked."""
-    checked = 0
+def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
+    """Assert the invariant on every checkpoint of every thread; returns the edges walked."""
+    edges: set[tuple[str, str]] = set()
     for thread_id in workflow.threads():
         config = workflow.config(thread_id)
         for snapshot in workflow.graph.get_state_history(config):
@@ -41,6 +41,6 @@ def check_handoffs_follow_the_route(workflow: Workflow) -> int:
                 f"thread {thread_id} step {snapshot.metadata.get('step')}: {handoff.from_node} "
                 f"handed over to {handoff.next_allowed_action!r} but {ran_next!r} ran next"
             )
-            WALKED.add((handoff.from_node, ran_next))
-            checked += 1
-    return checked
+            edges.add((handoff.from_node, ran_next))
+    WALKED.update(edges)
+    return edges
