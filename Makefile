@@ -36,7 +36,7 @@ test: lint typecheck pytest
 
 # The fast loop while adapting the template: no PostgreSQL, no server.
 check: lint typecheck
-	$(BIN)/python -m pytest -q -m "not postgres and not server and not slow"
+	$(BIN)/python -m pytest -q -n auto -m "not postgres and not server"
 
 schemas: install
 	$(BIN)/python -m contracts
