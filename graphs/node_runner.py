@@ -176,8 +176,8 @@ def agent_name(ctx: RunContext, spec: NodeSpec) -> str | None:
 class Attempt:
     """One ledger entry: written as 'running' when it starts, finished exactly once."""
 
-    def __init__(self, call: Visit, step: StepInfo) -> None:
-        self.call = call
+    def __init__(self, visit: Visit, step: StepInfo) -> None:
+        self.visit = visit
         self.step = step
         self.began = time.perf_counter()
         self.record = NodeRun(
@@ -185,11 +185,11 @@ class Attempt:
             node_id=step.node,
             attempt=step.attempt,
             status="running",
-            input_hash=call.key,
-            agent=call.agent,
-            started_at=call.ctx.clock(),
+            input_hash=visit.key,
+            agent=visit.agent,
+            started_at=visit.ctx.clock(),
         )
-        self.seq = call.ctx.ledger.start(step.thread_id, self.record)
+        self.seq = visit.ctx.ledger.start(step.thread_id, self.record)
 
     def finish(
         self,
@@ -204,7 +204,7 @@ class Attempt:
         final = self.record.model_copy(
             update={
                 "status": "failed" if error else "succeeded",
-                "ended_at": self.call.ctx.clock(),
+                "ended_at": self.visit.ctx.clock(),
                 "duration_ms": round((time.perf_counter() - self.began) * 1000, 3),
                 "usage": result.usage if result else usage or Usage(),
                 "artifact_ids": result.artifact_ids if result else [],
@@ -214,14 +214,14 @@ class Attempt:
             }
         )
         stored = None if update is None else _dump(update)
-        self.call.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
+        self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
 
     def finish_waiting(self) -> None:
         """The node paused for a human (an interrupt); it will run again on resume."""
         final = self.record.model_copy(
-            update={"status": "waiting_user", "ended_at": self.call.ctx.clock()}
+            update={"status": "waiting_user", "ended_at": self.visit.ctx.clock()}
         )
-        self.call.ctx.ledger.finish(self.step.thread_id, self.seq, final)
+        self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final)
 
 
 @dataclass
