@@ -245,9 +245,10 @@ class VersionedContract(Contract):
     @model_validator(mode="before")
     @classmethod
     def _upgrade_older_versions(cls, data: Any, info: ValidationInfo) -> Any:
-        # On assignment pydantic passes the whole field dict but keeps only the assigned
-        # value: an upgrade there would be half-applied, so assignment is left to the check.
-        if info.field_name is not None or not isinstance(data, dict):
+        # Assigning schema_version hands this validator the whole field dict but keeps only
+        # the assigned value: an upgrade there would be half-applied, so it is left to the
+        # field check. (For a nested contract, field_name is the parent's field.)
+        if info.field_name == "schema_version" or not isinstance(data, dict):
             return data
         version = data.get("schema_version")
         if not isinstance(version, str) or version not in cls.UPGRADE_STEPS:
