@@ -41,7 +41,10 @@ Sha256Hex = Annotated[
 def _to_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("datetime must include a timezone, e.g. 2030-01-01T00:00:00Z")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as error:
+        raise ValueError(f"datetime {value.isoformat()} is out of range in UTC") from error
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]

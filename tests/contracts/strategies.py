@@ -7,7 +7,7 @@ offsets, because JSON serialization drops the seconds of an offset.
 from __future__ import annotations
 
 import string
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar, get_args
 
 from hypothesis import strategies as st
@@ -112,7 +112,12 @@ question_ids = numbered("q")
 whole_minute_offsets = st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1).map(
     lambda minutes: timezone(timedelta(minutes=minutes))
 )
-aware_datetimes = st.datetimes(timezones=whole_minute_offsets)
+aware_datetimes = st.datetimes(
+    # a day inside datetime's range, so every offset still converts to UTC
+    min_value=datetime(1, 1, 2),
+    max_value=datetime(9999, 12, 30),
+    timezones=whole_minute_offsets,
+)
 any_datetimes = aware_datetimes  # contracts refuse naive datetimes
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -150,3 +150,11 @@ def test_revalidation_accepts_nested_contracts_left_as_plain_dicts() -> None:
     example = EXAMPLES[DraftArticle]
     data = {**dict(example), "body": example.body.model_dump(mode="json")}
     assert DraftArticle.model_validate(DraftArticle.model_construct(**data)) == example
+
+
+def test_a_datetime_that_overflows_when_converted_to_utc_is_a_validation_error() -> None:
+    early = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))
+    with pytest.raises(ValidationError) as caught:
+        Budget(deadline=early)
+    assert [e["loc"] for e in caught.value.errors()] == [("deadline",)]
+    assert "out of range in UTC" in str(caught.value)
