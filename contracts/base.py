@@ -62,7 +62,7 @@ class Contract(BaseModel):
 UPGRADE_MARK = "__contract_upgrade__"
 """Attribute an ``@upgrader`` leaves on its function: the (from, to) versions it bridges."""
 
-C = TypeVar("C", bound="classmethod[Any, Any, Any]")
+C = TypeVar("C")
 
 
 def upgrader(*, from_version: str, to_version: str) -> Callable[[C], C]:

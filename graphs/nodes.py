@@ -52,7 +52,7 @@ def research(call: NodeCall) -> NodeResult:
     handoff = build_handoff(
         call.task,
         call.step,
-        next_action="write" if bundle.result_status != "failed" else "end",
+        next_action="writer" if bundle.result_status != "failed" else "__end__",
         bundle=bundle,
         artifacts=list(bundle.artifact_refs),
         receipts=output.receipts,
@@ -90,7 +90,7 @@ def writer(call: NodeCall) -> NodeResult:
     next_handoff = build_handoff(
         call.task,
         call.step,
-        next_action="review",
+        next_action="reviewer",
         bundle=bundle,
         artifacts=[draft.body],
         receipts=output.receipts,
@@ -125,7 +125,7 @@ def reviewer(call: NodeCall) -> NodeResult:
     next_handoff = build_handoff(
         call.task,
         call.step,
-        next_action="finalize" if review.verdict == "approved" else "write",
+        next_action="finalize" if review.verdict == "approved" else "writer",
         bundle=bundle,
         artifacts=artifacts,
         receipts=output.receipts,
@@ -153,7 +153,7 @@ def finalize(call: NodeCall) -> NodeResult:
         if only_revised_draft(report) and call.task.policies.on_stale == "reevaluate" and handoff:
             # an unreviewed revision is never published: send it back to review
             adopted = adopt_head(draft, call.ctx.store)
-            back = handoff.model_copy(update={"next_allowed_action": "review"})
+            back = handoff.model_copy(update={"next_allowed_action": "reviewer"})
             return NodeResult(
                 {"draft": adopted, "handoff": back, "freshness": report},
                 Usage(),
@@ -279,9 +279,9 @@ def approve_research(call: NodeCall) -> NodeResult:
             fact_count=len(bundle.facts),
             reason=decision.reason,
         )
-        ended = updated.model_copy(update={"next_allowed_action": "end"})
+        ended = updated.model_copy(update={"next_allowed_action": "__end__"})
         return NodeResult({"handoff": ended, "outcome": outcome}, Usage(), [])
-    proceed = updated.model_copy(update={"next_allowed_action": "write"})
+    proceed = updated.model_copy(update={"next_allowed_action": "writer"})
     return NodeResult({"handoff": proceed}, Usage(), [])
 
 
@@ -301,7 +301,7 @@ def review_decision(call: NodeCall) -> NodeResult:
     )
     decision, updated = ask(request, handoff, call.step)
     if decision.action == "grant_round":
-        proceed = updated.model_copy(update={"next_allowed_action": "write"})
+        proceed = updated.model_copy(update={"next_allowed_action": "writer"})
         return NodeResult({"handoff": proceed}, Usage(), [])
     pending = [_change_error(change) for change in review.required_changes]
     if decision.action == "accept_partial":
@@ -331,7 +331,7 @@ def review_decision(call: NodeCall) -> NodeResult:
             fact_count=len(bundle.facts),
             reason=decision.reason,
         )
-    ended = updated.model_copy(update={"next_allowed_action": "end"})
+    ended = updated.model_copy(update={"next_allowed_action": "__end__"})
     return NodeResult({"handoff": ended, "outcome": outcome}, Usage(), [])
 
 

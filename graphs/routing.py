@@ -52,8 +52,8 @@ def route_after_research(
 Resumption = Literal["research", "writer", "reviewer", "finalize", "stale_decision", "__end__"]
 ACTION_NODE: dict[str, Resumption] = {
     "research": "research",
-    "write": "writer",
-    "review": "reviewer",
+    "writer": "writer",
+    "reviewer": "reviewer",
     "finalize": "finalize",
 }
 

@@ -28,8 +28,8 @@ from graphs.ports import ArtifactStore, StepInfo
 MAX_STALE_ROUNDS = 3
 """Consecutive re-evaluations before giving up with STALE_INPUT (nothing loops forever)."""
 CONSUMER_ACTION: dict[str, NextAction] = {
-    "writer": "write",
-    "reviewer": "review",
+    "writer": "writer",
+    "reviewer": "reviewer",
     "finalize": "finalize",
 }
 
@@ -57,7 +57,7 @@ def producer_action(report: FreshnessReport) -> NextAction:
     """Where to go back to: research for anything research produced, else the writer."""
     if any(check.producer == "research" for check in report.problems()):
         return "research"
-    return "write"
+    return "writer"
 
 
 def only_revised_draft(report: FreshnessReport) -> bool:

@@ -175,7 +175,7 @@ def test_reviewer_flags_a_draft_over_the_word_limit() -> None:
             task_version=1,
             objective="Explain it",
             from_node="writer",
-            next_allowed_action="review",
+            next_allowed_action="reviewer",
             provenance={"producer": "writer", "node": "writer"},
         )
         step = StepInfo(thread_id="t", node="reviewer", step=3, task_version=1)

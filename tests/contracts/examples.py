@@ -223,7 +223,7 @@ def handoff() -> Handoff:
         task_version=2,
         objective="Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs",
         from_node="research",
-        next_allowed_action="write",
+        next_allowed_action="writer",
         accepted_decisions=[
             Decision(text="Write for a general audience.", provenance=provenance())
         ],

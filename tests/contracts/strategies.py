@@ -32,7 +32,6 @@ from contracts import (
     HumanAction,
     HumanDecision,
     HumanRequest,
-    NextAction,
     NodeError,
     NodeRun,
     NodeStatus,
@@ -346,13 +345,18 @@ run_outcomes = st.builds(
     reason=optional(texts()),
 )
 
+node_names = st.sampled_from(
+    ["research", "approve_research", "writer", "reviewer", "finalize", "__end__"]
+) | st.from_regex(r"[a-z][a-z0-9_]{0,30}", fullmatch=True)
+"""What a Handoff may name as its next node: the graph's names, or any name of that shape."""
+
 handoffs = st.builds(
     Handoff,
     task_id=identifiers,
     task_version=positive,
     objective=texts(),
     from_node=texts(),
-    next_allowed_action=literals(NextAction),
+    next_allowed_action=node_names,
     accepted_decisions=few(st.builds(Decision, text=texts(min_size=1), provenance=provenances)),
     constraints=few(st.builds(ConstraintItem, text=texts(min_size=1), provenance=provenances)),
     authoritative_inputs=few(

@@ -201,7 +201,7 @@ def test_upgrader_must_sit_above_classmethod() -> None:
         return data
 
     with pytest.raises(TypeError, match="above @classmethod"):
-        upgrader(from_version="1.0", to_version="1.1")(step)  # type: ignore[type-var]
+        upgrader(from_version="1.0", to_version="1.1")(step)
 
 
 @pytest.mark.parametrize(("source", "target"), [("1", "1.1"), ("1.0", "v2"), ("1.0", "1.0")])

@@ -49,7 +49,7 @@ HANDOFF = Handoff(
     task_version=1,
     objective=OBJECTIVE,
     from_node="research",
-    next_allowed_action="write",
+    next_allowed_action="writer",
     provenance={"producer": "research", "node": "research"},
 )
 
