@@ -368,10 +368,9 @@ def schema(
     name: Annotated[str, typer.Argument(help="Contract name, e.g. TaskSpec.")],
 ) -> None:
     """Print a contract's JSON Schema."""
-    from contracts import TOP_LEVEL_CONTRACTS
-    from contracts.registry import render_schema
+    from contracts.registry import by_name, render_schema
 
-    models = {model.__name__: model for model in TOP_LEVEL_CONTRACTS}
+    models = by_name()
     if name not in models:
         err.print(f"error: unknown contract {name!r}; expected one of {', '.join(models)}")
         raise typer.Exit(int(ExitCode.USAGE))

@@ -3,7 +3,7 @@
 from contracts.a2a import TaskState
 from contracts.artifacts import ArtifactKind, ArtifactRef
 from contracts.audit import NodeError, NodeRun, NodeStatus, Usage
-from contracts.base import SCHEMA_VERSION, Contract, VersionedContract
+from contracts.base import Contract, VersionedContract, upgrader
 from contracts.decisions import DecisionLog, RecordedDecision
 from contracts.draft import DraftArticle
 from contracts.errors import ErrorCode, ErrorDetail, ErrorKind, ResultStatus
@@ -19,15 +19,13 @@ from contracts.handoff import (
 from contracts.human import Answer, FactSummary, HumanAction, HumanDecision, HumanRequest
 from contracts.outcome import RunOutcome
 from contracts.provenance import Provenance
-from contracts.registry import TOP_LEVEL_CONTRACTS, serializable_types
+from contracts.registry import registered, serializable_types
 from contracts.research import CONFIDENCE_RULE, Fact, Question, ResearchBundle, Source, Span
 from contracts.review import RequiredChange, ReviewResult, Verdict
 from contracts.task import Budget, Constraints, Policies, StalePolicy, TaskSpec
 
 __all__ = [
     "CONFIDENCE_RULE",
-    "SCHEMA_VERSION",
-    "TOP_LEVEL_CONTRACTS",
     "Answer",
     "ArtifactKind",
     "ArtifactRef",
@@ -73,5 +71,7 @@ __all__ = [
     "Usage",
     "Verdict",
     "VersionedContract",
+    "registered",
     "serializable_types",
+    "upgrader",
 ]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from contracts.base import Contract, Sha256Hex, UtcDatetime, VersionedContract
+from contracts.base import Contract, Sha256Hex, UtcDatetime, VersionedContract, upgrader
 from contracts.errors import ErrorKind
 
 NodeStatus = Literal["ready", "running", "waiting_user", "succeeded", "failed"]
@@ -28,6 +28,8 @@ class NodeError(Contract):
 
 class NodeRun(VersionedContract):
     """One attempt of one node; the thread's audit log is a list of these."""
+
+    VERSION: ClassVar[str] = "1.1"
 
     kind: Literal["node_run"] = Field(default="node_run", description="Discriminator.")
     task_version: int = Field(ge=1, description="Task version the attempt worked on.")
@@ -59,3 +61,9 @@ class NodeRun(VersionedContract):
         description="True when the node did not run: a finished attempt with the same input "
         "hash (typically before a crash) had recorded its result, which was reused.",
     )
+
+    @upgrader(from_version="1.0", to_version="1.1")
+    @classmethod
+    def _records_the_agent(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """1.1 names the agent implementation; a 1.0 record did not know it."""
+        return {**data, "agent": None}

@@ -1,14 +1,27 @@
-"""Shared base for every contract: strict, described, versioned."""
+"""Shared base for every contract: strict, described, versioned per contract, registered."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-SCHEMA_VERSION = "1.0"
-"""The schema version this code writes."""
+INITIAL_VERSION = "1.0"
+"""The version a contract has until it declares another ``VERSION``."""
+
+VERSION_PATTERN = re.compile(r"^[1-9][0-9]*\.[0-9]+$")
+"""Versions are ``MAJOR.MINOR`` strings, as written into every stored payload."""
 
 Identifier = Annotated[
     str,
@@ -28,7 +41,10 @@ Sha256Hex = Annotated[
 def _to_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("datetime must include a timezone, e.g. 2030-01-01T00:00:00Z")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as error:
+        raise ValueError(f"datetime {value.isoformat()} is out of range in UTC") from error
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
@@ -43,34 +59,225 @@ class Contract(BaseModel):
     )
 
 
+UPGRADE_MARK = "__contract_upgrade__"
+"""Attribute an ``@upgrader`` leaves on its function: the (from, to) versions it bridges."""
+
+C = TypeVar("C")
+
+
+def upgrader(*, from_version: str, to_version: str) -> Callable[[C], C]:
+    """Declare a classmethod that turns a ``from_version`` payload into a ``to_version`` one.
+
+    Goes above ``@classmethod``. The method receives the stored payload as a dict (values
+    as read: plain data, or contract instances for nested parts) and returns the payload of
+    the next version; ``schema_version`` is set for it. Upgraders chain, so each one only
+    bridges one step and old steps never need rewriting.
+    """
+    for version in (from_version, to_version):
+        if not VERSION_PATTERN.match(version):
+            raise ValueError(f"upgrader version {version!r} is not MAJOR.MINOR, e.g. '1.0'")
+    if from_version == to_version:
+        raise ValueError(f"upgrader from {from_version!r} to itself upgrades nothing")
+
+    def mark(method: C) -> C:
+        if not isinstance(method, classmethod):
+            raise TypeError("@upgrader(...) must be placed above @classmethod")
+        setattr(method.__func__, UPGRADE_MARK, (from_version, to_version))
+        return method
+
+    return mark
+
+
+_REGISTERED: dict[str, type[VersionedContract]] = {}
+"""Every top-level contract class defined so far, by ``module.qualname``."""
+
+
+def defined_contracts() -> list[type[VersionedContract]]:
+    """Every top-level contract class created in this process, in definition order.
+
+    Use ``contracts.registry.registered()`` instead: it first imports every module of the
+    package, so a contract is found whether or not anything imported it yet.
+    """
+    return list(_REGISTERED.values())
+
+
+def _upgrade_steps(cls: type[VersionedContract]) -> dict[str, tuple[str, str]]:
+    """The declared upgraders of a class as ``from -> (to, method name)``, checked to chain.
+
+    Checked when the class is defined, so a broken chain (a step that leads nowhere, a
+    loop, two ways out of one version) fails at import instead of on some stored thread.
+    """
+    methods: dict[str, tuple[str, str]] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            if isinstance(value, classmethod):
+                mark = getattr(value.__func__, UPGRADE_MARK, None)
+                if mark is not None:
+                    methods[name] = mark
+    steps: dict[str, tuple[str, str]] = {}
+    for name, (source, target) in sorted(methods.items()):
+        if source in steps:
+            raise TypeError(
+                f"{cls.__name__} declares two upgraders from {source!r}: "
+                f"{steps[source][1]} and {name}"
+            )
+        steps[source] = (target, name)
+    if cls.VERSION in steps:
+        raise TypeError(
+            f"{cls.__name__} upgrades from its current version {cls.VERSION!r} "
+            f"({steps[cls.VERSION][1]}); raise VERSION to the version that upgrader produces"
+        )
+    for source in steps:
+        seen = [source]
+        version = source
+        while version != cls.VERSION:
+            if version not in steps:
+                raise TypeError(
+                    f"{cls.__name__}: upgrading {source!r} stops at {version!r}, which is neither "
+                    f"the current version {cls.VERSION!r} nor upgraded further"
+                )
+            version = steps[version][0]
+            if version in seen:
+                raise TypeError(f"{cls.__name__}: upgraders loop through {version!r}")
+            seen.append(version)
+    return steps
+
+
+def _schema_version_field(cls: type[VersionedContract]) -> Any:
+    older = ", ".join(cls.SUPPORTED_VERSIONS[:-1])
+    readers = (
+        f"readers upgrade {older} and refuse any other version"
+        if older
+        else "readers refuse any other version"
+    )
+    return Field(
+        default=cls.VERSION,
+        description=f"Schema version of this contract: writers write {cls.VERSION}; {readers}.",
+        json_schema_extra={"enum": [cls.VERSION]},
+    )
+
+
 class VersionedContract(Contract):
     """Base for top-level contracts, which travel between agents and processes.
 
-    The version is checked explicitly because LangGraph's deserializer falls back to
-    ``model_construct`` on schema drift: an object written by another version must be
-    refused loudly rather than half-loaded. (Drift *within* a version, such as an extra
-    field, is dropped by ``model_construct`` before we see it: bump the version when the
-    shape changes.)
+    Each contract carries its own ``VERSION``; a shape change raises it and adds an
+    ``@upgrader`` from the previous version, so payloads stored by older code (checkpoints,
+    JSON files) are brought to the current shape whenever they are validated, and threads
+    survive the change. Any other version is refused loudly: LangGraph's deserializer falls
+    back to ``model_construct`` when the constructor fails, so a payload it could not read
+    must still fail on the re-validation every node does, rather than be half-loaded.
+
+    Every subclass registers itself when it is defined; nothing lists contracts by hand.
     """
 
-    SUPPORTED_VERSIONS: ClassVar[tuple[str, ...]] = (SCHEMA_VERSION,)
+    VERSION: ClassVar[str] = INITIAL_VERSION
+    """The version this code writes; raise it (with an upgrader) when the shape changes."""
+    SUPPORTED_VERSIONS: ClassVar[tuple[str, ...]] = (INITIAL_VERSION,)
+    """Versions a reader accepts, oldest first, the current one last (derived)."""
+    UPGRADE_STEPS: ClassVar[Mapping[str, tuple[str, str]]] = {}
+    """``from -> (to, upgrader method name)`` for every older supported version (derived)."""
 
     schema_version: str = Field(
-        default=SCHEMA_VERSION,
-        description="Schema version of this contract; readers refuse versions they do not support.",
-        json_schema_extra={"enum": [SCHEMA_VERSION]},
+        default=INITIAL_VERSION,
+        description="Schema version of this contract.",
+        json_schema_extra={"enum": [INITIAL_VERSION]},
     )
 
     def summary(self) -> str:
         """One line for progress output; empty when there is nothing worth showing."""
         return ""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Derive the version bookkeeping and the ``schema_version`` field of the subclass.
+
+        Runs before pydantic collects the fields, so the field's default and its schema
+        name this class's own version.
+        """
+        super().__init_subclass__(**kwargs)
+        if not VERSION_PATTERN.match(cls.VERSION):
+            raise TypeError(f"{cls.__name__}.VERSION {cls.VERSION!r} is not MAJOR.MINOR")
+        own_annotations: dict[str, Any] = cls.__dict__.get("__annotations__", {})
+        if "schema_version" in own_annotations:
+            raise TypeError(f"{cls.__name__} declares schema_version itself; set VERSION instead")
+        steps = _upgrade_steps(cls)
+        cls.UPGRADE_STEPS = steps
+        cls.SUPPORTED_VERSIONS = (
+            *sorted(steps, key=lambda version: -_distance(steps, version, cls.VERSION)),
+            cls.VERSION,
+        )
+        own_annotations = cls.__annotations__  # creates the class's own dict if it had none
+        own_annotations["schema_version"] = "str"
+        setattr(cls, "schema_version", _schema_version_field(cls))  # noqa: B010
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Register the finished class (fields and schema built) under its import path."""
+        super().__pydantic_init_subclass__(**kwargs)
+        _REGISTERED[f"{cls.__module__}.{cls.__qualname__}"] = cls
+
+    @classmethod
+    def upgrade(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A payload of any supported version, brought to the current version (unvalidated).
+
+        Raises ``ValueError`` naming the contract and the supported versions for any other
+        version, or when an upgrader fails.
+        """
+        current = dict(data)
+        version = current.get("schema_version", cls.VERSION)
+        while version != cls.VERSION:
+            if not isinstance(version, str) or version not in cls.UPGRADE_STEPS:
+                raise ValueError(cls.unsupported(version))
+            target, method = cls.UPGRADE_STEPS[version]
+            try:
+                upgraded = getattr(cls, method)(dict(current))
+            except Exception as error:
+                raise ValueError(
+                    f"{cls.__name__}.{method} could not upgrade a schema_version {version!r} "
+                    f"payload to {target!r}: {error}"
+                ) from error
+            if not isinstance(upgraded, dict):
+                raise ValueError(
+                    f"{cls.__name__}.{method} returned {type(upgraded).__name__}, not a dict"
+                )
+            current = {**upgraded, "schema_version": target}
+            version = target
+        return current
+
+    @classmethod
+    def unsupported(cls, version: object) -> str:
+        """The message for a version this code cannot read."""
+        supported = ", ".join(cls.SUPPORTED_VERSIONS)
+        return f"unsupported schema_version {version!r} for {cls.__name__}; supported: {supported}"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_older_versions(cls, data: Any, info: ValidationInfo) -> Any:
+        # Assigning schema_version hands this validator the whole field dict but keeps only
+        # the assigned value: an upgrade there would be half-applied, so it is left to the
+        # field check. (For a nested contract, field_name is the parent's field.)
+        if info.field_name == "schema_version" or not isinstance(data, dict):
+            return data
+        version = data.get("schema_version")
+        if not isinstance(version, str) or version not in cls.UPGRADE_STEPS:
+            return data
+        return cls.upgrade(data)
+
     @field_validator("schema_version")
     @classmethod
     def _check_version(cls, value: str) -> str:
-        if value not in cls.SUPPORTED_VERSIONS:
-            supported = ", ".join(cls.SUPPORTED_VERSIONS)
+        if value == cls.VERSION:
+            return value
+        if value in cls.UPGRADE_STEPS:
             raise ValueError(
-                f"unsupported schema_version {value!r} for {cls.__name__}; supported: {supported}"
+                f"schema_version {value!r} is older than {cls.__name__} {cls.VERSION!r}: "
+                f"validate the whole {value} payload so it is upgraded"
             )
-        return value
+        raise ValueError(cls.unsupported(value))
+
+
+def _distance(steps: Mapping[str, tuple[str, str]], version: str, current: str) -> int:
+    hops = 0
+    while version != current:
+        version = steps[version][0]
+        hops += 1
+    return hops

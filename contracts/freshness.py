@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from contracts.base import Contract, Sha256Hex, VersionedContract
+from contracts.base import Contract, Sha256Hex, VersionedContract, upgrader
 
 RefStatus = Literal["fresh", "stale", "tampered", "missing"]
 """fresh: unchanged; stale: a newer revision or changed content exists; tampered: stored
@@ -37,6 +37,8 @@ class FreshnessReport(VersionedContract):
     When the verdict is not ``fresh`` this is the StaleHandoff error contract: it names
     each stale, tampered or missing input with the recorded and current revision/hash.
     """
+
+    VERSION: ClassVar[str] = "1.1"
 
     kind: Literal["freshness_report"] = Field(
         default="freshness_report", description="Discriminator."
@@ -72,3 +74,15 @@ class FreshnessReport(VersionedContract):
     def summary(self) -> str:
         """Progress line: only inputs that were not fresh are worth showing."""
         return "" if self.verdict == "fresh" else f"inputs {self.verdict}: {self.describe()}"
+
+    @upgrader(from_version="1.0", to_version="1.1")
+    @classmethod
+    def _producers_became_channels(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """1.0 named the writer node as a draft's producer; 1.1 names the channel."""
+        checks = [
+            {**check, "producer": "draft"}
+            if isinstance(check, dict) and check.get("producer") == "writer"
+            else check
+            for check in data.get("checks", [])
+        ]
+        return {**data, "checks": checks}

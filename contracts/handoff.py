@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract
+from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract, upgrader
 from contracts.provenance import Provenance
 from contracts.research import Question
 
@@ -16,11 +16,21 @@ NextAction = Annotated[
     Field(
         min_length=1,
         max_length=100,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        description="Name of a graph node, or __end__.",
+        pattern=r"^(__end__|[a-z][a-z0-9_]*)$",
+        description="Name of the graph node that may continue the work, or '__end__'.",
     ),
 ]
-"""The node the graph runs next: the only action a handoff allows its consumer."""
+"""The next node, by name. Contracts cannot know the graph's nodes, only how a name looks."""
+
+ACTION_NODES_1_0 = {
+    "research": "research",
+    "approve_research": "approve_research",
+    "write": "writer",
+    "review": "reviewer",
+    "finalize": "finalize",
+    "end": "__end__",
+}
+"""Handoff 1.0 named an action; 1.1 names the node that takes it."""
 
 
 class Decision(Contract):
@@ -59,14 +69,16 @@ class ToolReceipt(Contract):
 class Handoff(VersionedContract):
     """What a producer promises its consumer; the consumer checks it before use."""
 
+    VERSION: ClassVar[str] = "1.1"
+
     kind: Literal["handoff"] = Field(default="handoff", description="Discriminator.")
     task_id: Identifier = Field(description="Task this handoff serves.")
     task_version: int = Field(ge=1, description="Task version the work was done for.")
     objective: str = Field(max_length=2000, description="The objective, restated.")
     from_node: str = Field(max_length=100, description="Producer node.")
     next_allowed_action: NextAction = Field(
-        description="The node that runs next (the only action the consumer may take), or "
-        "__end__; it is the route the graph took, never a prediction."
+        description="The node that runs next, the only one that may consume this handoff "
+        "('__end__': none may); it is the route the graph took, never a prediction."
     )
     accepted_decisions: list[Decision] = Field(default_factory=list, description="Decisions.")
     constraints: list[ConstraintItem] = Field(default_factory=list, description="Constraints.")
@@ -86,3 +98,14 @@ class Handoff(VersionedContract):
         default=0, ge=0, description="Extra review rounds a human granted beyond the budget."
     )
     provenance: Provenance = Field(description="Who made this handoff, where.")
+
+    @upgrader(from_version="1.0", to_version="1.1")
+    @classmethod
+    def _actions_became_node_names(cls, data: dict[str, Any]) -> dict[str, Any]:
+        action = data.get("next_allowed_action")
+        if action not in ACTION_NODES_1_0:
+            raise ValueError(
+                f"next_allowed_action {action!r} is not a 1.0 action; "
+                f"expected one of {sorted(ACTION_NODES_1_0)}"
+            )
+        return {**data, "next_allowed_action": ACTION_NODES_1_0[action]}

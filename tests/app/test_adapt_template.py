@@ -34,7 +34,7 @@ def extended(settings: Settings) -> Workflow:
 
 
 def test_the_added_node_runs_between_writer_and_reviewer_and_is_audited(
-    settings: Settings,
+    settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     with extended(settings) as workflow:
         outcome = workflow.run(OBJECTIVE, "t-ext")
@@ -43,8 +43,9 @@ def test_the_added_node_runs_between_writer_and_reviewer_and_is_audited(
         assert nodes == ["research", "writer", "fact_check", "reviewer", "finalize"]
         [audit] = [run for run in workflow.history("t-ext") if run.node_id == "fact_check"]
         assert audit.status == "succeeded" and audit.agent is None
-        check = workflow.state("t-ext")["fact_check"]
-        assert isinstance(check, FactCheck)
+        check = workflow.graph.get_state(workflow.config("t-ext")).values["fact_check"]
+        assert isinstance(check, FactCheck), "the checkpoint revives the new contract"
+        assert "unregistered" not in caplog.text.lower() and "blocked" not in caplog.text.lower()
         assert check.checked and check.unknown == []
         check_handoffs_follow_the_route(workflow)
         names = list(workflow.graph.get_graph().nodes)

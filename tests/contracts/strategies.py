@@ -7,7 +7,7 @@ offsets, because JSON serialization drops the seconds of an offset.
 from __future__ import annotations
 
 import string
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar, get_args
 
 from hypothesis import strategies as st
@@ -113,7 +113,12 @@ question_ids = numbered("q")
 whole_minute_offsets = st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1).map(
     lambda minutes: timezone(timedelta(minutes=minutes))
 )
-aware_datetimes = st.datetimes(timezones=whole_minute_offsets)
+aware_datetimes = st.datetimes(
+    # a day inside datetime's range, so every offset still converts to UTC
+    min_value=datetime(1, 1, 2),
+    max_value=datetime(9999, 12, 30),
+    timezones=whole_minute_offsets,
+)
 any_datetimes = aware_datetimes  # contracts refuse naive datetimes
 
 
@@ -342,13 +347,18 @@ run_outcomes = st.builds(
     reason=optional(texts()),
 )
 
+node_names = st.sampled_from(
+    ["research", "approve_research", "writer", "reviewer", "finalize", "__end__"]
+) | st.from_regex(r"[a-z][a-z0-9_]{0,30}", fullmatch=True)
+"""What a Handoff may name as its next node: the graph's names, or any name of that shape."""
+
 handoffs = st.builds(
     Handoff,
     task_id=identifiers,
     task_version=positive,
     objective=texts(),
     from_node=texts(),
-    next_allowed_action=st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,99}\Z"),
+    next_allowed_action=node_names,
     accepted_decisions=few(st.builds(Decision, text=texts(min_size=1), provenance=provenances)),
     constraints=few(st.builds(ConstraintItem, text=texts(min_size=1), provenance=provenances)),
     authoritative_inputs=few(

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from contracts import TOP_LEVEL_CONTRACTS, VersionedContract
+from contracts import VersionedContract, registered
 from contracts.registry import JSON_SCHEMA_DIALECT, SCHEMA_DIR, export_schemas, render_schema
 from tests.contracts.examples import EXAMPLES, contract_id
 
 REGENERATE = "run `python -m contracts` to regenerate contracts/schemas/ and commit the result"
 
-contracts = pytest.mark.parametrize("model", TOP_LEVEL_CONTRACTS, ids=contract_id)
+CONTRACTS = registered()
+contracts = pytest.mark.parametrize("model", CONTRACTS, ids=contract_id)
 
 
 def committed_schema(model: type[VersionedContract]) -> dict[str, Any]:
@@ -55,8 +56,11 @@ def is_described(root: dict[str, Any], prop: dict[str, Any]) -> bool:
     return False
 
 
-def test_every_top_level_contract_has_an_example() -> None:
-    assert set(EXAMPLES) == set(TOP_LEVEL_CONTRACTS)
+def test_every_registered_contract_has_an_example() -> None:
+    missing = [model.__name__ for model in CONTRACTS if model not in EXAMPLES]
+    assert missing == [], f"add an example to tests/contracts/examples.py for: {missing}"
+    unregistered = [model.__name__ for model in EXAMPLES if model not in CONTRACTS]
+    assert unregistered == [], f"examples of classes that are not registered: {unregistered}"
 
 
 @contracts
@@ -71,7 +75,7 @@ def test_committed_schema_file_equals_the_rendered_current_schema(
 
 
 def test_schema_folder_holds_no_file_for_a_contract_that_is_gone() -> None:
-    expected = {f"{model.__name__}.json" for model in TOP_LEVEL_CONTRACTS}
+    expected = {f"{model.__name__}.json" for model in CONTRACTS}
     present = {path.name for path in SCHEMA_DIR.iterdir()}
     assert present - expected == set(), (
         f"stale files in contracts/schemas/: {sorted(present - expected)}; "
@@ -128,11 +132,13 @@ def test_committed_schema_describes_every_property_including_defs(
 
 
 @contracts
-def test_schema_version_is_pinned_to_the_supported_versions_in_the_schema(
+def test_schema_version_is_pinned_to_the_contracts_own_current_version_in_the_schema(
     model: type[VersionedContract],
 ) -> None:
     prop = committed_schema(model)["properties"]["schema_version"]
-    assert prop["enum"] == list(model.SUPPORTED_VERSIONS)
+    assert prop["enum"] == [model.VERSION]
+    assert prop["default"] == model.VERSION
+    assert f"writers write {model.VERSION}" in prop["description"]
 
 
 @contracts

@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from contracts import (
-    SCHEMA_VERSION,
-    TOP_LEVEL_CONTRACTS,
     ArtifactRef,
     Budget,
     DraftArticle,
     TaskSpec,
     VersionedContract,
+    registered,
 )
 from tests.contracts.examples import EXAMPLES, contract_id
 
 BAD_VERSIONS = ["0.9", "2.0"]
 
-contracts = pytest.mark.parametrize("model", TOP_LEVEL_CONTRACTS, ids=contract_id)
+CONTRACTS = registered()
+contracts = pytest.mark.parametrize("model", CONTRACTS, ids=contract_id)
 bad_versions = pytest.mark.parametrize("version", BAD_VERSIONS)
 
 
@@ -40,10 +40,14 @@ def assert_names_unsupported_version(
     assert f"supported: {', '.join(model.SUPPORTED_VERSIONS)}" in message
 
 
-def test_the_written_version_is_the_only_supported_one() -> None:
-    for model in TOP_LEVEL_CONTRACTS:
-        assert model.SUPPORTED_VERSIONS == (SCHEMA_VERSION,)
-        assert EXAMPLES[model].schema_version == SCHEMA_VERSION
+@contracts
+def test_each_contract_writes_its_own_current_version_the_last_one_it_reads(
+    model: type[VersionedContract],
+) -> None:
+    assert model.SUPPORTED_VERSIONS[-1] == model.VERSION
+    assert set(model.SUPPORTED_VERSIONS[:-1]) == set(model.UPGRADE_STEPS)
+    assert EXAMPLES[model].schema_version == model.VERSION
+    assert model.model_construct().schema_version == model.VERSION
 
 
 @contracts
@@ -76,7 +80,7 @@ def test_assigning_an_unknown_schema_version_is_refused(
     with pytest.raises(ValidationError) as caught:
         instance.schema_version = version
     assert_names_unsupported_version(caught.value, model, version)
-    assert instance.schema_version == SCHEMA_VERSION
+    assert instance.schema_version == model.VERSION
 
 
 @contracts
@@ -146,3 +150,11 @@ def test_revalidation_accepts_nested_contracts_left_as_plain_dicts() -> None:
     example = EXAMPLES[DraftArticle]
     data = {**dict(example), "body": example.body.model_dump(mode="json")}
     assert DraftArticle.model_validate(DraftArticle.model_construct(**data)) == example
+
+
+def test_a_datetime_that_overflows_when_converted_to_utc_is_a_validation_error() -> None:
+    early = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))
+    with pytest.raises(ValidationError) as caught:
+        Budget(deadline=early)
+    assert [e["loc"] for e in caught.value.errors()] == [("deadline",)]
+    assert "out of range in UTC" in str(caught.value)
