@@ -90,6 +90,11 @@ def node(
     fingerprint: Fingerprint | None = None,
 ) -> Callable[[NodeBody], NodeSpec]:
     """Declare a node from its body; the declaration is checked now, not at first run."""
+    if agent is not None and not getattr(agent, "_is_runtime_protocol", False):
+        raise TypeError(
+            f"node {name!r}: agent {agent.__name__} must be a @runtime_checkable Protocol, so "
+            "the agent the app supplies can be checked against it"
+        )
 
     def declare(body: NodeBody) -> NodeSpec:
         spec = NodeSpec(

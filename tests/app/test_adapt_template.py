@@ -139,3 +139,31 @@ def test_a_node_left_out_of_the_wiring_but_routed_to_fails_the_build() -> None:
     without = tuple(pair for pair in WIRING_WITH_FACT_CHECK if pair[0] is not fact_check)
     with pytest.raises(ValueError, match=r"names no node: \['fact_check'\]"):
         build_graph(wiring=without)
+
+
+def test_a_node_whose_agent_has_no_implementation_fails_when_the_context_is_built(
+    settings: Settings,
+) -> None:
+    from typing import Protocol, runtime_checkable
+
+    from app.models import ModelConfigError
+    from app.services import build_context
+
+    @runtime_checkable
+    class Summarizer(Protocol):
+        def run(self, request: Any) -> Any: ...
+
+    summarize = node("summarize", reads=_Reads, writes=_WritesNothing, agent=Summarizer)(_noop)
+    wiring = (*WIRING, (summarize, route_after_fact_check))
+    with pytest.raises(ModelConfigError, match="'summarize' needs a Summarizer"):
+        build_context(settings, wiring=wiring)
+
+
+def test_an_agent_protocol_that_cannot_be_checked_fails_at_declaration() -> None:
+    from typing import Protocol
+
+    class Unchecked(Protocol):
+        def run(self, request: Any) -> Any: ...
+
+    with pytest.raises(TypeError, match="must be a @runtime_checkable Protocol"):
+        node("unchecked", reads=_Reads, writes=_WritesNothing, agent=Unchecked)
