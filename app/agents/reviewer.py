@@ -81,6 +81,14 @@ class OfflineReviewerAgent:
                         claim_id=ids[0],
                     )
                 )
+        if not cited_ids:
+            changes.append(
+                RequiredChange(
+                    code=ErrorCode.INSUFFICIENT_EVIDENCE,
+                    reason="the draft cites no fact: an empty article (or one with only "
+                    "headings) has nothing to verify and is never approved",
+                )
+            )
         accepted, rejected, checked = self._verify_claims(cited_ids, bundle, store, changes)
         self._check_constraints(task, body, changes)
         return Findings(body, changes, accepted, rejected, checked)

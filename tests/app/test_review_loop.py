@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from app.agents import OfflineWriterAgent
 from app.text import CITATION
 from app.workflow import Workflow
@@ -171,3 +173,21 @@ def test_reviewer_flags_a_draft_over_the_word_limit() -> None:
     assert ErrorCode.MISSING_SECTION in codes
     assert ErrorCode.UNCITED_SENTENCE in codes
     assert review.verdict == "rejected", "an empty bundle leaves nothing to write from"
+
+
+@pytest.mark.parametrize("body", ["", "# Only a heading\n", "# Title\n\n## Section\n"])
+def test_a_draft_with_no_cited_sentence_is_never_approved(workflow: Workflow, body: str) -> None:
+    workflow.graph.invoke(
+        {"task": workflow.task(OBJECTIVE)},
+        workflow.config("t-empty"),
+        context=workflow.context,
+        durability="sync",
+        interrupt_before=["reviewer"],
+    )
+    workflow.put_artifact("t-empty", "draft", body.encode())
+    outcome = workflow.resume("t-empty")
+    nodes = [run.node_id for run in workflow.history("t-empty") if run.status == "succeeded"]
+    after_edit = nodes[nodes.index("reviewer") :]
+    assert after_edit[:2] == ["reviewer", "writer"], "the empty draft went back to the writer"
+    assert outcome.result_status == "completed"
+    assert CITATION.search(workflow.artifact("t-empty", "article").decode())
