@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Protocol
 from urllib.parse import urlparse
 
 from app.checkpointing import UnsupportedDatabaseUrl, sqlite_path
-from app.postgres import DEFAULT_TIMEOUT, SchemaPool, is_postgres_url
+from app.postgres import PostgresTables, is_postgres_url
 from contracts import NodeError, NodeRun
 
 SQLITE_SCHEMA = """
@@ -303,31 +303,17 @@ def _abandoned(run: NodeRun, detail: str) -> NodeRun:
     )
 
 
-class PostgresRunLedger(SqlRunLedger):
+class PostgresRunLedger(PostgresTables, SqlRunLedger):
     """The ``handoff_node_runs`` table in the PostgreSQL schema that holds the checkpoints.
 
     Give it the Workflow's pool (``pool=``) to share connections, or a ``url`` to have it
-    open (and close) a pool of its own on first use. Every statement commits on its own;
+    open (and close) a pool of its own on first use. Statements commit on their own;
     sequence numbers are taken with ``max(seq) + 1`` and a retry on the rare collision.
     """
 
+    schema_sql = POSTGRES_SCHEMA
     placeholder = "%s"
     row_lock = " FOR UPDATE"
-
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        pool: Any | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        self._db = SchemaPool(
-            POSTGRES_SCHEMA, url, pool=pool, timeout=timeout, owner="PostgresRunLedger"
-        )
-
-    def setup(self) -> None:
-        """Create the table if it does not exist (idempotent, safe across processes)."""
-        self._db.setup()
 
     @contextmanager
     def _cursor(self) -> Iterator[_Cursor]:
@@ -359,10 +345,6 @@ class PostgresRunLedger(SqlRunLedger):
             assert row is not None
             return int(row[0])
         raise RuntimeError(f"could not record an attempt for thread {params[0]!r}")
-
-    def close(self) -> None:
-        """Close the pool this ledger opened itself (a shared pool belongs to its owner)."""
-        self._db.close()
 
 
 RunLedgerBackend = MemoryRunLedger | SqliteRunLedger | PostgresRunLedger
