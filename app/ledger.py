@@ -15,10 +15,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
-from urllib.parse import urlparse
 
-from app.checkpointing import UnsupportedDatabaseUrl, sqlite_path
-from app.postgres import PostgresTables, is_postgres_url
+from app.postgres import PostgresTables
 from contracts import NodeError, NodeRun
 
 SQLITE_SCHEMA = """
@@ -348,18 +346,3 @@ class PostgresRunLedger(PostgresTables, SqlRunLedger):
 
 
 RunLedgerBackend = MemoryRunLedger | SqliteRunLedger | PostgresRunLedger
-
-
-def ledger_for_url(url: str) -> RunLedgerBackend:
-    """The ledger that lives beside the checkpoints at ``url``; opens nothing yet."""
-    scheme = urlparse(url).scheme
-    if scheme == "memory":
-        return MemoryRunLedger()
-    if scheme == "sqlite":
-        return SqliteRunLedger(sqlite_path(url))
-    if is_postgres_url(url):
-        return PostgresRunLedger(url)
-    raise UnsupportedDatabaseUrl(
-        f"no run ledger for database URL scheme {scheme!r}; expected sqlite:///path, "
-        "postgresql://... or memory://"
-    )

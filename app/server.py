@@ -27,7 +27,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, ConfigDict
 
-from app.checkpointing import sqlite_path
+from app.backends import sqlite_path
 from app.postgres import describe_url
 from app.services import build_context
 from app.settings import PROJECT_ROOT, Settings
