@@ -1,19 +1,15 @@
-"""One factory, keyed by URL, for every checkpoint backend the project supports.
+"""The saver a Workflow checkpoints through: one writer per thread, whatever the database.
 
-``open_checkpointer(url)`` gives the bare saver (for the bare graph and scripts). The
-Workflow wraps it in :class:`SingleWriterSaver`, which sends the writes of a thread that
-this process has locked through the lock's own writer (see ``app/locks.py``).
+``app.backends.open_checkpointer(url)`` gives the bare saver (for the bare graph and
+scripts). The Workflow wraps it in :class:`SingleWriterSaver`, which sends the writes of a
+thread that this process has locked through the lock's own writer (see ``app/locks.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -24,70 +20,6 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
-
-from app.postgres import DEFAULT_TIMEOUT, is_postgres_url, open_pool, schema_lock
-from app.serde import contract_serializer
-
-
-class UnsupportedDatabaseUrl(ValueError):
-    """A database URL with a scheme this project cannot open."""
-
-
-def sqlite_path(url: str) -> Path:
-    """The file behind a ``sqlite:///relative`` or ``sqlite:////absolute`` URL."""
-    path = url.removeprefix("sqlite:///")
-    if not path or path == url:
-        raise UnsupportedDatabaseUrl(
-            f"invalid SQLite URL {url!r}; expected sqlite:///relative/path.db or "
-            "sqlite:////absolute/path.db"
-        )
-    return Path(path)
-
-
-def setup_postgres_saver(pool: Any) -> BaseCheckpointSaver[str]:
-    """A PostgresSaver over ``pool`` with its tables created (idempotent, race-free).
-
-    ``setup()`` runs LangGraph's migrations; two processes running them at once on a fresh
-    schema would collide, so they run under a per-schema advisory lock.
-    """
-    from langgraph.checkpoint.postgres import PostgresSaver
-
-    serde = contract_serializer()
-    with pool.connection() as conn, schema_lock(conn):
-        PostgresSaver(conn, serde=serde).setup()
-    return PostgresSaver(pool, serde=serde)
-
-
-@contextmanager
-def open_checkpointer(
-    url: str, *, timeout: float = DEFAULT_TIMEOUT
-) -> Iterator[BaseCheckpointSaver[str]]:
-    """Open (and set up, idempotently) the saver for ``url``; close it on exit."""
-    scheme = urlparse(url).scheme
-    serde = contract_serializer()
-    if scheme == "memory":
-        yield InMemorySaver(serde=serde)
-    elif scheme == "sqlite":
-        path = sqlite_path(url)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
-        try:
-            saver = SqliteSaver(conn, serde=serde)
-            saver.setup()
-            yield saver
-        finally:
-            conn.close()
-    elif is_postgres_url(url):
-        with open_pool(url, timeout) as pool:
-            yield setup_postgres_saver(pool)
-    else:
-        raise UnsupportedDatabaseUrl(
-            f"unsupported database URL scheme {scheme!r} in {url!r}; expected "
-            "sqlite:///path, postgresql://... or memory://"
-        )
-
 
 WriterRoute = Callable[[str], "BaseCheckpointSaver[str] | None"]
 """Given a thread id, the saver its writes must go through, or None for the inner saver."""

@@ -5,54 +5,73 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from app.cli_decisions import decision_from_flags, prompt_decision, render_request
-from app.errors import ThreadFinished
-from app.exit_codes import ExitCode, for_error, for_outcome
+from app.errors import ThreadFinished, UnknownContract
+from app.exit_codes import EXPECTED_ERRORS, for_error, for_outcome
 from app.settings import Settings
 from app.workflow import ARTIFACT_NAMES, Workflow
 from contracts import Constraints, RunOutcome, VersionedContract
 from graphs.boundary import describe_validation_error
 from graphs.errors import HandoffError
 
+out = Console(highlight=False, soft_wrap=True)
+wide = Console(highlight=False, width=None if out.is_terminal else 200)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, ValidationError):
+        return f"invalid {error.title}: {describe_validation_error(error)}"
+    if isinstance(error, HandoffError):
+        return error.message
+    return str(error)
+
+
+class _MappedErrors(TyperGroup):
+    """Every command's errors end here: one line on stderr and the error's exit code.
+
+    ``--debug`` adds the traceback but keeps the exit code, so a script that retries on a
+    code behaves the same while someone investigates. Errors that are not expected (see
+    ``EXPECTED_ERRORS``) are bugs and propagate with their traceback.
+    """
+
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # typer passes its own
+        """Run the command, turning an expected error into its exit code."""
+        try:
+            return super().invoke(ctx)
+        except EXPECTED_ERRORS as error:
+            if ctx.params.get("debug"):
+                sys.stderr.write("".join(traceback.format_exception(error)))
+            err.print(f"error: {_message(error)}", markup=False)
+            raise typer.Exit(int(for_error(error))) from None
+
+
 cli = typer.Typer(
+    cls=_MappedErrors,
     help="Run and inspect handoff workflows (Research → Writer → Reviewer).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=True)
-wide = Console(highlight=False, width=None if out.is_terminal else 200)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-_state: dict[str, Any] = {"debug": False}
 
 
 @cli.callback()
 def _options(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks on errors (the exit code stays).")
+    ] = False,
 ) -> None:
-    _state["debug"] = debug
-
-
-def _fail(error: BaseException) -> NoReturn:
-    if _state["debug"]:
-        raise error
-    code = for_error(error)
-    if isinstance(error, ValidationError):
-        message = f"invalid {error.title}: {describe_validation_error(error)}"
-    elif isinstance(error, HandoffError):
-        message = error.message
-    else:
-        message = str(error)
-    err.print(f"error: {message}", markup=False)
-    raise typer.Exit(int(code))
+    """Read by the error handler of ``_MappedErrors`` from the context's params."""
 
 
 def _workflow() -> Workflow:
@@ -121,26 +140,23 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
     """Run a new task on a new thread and print where the article is."""
-    try:
-        budget: dict[str, Any] = {}
-        if max_rounds is not None:
-            budget["max_review_rounds"] = max_rounds
-        with _workflow() as workflow:
-            task = workflow.task(
-                objective,
-                corpus=[str(path) for path in corpus or []],
-                constraints=Constraints(max_words=max_words, required_sections=section or []),
-                budget=budget,
-                questions=question or [],
-                policies={
-                    "require_approval": require_approval,
-                    "on_review_exhausted": "ask" if ask_on_review else "end",
-                },
-            )
-            outcome = workflow.run(task, thread, on_progress=None if as_json else _progress)
-            _print_outcome(outcome, workflow.settings, as_json)
-    except (HandoffError, ValidationError, OSError, ValueError) as error:
-        _fail(error)
+    budget: dict[str, Any] = {}
+    if max_rounds is not None:
+        budget["max_review_rounds"] = max_rounds
+    with _workflow() as workflow:
+        task = workflow.task(
+            objective,
+            corpus=[str(path) for path in corpus or []],
+            constraints=Constraints(max_words=max_words, required_sections=section or []),
+            budget=budget,
+            questions=question or [],
+            policies={
+                "require_approval": require_approval,
+                "on_review_exhausted": "ask" if ask_on_review else "end",
+            },
+        )
+        outcome = workflow.run(task, thread, on_progress=None if as_json else _progress)
+        _print_outcome(outcome, workflow.settings, as_json)
     raise typer.Exit(int(for_outcome(outcome)))
 
 
@@ -194,11 +210,9 @@ def resume(
                 thread_id, decision, on_progress=None if as_json else _progress
             )
             _print_outcome(outcome, workflow.settings, as_json)
-    except ThreadFinished as finished:
+    except ThreadFinished as finished:  # show how it ended, then exit with its code
         _print_outcome(finished.outcome, Settings(), as_json)
-        _fail(finished)
-    except (HandoffError, ValidationError, OSError, ValueError) as error:
-        _fail(error)
+        raise
     raise typer.Exit(int(for_outcome(outcome)))
 
 
@@ -208,12 +222,9 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Show a thread's current step, what comes next, and its outcome."""
-    try:
-        with _workflow() as workflow:
-            info = workflow.status(thread_id)
-            outcome = workflow.outcome(thread_id)
-    except (HandoffError, ValueError) as error:
-        _fail(error)
+    with _workflow() as workflow:
+        info = workflow.status(thread_id)
+        outcome = workflow.outcome(thread_id)
     if as_json:
         payload = {
             "thread_id": info.thread_id,
@@ -255,11 +266,8 @@ def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Print the thread's audit log: one row per node attempt."""
-    try:
-        with _workflow() as workflow:
-            runs = workflow.history(thread_id)
-    except (HandoffError, ValueError) as error:
-        _fail(error)
+    with _workflow() as workflow:
+        runs = workflow.history(thread_id)
     if as_json:
         out.print_json(json.dumps([json.loads(item.model_dump_json()) for item in runs]))
         return
@@ -286,11 +294,8 @@ def show(
     ] = "article",
 ) -> None:
     """Print an artifact of a thread (verified against its recorded sha256)."""
-    try:
-        with _workflow() as workflow:
-            data = workflow.artifact(thread_id, artifact)
-    except (HandoffError, ValueError) as error:
-        _fail(error)
+    with _workflow() as workflow:
+        data = workflow.artifact(thread_id, artifact)
     sys.stdout.write(data.decode("utf-8", errors="replace"))
     sys.stdout.flush()
 
@@ -302,12 +307,9 @@ def edit(
     file: Annotated[Path, typer.Option("--file", help="The new content.")],
 ) -> None:
     """Store a new revision of a thread's artifact; the thread notices it on resume."""
-    try:
-        content = file.read_bytes()
-        with _workflow() as workflow:
-            ref = workflow.put_artifact(thread_id, name, content)
-    except (HandoffError, OSError, ValueError) as error:
-        _fail(error)
+    content = file.read_bytes()
+    with _workflow() as workflow:
+        ref = workflow.put_artifact(thread_id, name, content)
     out.print(f"{ref.uri} revision {ref.revision} (sha256 {ref.sha256[:12]}…)", markup=False)
 
 
@@ -316,11 +318,8 @@ def threads(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List every thread in the checkpoint store."""
-    try:
-        with _workflow() as workflow:
-            ids = workflow.threads()
-    except (HandoffError, ValueError) as error:
-        _fail(error)
+    with _workflow() as workflow:
+        ids = workflow.threads()
     if as_json:
         out.print_json(json.dumps(ids))
         return
@@ -344,16 +343,9 @@ def serve(
     """Start the LangGraph dev server (for Studio and langgraph-sdk), offline."""
     from app import server
 
-    try:
-        plan = server.plan_dev_server(config=config, host=host, port=port, jobs=jobs, reload=reload)
-    except server.ServeError as error:
-        err.print(f"error: {error}", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE)) from None
+    plan = server.plan_dev_server(config=config, host=host, port=port, jobs=jobs, reload=reload)
     os.chdir(plan.cwd)  # where the server reads .env and resolves relative data paths
-    try:
-        settings = Settings()
-    except ValidationError as error:
-        _fail(error)
+    settings = Settings()
     for line in server.banner(plan, settings):
         out.print(line, markup=False)
     for name in server.dotenv_overrides(plan):
@@ -372,8 +364,7 @@ def schema(
 
     models = by_name()
     if name not in models:
-        err.print(f"error: unknown contract {name!r}; expected one of {', '.join(models)}")
-        raise typer.Exit(int(ExitCode.USAGE))
+        raise UnknownContract(f"unknown contract {name!r}; expected one of {', '.join(models)}")
     sys.stdout.write(render_schema(models[name]))
 
 
@@ -388,10 +379,7 @@ def db_init() -> None:
     from app.postgres import describe_url
 
     settings = Settings()
-    try:
-        found = init_database(settings)
-    except (HandoffError, ValueError, OSError) as error:
-        _fail(error)
+    found = init_database(settings)
     out.print(f"database ready: {describe_url(settings.resolved_database_url())}", markup=False)
     for line in found:
         out.print(f"  {line}", markup=False)

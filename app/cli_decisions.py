@@ -9,11 +9,15 @@ from typing import Any
 from rich.console import Console
 from rich.prompt import Prompt
 
-from contracts import HumanRequest
+from contracts import ErrorCode, HumanRequest
+from graphs.errors import ExitCode, HandoffError
 
 
-class DecisionInputError(ValueError):
+class DecisionInputError(HandoffError, ValueError):
     """Flags that do not make one decision (e.g. --approve with --reject)."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
 
 
 def render_request(request: HumanRequest, thread_id: str, console: Console) -> None:

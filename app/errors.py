@@ -1,33 +1,37 @@
-"""Errors the Python API raises to its callers; the CLI maps each to an exit code."""
+"""Errors the Python API raises to its callers, each with the exit code the CLI ends with."""
 
 from __future__ import annotations
 
 from contracts import ErrorCode, HumanRequest, RunOutcome
-from graphs.errors import HandoffError
+from graphs.errors import ExitCode, HandoffError
 
 
 class ThreadNotFound(HandoffError, LookupError):
     """No thread with that id exists in the checkpoint store."""
 
     code = ErrorCode.MISSING_INPUT
+    exit_code = ExitCode.NOT_FOUND
 
 
 class ThreadExists(HandoffError, ValueError):
     """A new run was asked for on a thread id that already has history."""
 
     code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
 
 
 class InvalidThreadId(HandoffError, ValueError):
     """A thread id that cannot be used to name artifacts safely."""
 
     code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
 
 
 class ThreadFinished(HandoffError, ValueError):
     """A resume was asked for on a thread that has already ended."""
 
     code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.ALREADY_FINISHED
 
     def __init__(self, message: str, outcome: RunOutcome) -> None:
         super().__init__(message)
@@ -38,6 +42,7 @@ class DecisionRequired(HandoffError, ValueError):
     """The thread waits for a human decision and none was given."""
 
     code = ErrorCode.MISSING_INPUT
+    exit_code = ExitCode.WAITING_FOR_HUMAN
 
     def __init__(self, message: str, request: HumanRequest | None) -> None:
         super().__init__(message)
@@ -48,24 +53,28 @@ class InvalidDecision(HandoffError, ValueError):
     """A human decision that does not answer the open request; nothing was saved."""
 
     code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
 
 
 class NotWaiting(HandoffError, ValueError):
     """A decision was given for a thread that is not waiting for one."""
 
     code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
 
 
 class UnknownArtifactName(HandoffError, LookupError):
     """An artifact name that the thread does not (yet) have."""
 
     code = ErrorCode.MISSING_INPUT
+    exit_code = ExitCode.NOT_FOUND
 
 
 class ThreadBusy(HandoffError, RuntimeError):
     """Another process is running or resuming the thread; nothing was changed."""
 
     code = ErrorCode.TRANSIENT
+    exit_code = ExitCode.THREAD_BUSY
 
 
 class DatabaseUnavailable(HandoffError, RuntimeError):
@@ -75,3 +84,11 @@ class DatabaseUnavailable(HandoffError, RuntimeError):
     """
 
     code = ErrorCode.TRANSIENT
+    exit_code = ExitCode.DATABASE_UNAVAILABLE
+
+
+class UnknownContract(HandoffError, LookupError):
+    """A contract name that is not one of the exported top-level contracts."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE

@@ -1,39 +1,23 @@
-"""Process exit codes of the CLI, mapped in one place."""
+"""Process exit codes of the CLI: an outcome's, or an error's, decided in one place each."""
 
 from __future__ import annotations
 
-from enum import IntEnum
-
 from pydantic import ValidationError
 
-from app.errors import (
-    DatabaseUnavailable,
-    DecisionRequired,
-    InvalidDecision,
-    InvalidThreadId,
-    NotWaiting,
-    ThreadBusy,
-    ThreadExists,
-    ThreadFinished,
-    ThreadNotFound,
-    UnknownArtifactName,
-)
 from contracts import RunOutcome, TaskState
+from graphs.errors import ExitCode, HandoffError
 
+__all__ = ["EXPECTED_ERRORS", "ExitCode", "for_error", "for_outcome"]
 
-class ExitCode(IntEnum):
-    """What a script can rely on; documented in the README."""
+_FOREIGN: tuple[tuple[type[Exception], ExitCode], ...] = (
+    (ValidationError, ExitCode.USAGE),  # before ValueError, which it subclasses
+    (OSError, ExitCode.FAILED),
+    (ValueError, ExitCode.FAILED),
+)
+"""Exceptions of other libraries the CLI reports as errors rather than as bugs."""
 
-    COMPLETED = 0
-    FAILED = 1
-    USAGE = 2
-    WAITING_FOR_HUMAN = 3
-    PARTIAL = 4
-    NOT_FOUND = 5
-    ALREADY_FINISHED = 6
-    THREAD_BUSY = 7
-    INTEGRITY = 8
-    DATABASE_UNAVAILABLE = 9
+EXPECTED_ERRORS: tuple[type[Exception], ...] = (HandoffError, *(kind for kind, _ in _FOREIGN))
+"""What a command may fail with on bad input or a bad environment; anything else is a bug."""
 
 
 def for_outcome(outcome: RunOutcome) -> ExitCode:
@@ -48,23 +32,10 @@ def for_outcome(outcome: RunOutcome) -> ExitCode:
 
 
 def for_error(error: BaseException) -> ExitCode:
-    """Exit code of an error raised by the Python API."""
-    from graphs.errors import IntegrityError
-
-    if isinstance(error, ThreadFinished):
-        return ExitCode.ALREADY_FINISHED
-    if isinstance(error, ThreadBusy):
-        return ExitCode.THREAD_BUSY
-    if isinstance(error, DatabaseUnavailable):
-        return ExitCode.DATABASE_UNAVAILABLE
-    if isinstance(error, DecisionRequired):
-        return ExitCode.WAITING_FOR_HUMAN
-    if isinstance(error, (ThreadNotFound, UnknownArtifactName)):
-        return ExitCode.NOT_FOUND
-    if isinstance(
-        error, (InvalidThreadId, ThreadExists, ValidationError, InvalidDecision, NotWaiting)
-    ):
-        return ExitCode.USAGE
-    if isinstance(error, IntegrityError):
-        return ExitCode.INTEGRITY
+    """Exit code of an error: the one its class states, else the one of its foreign kind."""
+    if isinstance(error, HandoffError):
+        return error.exit_code
+    for kind, code in _FOREIGN:
+        if isinstance(error, kind):
+            return code
     return ExitCode.FAILED

@@ -18,15 +18,19 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from contracts import ErrorCode
 from graphs.declare import NodeSpec
-from graphs.errors import TransientError
+from graphs.errors import ExitCode, HandoffError, TransientError
 
 KILL_POINTS = ("start", "after_artifact", "before_return")
 """Where a kill rule may act; ``attempt`` is where transient faults are raised."""
 
 
-class InvalidFaultSpec(ValueError):
-    """A HANDOFF_FAULT value that does not parse; refusing beats silently doing nothing."""
+class InvalidFaultSpec(HandoffError, ValueError):
+    """A HANDOFF_FAULT rule that would not parse, or never fire; refusing beats doing nothing."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
 
 
 @dataclass

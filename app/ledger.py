@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
+from typing import Any, ClassVar, Protocol
 
-from app.checkpointing import UnsupportedDatabaseUrl, sqlite_path
-from app.postgres import DEFAULT_TIMEOUT, SchemaPool, is_postgres_url
+from app.postgres import PostgresTables
 from contracts import NodeError, NodeRun
 
 SQLITE_SCHEMA = """
@@ -104,8 +105,149 @@ class MemoryRunLedger:
         """Nothing to release."""
 
 
-class SqliteRunLedger:
-    """A table in the thread's SQLite file; the connection opens on first use."""
+class _Cursor(Protocol):
+    """What the shared SQL needs of a cursor: sqlite3's and psycopg's (with tuple rows)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the last statement changed."""
+        ...
+
+    def execute(self, query: str, params: Sequence[Any], /) -> Any:
+        """Run one statement."""
+        ...
+
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """Every remaining row."""
+        ...
+
+
+class SqlRunLedger(ABC):
+    """The ``handoff_node_runs`` table, whichever SQL database holds it.
+
+    The statements are shared and written with ``?`` placeholders; a database supplies its
+    placeholder style, how a statement (or a transaction) gets a cursor, and how an attempt
+    gets the next sequence number without two processes taking the same one.
+    """
+
+    placeholder: ClassVar[str] = "?"
+    row_lock: ClassVar[str] = ""
+    """Appended to the SELECT of rows a transaction is about to update."""
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", self.placeholder)
+
+    @abstractmethod
+    def _cursor(self) -> AbstractContextManager[_Cursor]:
+        """A cursor whose every statement commits on its own."""
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[_Cursor]:
+        """A cursor whose statements commit together when the block ends (or not at all)."""
+
+    @abstractmethod
+    def _insert_next(self, statement: str, params: Sequence[Any]) -> int:
+        """Run the INSERT that takes ``max(seq) + 1`` so no two attempts share a number."""
+
+    def setup(self) -> None:
+        """Create the table now (it is otherwise created on first use)."""
+        with self._cursor():
+            pass
+
+    def start(self, thread_id: str, run: NodeRun) -> int:
+        """Record an attempt that is starting, durably; returns its sequence number."""
+        record = NodeRun.model_validate(run)
+        return self._insert_next(
+            self._sql(
+                "INSERT INTO handoff_node_runs "
+                "(thread_id, seq, node_id, input_hash, status, record) "
+                "SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ? "
+                "FROM handoff_node_runs WHERE thread_id = ? RETURNING seq"
+            ),
+            (
+                thread_id,
+                record.node_id,
+                record.input_hash,
+                record.status,
+                record.model_dump_json(),
+                thread_id,
+            ),
+        )
+
+    def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
+        """Store the attempt's final record (and result) in one committed statement."""
+        record = NodeRun.model_validate(run)
+        with self._cursor() as cursor:
+            cursor.execute(
+                self._sql(
+                    "UPDATE handoff_node_runs SET status = ?, record = ?, result = ? "
+                    "WHERE thread_id = ? AND seq = ?"
+                ),
+                (record.status, record.model_dump_json(), result, thread_id, seq),
+            )
+            changed = cursor.rowcount
+        if changed != 1:
+            raise LookupError(f"no ledger entry {seq} for thread {thread_id!r}")
+
+    def runs(self, thread_id: str) -> list[NodeRun]:
+        """Every record of the thread, oldest first, each re-validated."""
+        with self._cursor() as cursor:
+            rows = cursor.execute(
+                self._sql("SELECT record FROM handoff_node_runs WHERE thread_id = ? ORDER BY seq"),
+                (thread_id,),
+            ).fetchall()
+        return [NodeRun.model_validate_json(row[0]) for row in rows]
+
+    def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
+        """The stored update of the latest succeeded attempt with this input, if any."""
+        with self._cursor() as cursor:
+            row = cursor.execute(
+                self._sql(
+                    "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
+                    "AND input_hash = ? AND status = 'succeeded' AND result IS NOT NULL "
+                    "ORDER BY seq DESC LIMIT 1"
+                ),
+                (thread_id, node_id, input_hash),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def abandon_running(self, thread_id: str, detail: str) -> int:
+        """Mark attempts left 'running' by a process that died as failed; returns how many."""
+        with self._transaction() as cursor:
+            rows = cursor.execute(
+                self._sql(
+                    "SELECT seq, record FROM handoff_node_runs "
+                    "WHERE thread_id = ? AND status = 'running'" + self.row_lock
+                ),
+                (thread_id,),
+            ).fetchall()
+            for seq, record in rows:
+                run = _abandoned(NodeRun.model_validate_json(record), detail)
+                cursor.execute(
+                    self._sql(
+                        "UPDATE handoff_node_runs SET status = ?, record = ? "
+                        "WHERE thread_id = ? AND seq = ?"
+                    ),
+                    (run.status, run.model_dump_json(), thread_id, seq),
+                )
+        return len(rows)
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection(s) this ledger opened."""
+
+
+class SqliteRunLedger(SqlRunLedger):
+    """A table in the thread's SQLite file; the connection opens on first use.
+
+    One connection serves every thread of the process (guarded by a mutex); a new
+    sequence number is taken inside ``BEGIN IMMEDIATE``, which locks out every other
+    writer of the file until it commits, so no two processes can take the same one.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -123,98 +265,27 @@ class SqliteRunLedger:
             self._conn = conn
         return self._conn
 
-    def setup(self) -> None:
-        """Create the table now (it is otherwise created on first use)."""
+    @contextmanager
+    def _cursor(self) -> Iterator[_Cursor]:
         with self._lock:
-            self._connection()
+            yield self._connection().cursor()
 
-    def start(self, thread_id: str, run: NodeRun) -> int:
-        """Record an attempt that is starting, durably; returns its sequence number."""
-        record = NodeRun.model_validate(run)
+    @contextmanager
+    def _transaction(self) -> Iterator[_Cursor]:
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                (seq,) = conn.execute(
-                    "SELECT coalesce(max(seq), 0) + 1 FROM handoff_node_runs WHERE thread_id = ?",
-                    (thread_id,),
-                ).fetchone()
-                conn.execute(
-                    "INSERT INTO handoff_node_runs "
-                    "(thread_id, seq, node_id, input_hash, status, record) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        thread_id,
-                        seq,
-                        record.node_id,
-                        record.input_hash,
-                        record.status,
-                        record.model_dump_json(),
-                    ),
-                )
+                yield conn.cursor()
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    def _insert_next(self, statement: str, params: Sequence[Any]) -> int:
+        with self._transaction() as cursor:
+            (seq,) = cursor.execute(statement, params).fetchall()[0]
         return int(seq)
-
-    def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
-        """Store the attempt's final record (and result) in one committed statement."""
-        record = NodeRun.model_validate(run)
-        with self._lock:
-            cursor = self._connection().execute(
-                "UPDATE handoff_node_runs SET status = ?, record = ?, result = ? "
-                "WHERE thread_id = ? AND seq = ?",
-                (record.status, record.model_dump_json(), result, thread_id, seq),
-            )
-        if cursor.rowcount != 1:
-            raise LookupError(f"no ledger entry {seq} for thread {thread_id!r}")
-
-    def runs(self, thread_id: str) -> list[NodeRun]:
-        """Every record of the thread, oldest first, each re-validated."""
-        with self._lock:
-            rows = (
-                self._connection()
-                .execute(
-                    "SELECT record FROM handoff_node_runs WHERE thread_id = ? ORDER BY seq",
-                    (thread_id,),
-                )
-                .fetchall()
-            )
-        return [NodeRun.model_validate_json(row[0]) for row in rows]
-
-    def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
-        """The stored update of the latest succeeded attempt with this input, if any."""
-        with self._lock:
-            row = (
-                self._connection()
-                .execute(
-                    "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
-                    "AND input_hash = ? AND status = 'succeeded' AND result IS NOT NULL "
-                    "ORDER BY seq DESC LIMIT 1",
-                    (thread_id, node_id, input_hash),
-                )
-                .fetchone()
-            )
-        return None if row is None else str(row[0])
-
-    def abandon_running(self, thread_id: str, detail: str) -> int:
-        """Mark attempts left 'running' by a process that died as failed; returns how many."""
-        with self._lock:
-            conn = self._connection()
-            rows = conn.execute(
-                "SELECT seq, record FROM handoff_node_runs "
-                "WHERE thread_id = ? AND status = 'running'",
-                (thread_id,),
-            ).fetchall()
-            for seq, record in rows:
-                run = _abandoned(NodeRun.model_validate_json(record), detail)
-                conn.execute(
-                    "UPDATE handoff_node_runs SET status = ?, record = ? "
-                    "WHERE thread_id = ? AND seq = ?",
-                    (run.status, run.model_dump_json(), thread_id, seq),
-                )
-        return len(rows)
 
     def close(self) -> None:
         """Close the connection (it reopens on next use)."""
@@ -230,125 +301,48 @@ def _abandoned(run: NodeRun, detail: str) -> NodeRun:
     )
 
 
-class PostgresRunLedger:
+class PostgresRunLedger(PostgresTables, SqlRunLedger):
     """The ``handoff_node_runs`` table in the PostgreSQL schema that holds the checkpoints.
 
     Give it the Workflow's pool (``pool=``) to share connections, or a ``url`` to have it
-    open (and close) a pool of its own on first use. Every statement commits on its own;
+    open (and close) a pool of its own on first use. Statements commit on their own;
     sequence numbers are taken with ``max(seq) + 1`` and a retry on the rare collision.
     """
 
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        pool: Any | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        self._db = SchemaPool(
-            POSTGRES_SCHEMA, url, pool=pool, timeout=timeout, owner="PostgresRunLedger"
-        )
-        self._connection = self._db.connection
+    schema_sql = POSTGRES_SCHEMA
+    placeholder = "%s"
+    row_lock = " FOR UPDATE"
 
-    def setup(self) -> None:
-        """Create the table if it does not exist (idempotent, safe across processes)."""
-        self._db.setup()
+    @contextmanager
+    def _cursor(self) -> Iterator[_Cursor]:
+        from psycopg.rows import tuple_row
 
-    def start(self, thread_id: str, run: NodeRun) -> int:
-        """Record an attempt that is starting, durably; returns its sequence number."""
+        with self._db.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            yield cursor
+
+    @contextmanager
+    def _transaction(self) -> Iterator[_Cursor]:
+        from psycopg.rows import tuple_row
+
+        with (
+            self._db.connection() as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=tuple_row) as cursor,
+        ):
+            yield cursor
+
+    def _insert_next(self, statement: str, params: Sequence[Any]) -> int:
         from psycopg.errors import UniqueViolation
 
-        record = NodeRun.model_validate(run)
-        with self._connection() as conn:
-            for _ in range(20):
-                try:
-                    row = conn.execute(
-                        "INSERT INTO handoff_node_runs "
-                        "(thread_id, seq, node_id, input_hash, status, record) "
-                        "SELECT %s, coalesce(max(seq), 0) + 1, %s, %s, %s, %s "
-                        "FROM handoff_node_runs WHERE thread_id = %s RETURNING seq",
-                        (
-                            thread_id,
-                            record.node_id,
-                            record.input_hash,
-                            record.status,
-                            record.model_dump_json(),
-                            thread_id,
-                        ),
-                    ).fetchone()
-                except UniqueViolation:
-                    continue  # another process took that number between our read and write
-                assert row is not None
-                return int(row["seq"])
-        raise RuntimeError(f"could not record an attempt for thread {thread_id!r}")
-
-    def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
-        """Store the attempt's final record (and result) in one committed statement."""
-        record = NodeRun.model_validate(run)
-        with self._connection() as conn:
-            cursor = conn.execute(
-                "UPDATE handoff_node_runs SET status = %s, record = %s, result = %s "
-                "WHERE thread_id = %s AND seq = %s",
-                (record.status, record.model_dump_json(), result, thread_id, seq),
-            )
-        if cursor.rowcount != 1:
-            raise LookupError(f"no ledger entry {seq} for thread {thread_id!r}")
-
-    def runs(self, thread_id: str) -> list[NodeRun]:
-        """Every record of the thread, oldest first, each re-validated."""
-        with self._connection() as conn:
-            rows = conn.execute(
-                "SELECT record FROM handoff_node_runs WHERE thread_id = %s ORDER BY seq",
-                (thread_id,),
-            ).fetchall()
-        return [NodeRun.model_validate_json(row["record"]) for row in rows]
-
-    def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
-        """The stored update of the latest succeeded attempt with this input, if any."""
-        with self._connection() as conn:
-            row = conn.execute(
-                "SELECT result FROM handoff_node_runs WHERE thread_id = %s AND node_id = %s "
-                "AND input_hash = %s AND status = 'succeeded' AND result IS NOT NULL "
-                "ORDER BY seq DESC LIMIT 1",
-                (thread_id, node_id, input_hash),
-            ).fetchone()
-        return None if row is None else str(row["result"])
-
-    def abandon_running(self, thread_id: str, detail: str) -> int:
-        """Mark attempts left 'running' by a process that died as failed; returns how many."""
-        with self._connection() as conn, conn.transaction():
-            rows = conn.execute(
-                "SELECT seq, record FROM handoff_node_runs "
-                "WHERE thread_id = %s AND status = 'running' FOR UPDATE",
-                (thread_id,),
-            ).fetchall()
-            for row in rows:
-                run = _abandoned(NodeRun.model_validate_json(row["record"]), detail)
-                conn.execute(
-                    "UPDATE handoff_node_runs SET status = %s, record = %s "
-                    "WHERE thread_id = %s AND seq = %s",
-                    (run.status, run.model_dump_json(), thread_id, row["seq"]),
-                )
-        return len(rows)
-
-    def close(self) -> None:
-        """Close the pool this ledger opened itself (a shared pool belongs to its owner)."""
-        self._db.close()
+        for _ in range(20):
+            try:
+                with self._cursor() as cursor:
+                    row = cursor.execute(statement, params).fetchone()
+            except UniqueViolation:
+                continue  # another process took that number between our read and write
+            assert row is not None
+            return int(row[0])
+        raise RuntimeError(f"could not record an attempt for thread {params[0]!r}")
 
 
 RunLedgerBackend = MemoryRunLedger | SqliteRunLedger | PostgresRunLedger
-
-
-def ledger_for_url(url: str) -> RunLedgerBackend:
-    """The ledger that lives beside the checkpoints at ``url``; opens nothing yet."""
-    scheme = urlparse(url).scheme
-    if scheme == "memory":
-        return MemoryRunLedger()
-    if scheme == "sqlite":
-        return SqliteRunLedger(sqlite_path(url))
-    if is_postgres_url(url):
-        return PostgresRunLedger(url)
-    raise UnsupportedDatabaseUrl(
-        f"no run ledger for database URL scheme {scheme!r}; expected sqlite:///path, "
-        "postgresql://... or memory://"
-    )

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:  # psycopg is imported on first use, so SQLite-only processes start faster
@@ -241,3 +241,33 @@ class SchemaPool:
                 self._owned = None
                 self._pool = None
                 self._ready = False
+
+
+class PostgresTables:
+    """Base of a component whose tables live in the checkpoints' schema (audit, artifacts).
+
+    Give it the Workflow's pool (``pool=``) to share connections, or a ``url`` to have it
+    open a pool of its own on first use; ``close()`` releases only that one.
+    """
+
+    schema_sql: ClassVar[str]
+    """The ``CREATE TABLE IF NOT EXISTS`` script of the component's tables."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        pool: Any | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self._db = SchemaPool(
+            self.schema_sql, url, pool=pool, timeout=timeout, owner=type(self).__name__
+        )
+
+    def setup(self) -> None:
+        """Create the tables if they do not exist (idempotent, safe across processes)."""
+        self._db.setup()
+
+    def close(self) -> None:
+        """Close the pool opened here (a shared pool belongs to its owner)."""
+        self._db.close()

@@ -27,11 +27,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, ConfigDict
 
-from app.checkpointing import sqlite_path
+from app.backends import sqlite_path
 from app.postgres import describe_url
 from app.services import build_context
 from app.settings import PROJECT_ROOT, Settings
+from contracts import ErrorCode
 from graphs import RunContext, build_graph
+from graphs.errors import ExitCode, HandoffError
 
 GRAPH_ID = "handoff"
 """The graph's name in langgraph.json: the ``assistant_id`` SDK clients run."""
@@ -68,8 +70,11 @@ def make_graph(config: RunnableConfig) -> CompiledStateGraph[Any, Any, Any, Any]
     return builder.compile(name=GRAPH_ID)
 
 
-class ServeError(ValueError):
+class ServeError(HandoffError, ValueError):
     """The dev server cannot be started as asked (missing extra, config or port)."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
 
 
 @dataclass(frozen=True)

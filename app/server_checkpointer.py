@@ -23,56 +23,16 @@ from urllib.parse import urlparse
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from app.checkpointing import UnsupportedDatabaseUrl, open_checkpointer, sqlite_path
-from app.postgres import DEFAULT_TIMEOUT, connection_kwargs, is_postgres_url
+from app.backends import backend_for
 from app.serde import contract_serializer
 from app.settings import Settings
 
 
-def _prepare(url: str) -> None:
-    """Create the database and its tables, exactly as the CLI would."""
-    with open_checkpointer(url):
-        pass
-
-
 @asynccontextmanager
 async def open_async_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    """An async saver on the database at ``url``, with the contract serializer."""
-    scheme = urlparse(url).scheme
-    serde = contract_serializer()
-    if scheme == "memory":
-        yield InMemorySaver(serde=serde)
-        return
-    if scheme != "sqlite" and not is_postgres_url(url):
-        raise UnsupportedDatabaseUrl(
-            f"unsupported database URL scheme {scheme!r} in {url!r}; expected "
-            "sqlite:///path, postgresql://... or memory://"
-        )
-    await asyncio.to_thread(_prepare, url)
-    if scheme == "sqlite":
-        import aiosqlite
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-        async with aiosqlite.connect(str(sqlite_path(url)), timeout=30) as conn:
-            yield AsyncSqliteSaver(conn, serde=serde)
-        return
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from psycopg_pool import AsyncConnectionPool
-
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url,
-        kwargs=connection_kwargs(DEFAULT_TIMEOUT),  # the options of every project connection
-        min_size=1,
-        max_size=4,
-        timeout=DEFAULT_TIMEOUT,
-        check=AsyncConnectionPool.check_connection,
-        open=False,
-    )
-    await pool.open(wait=True, timeout=DEFAULT_TIMEOUT)
-    try:
-        yield AsyncPostgresSaver(pool, serde=serde)
-    finally:
-        await pool.close()
+    """An async saver on the database at ``url`` (tables created as the CLI would)."""
+    async with backend_for(url).async_checkpointer(url) as saver:
+        yield saver
 
 
 @cache

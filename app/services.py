@@ -6,9 +6,8 @@ from collections.abc import Mapping
 
 from langchain_core.language_models import BaseChatModel
 
-from app.backends import artifact_store_for
+from app.backends import artifact_store_for, ledger_for_url
 from app.faults import parse_faults
-from app.ledger import ledger_for_url
 from app.models import select_agents
 from app.settings import Settings
 from app.source_probe import FileSourceProbe

@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from app.checkpointing import open_checkpointer
-from app.ledger import ledger_for_url
+from app.backends import ledger_for_url, open_checkpointer
 from app.workflow import Workflow
 from bench._bare import NO_HANDOFF, BareAgents, MemoryStore, build_bare_graph
 from bench._common import (

@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.checkpointing import open_checkpointer, sqlite_path
+from app.backends import open_checkpointer, sqlite_path
 from app.serde import contract_serializer
 from app.workflow import Workflow
 from bench._bare import BareAgents, MemoryStore, build_bare_graph

@@ -1,14 +1,37 @@
-"""The workflow's error hierarchy: builtin bases, stable codes, one place to map them."""
+"""The workflow's error hierarchy: builtin bases, stable codes, and the exit code of each.
+
+``ExitCode`` lives here, beside the errors, so that every error class states the exit code
+a script sees for it; the CLI reads ``error.exit_code`` and maps nothing itself.
+"""
 
 from __future__ import annotations
 
+from enum import IntEnum
+from typing import ClassVar
+
 from contracts import ErrorCode
+
+
+class ExitCode(IntEnum):
+    """What a script can rely on; documented in the README."""
+
+    COMPLETED = 0
+    FAILED = 1
+    USAGE = 2
+    WAITING_FOR_HUMAN = 3
+    PARTIAL = 4
+    NOT_FOUND = 5
+    ALREADY_FINISHED = 6
+    THREAD_BUSY = 7
+    INTEGRITY = 8
+    DATABASE_UNAVAILABLE = 9
 
 
 class HandoffError(Exception):
     """Base of every error this project raises on purpose."""
 
     code: ErrorCode = ErrorCode.INTERNAL
+    exit_code: ClassVar[ExitCode] = ExitCode.FAILED
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -53,6 +76,7 @@ class IntegrityError(ArtifactError):
     """Stored bytes no longer match the sha256 they were recorded with."""
 
     code = ErrorCode.INTEGRITY_ERROR
+    exit_code = ExitCode.INTEGRITY
 
 
 class MissingContext(HandoffError, RuntimeError):

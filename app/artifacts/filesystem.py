@@ -20,20 +20,13 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from app.artifacts.records import (
-    Verification,
-    candidate,
-    check_id,
-    parse_artifact_uri,
-    recorded_revision,
-    sha256_hex,
-)
+from app.artifacts.base import ArtifactStoreBase
+from app.artifacts.records import candidate, check_entry, check_id, next_revision, sha256_hex
 from contracts import ArtifactKind, ArtifactRef
-from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError, InvalidArtifactId
+from graphs.errors import IntegrityError, InvalidArtifactId
 
 _SHA_PATTERN = re.compile(r"[0-9a-f]{64}")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -71,12 +64,14 @@ def _read_nofollow(path: Path) -> bytes:
         return handle.read()
 
 
-class FilesystemArtifactStore:
+class FilesystemArtifactStore(ArtifactStoreBase[None]):
     """Revisioned, hash-verified artifact storage in one directory, safe across processes.
 
     Nothing is touched until the first write, so constructing a store for a path that is
     only ever read (or never used) leaves the filesystem as it was.
     """
+
+    modified_where = "on disk"
 
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
@@ -132,13 +127,15 @@ class FilesystemArtifactStore:
             raise IntegrityError(f"invalid sha256 {sha256!r}: expected 64 lower-case hex digits")
         return "blobs", sha256[:2], sha256
 
-    @staticmethod
-    def _blob_name(sha256: str) -> str:
+    def _blob_name(self, sha256: str) -> str:
         return f"blobs/{sha256[:2]}/{sha256}"
+
+    def _session(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
     # -- history ---------------------------------------------------------------------
 
-    def _load_history(self, artifact_id: str) -> list[ArtifactRef]:
+    def _load_history(self, session: None, artifact_id: str) -> list[ArtifactRef]:
         path = self._path("refs", f"{artifact_id}.json")
         try:
             raw = _read_nofollow(path)
@@ -154,13 +151,7 @@ class FilesystemArtifactStore:
                 f"history of artifact {artifact_id!r} (refs/{artifact_id}.json) is unreadable: "
                 f"{exc}"
             ) from exc
-        for position, ref in enumerate(refs, start=1):
-            if ref.artifact_id != artifact_id or ref.revision != position:
-                raise IntegrityError(
-                    f"history of artifact {artifact_id!r} is inconsistent: entry {position} is "
-                    f"{ref.artifact_id!r} revision {ref.revision}"
-                )
-        return refs
+        return [check_entry(artifact_id, position, ref) for position, ref in enumerate(refs, 1)]
 
     def _save_history(self, artifact_id: str, refs: list[ArtifactRef]) -> None:
         self._ensure_dir("refs")
@@ -193,27 +184,11 @@ class FilesystemArtifactStore:
             pass
         _atomic_write(path, content)
 
-    def _read_blob(self, ref: ArtifactRef) -> bytes:
-        """Bytes of a revision, verified; errors name the uri, revision and blob."""
+    def _fetch_blob(self, session: None, sha256: str) -> bytes | None:
         try:
-            content = _read_nofollow(self._path(*self._blob_parts(ref.sha256)))
-        except FileNotFoundError as exc:
-            raise ArtifactNotFound(
-                f"{ref.uri} revision {ref.revision}: blob {self._blob_name(ref.sha256)} "
-                "is missing from the store"
-            ) from exc
-        actual = sha256_hex(content)
-        if actual != ref.sha256:
-            raise IntegrityError(
-                f"{ref.uri} revision {ref.revision}: blob {self._blob_name(ref.sha256)} was "
-                f"modified on disk; expected sha256 {ref.sha256}, actual {actual}"
-            )
-        return content
-
-    def _recorded(self, ref: ArtifactRef) -> tuple[ArtifactRef, list[ArtifactRef]]:
-        """The store's own record of ref's revision, so a forged ref cannot fetch bytes."""
-        history = self._load_history(check_id(ref.artifact_id))
-        return recorded_revision(ref, history), history
+            return _read_nofollow(self._path(*self._blob_parts(sha256)))
+        except FileNotFoundError:
+            return None
 
     # -- public API --------------------------------------------------------------------
 
@@ -226,34 +201,12 @@ class FilesystemArtifactStore:
         sha256 = first.sha256
         self._write_blob(sha256, content)
         with self._locked(artifact_id):
-            history = self._load_history(artifact_id)
-            if history:
-                head = history[-1]
-                if head.kind != kind:
-                    raise ArtifactError(
-                        f"artifact {artifact_id!r} is a {head.kind!r} artifact and cannot be "
-                        f"stored as {kind!r}; use a different artifact id"
-                    )
-                if head.sha256 == sha256 and head.media_type == media_type:
-                    return head
-            ref = first.model_copy(update={"revision": len(history) + 1})
-            self._save_history(artifact_id, [*history, ref])
+            history = self._load_history(None, artifact_id)
+            head = history[-1] if history else None
+            ref = next_revision(first, head.kind if head else None, head)
+            if ref is not head:
+                self._save_history(artifact_id, [*history, ref])
             return ref
-
-    def get(self, ref: ArtifactRef | dict[str, Any]) -> bytes:
-        """The bytes of exactly that revision, verified against its sha256."""
-        checked = ArtifactRef.model_validate(ref)
-        recorded, _ = self._recorded(checked)
-        return self._read_blob(recorded)
-
-    def head(self, artifact_id: str) -> ArtifactRef | None:
-        """The latest revision, or None if the artifact was never stored."""
-        history = self.history(artifact_id)
-        return history[-1] if history else None
-
-    def history(self, artifact_id: str) -> list[ArtifactRef]:
-        """Every revision, oldest first."""
-        return self._load_history(check_id(artifact_id))
 
     def ids(self) -> list[str]:
         """Every stored artifact id, sorted."""
@@ -270,33 +223,3 @@ class FilesystemArtifactStore:
             with contextlib.suppress(InvalidArtifactId):
                 found.append(check_id(stem))
         return sorted(found)
-
-    def get_uri(self, uri: str, revision: int | None = None) -> tuple[ArtifactRef, bytes]:
-        """Resolve an ``artifact://`` address to a ref and its bytes; the head by default."""
-        kind, artifact_id = parse_artifact_uri(uri)
-        history = self._load_history(artifact_id)
-        if not history:
-            raise ArtifactNotFound(f"{uri} is not in the store")
-        if revision is None:
-            ref = history[-1]
-        elif 1 <= revision <= len(history):
-            ref = history[revision - 1]
-        else:
-            raise ArtifactNotFound(
-                f"{uri} has no revision {revision}; the head is revision {len(history)}"
-            )
-        if ref.kind != kind:
-            raise ArtifactNotFound(f"{uri} is not in the store; {artifact_id!r} is a {ref.kind!r}")
-        return ref, self._read_blob(ref)
-
-    def verify(self, ref: ArtifactRef | dict[str, Any]) -> Verification:
-        """Classify a ref without raising, so callers can decide how to treat old inputs."""
-        checked = ArtifactRef.model_validate(ref)
-        try:
-            recorded, history = self._recorded(checked)
-            self._read_blob(recorded)
-        except ArtifactNotFound:
-            return "missing"
-        except IntegrityError:
-            return "tampered"
-        return "stale" if recorded.revision < len(history) else "fresh"

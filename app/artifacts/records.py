@@ -10,7 +10,7 @@ import re
 from typing import Literal, cast, get_args
 
 from contracts import ArtifactKind, ArtifactRef
-from graphs.errors import ArtifactNotFound, IntegrityError, InvalidArtifactId
+from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError, InvalidArtifactId
 
 Verification = Literal["fresh", "stale", "tampered", "missing"]
 """What verify() found: current, superseded, bytes changed on disk, or gone."""
@@ -105,3 +105,31 @@ def recorded_revision(ref: ArtifactRef, history: list[ArtifactRef]) -> ArtifactR
             f"{recorded.sha256}, ref sha256 {ref.sha256})"
         )
     return recorded
+
+
+def check_entry(artifact_id: str, position: int, ref: ArtifactRef) -> ArtifactRef:
+    """Refuse a history entry recorded for another id or at another place in the history."""
+    if ref.artifact_id != artifact_id or ref.revision != position:
+        raise IntegrityError(
+            f"history of artifact {artifact_id!r} is inconsistent: entry {position} is "
+            f"{ref.artifact_id!r} revision {ref.revision}"
+        )
+    return ref
+
+
+def next_revision(
+    first: ArtifactRef, stored_kind: str | None, head: ArtifactRef | None
+) -> ArtifactRef:
+    """What a put records after ``head``: the head itself if it holds the same content.
+
+    ``first`` is the put's revision-1 ref (see :func:`candidate`); ``stored_kind`` is the
+    kind the id was first stored as, which it keeps for life.
+    """
+    if stored_kind is not None and stored_kind != first.kind:
+        raise ArtifactError(
+            f"artifact {first.artifact_id!r} is a {stored_kind!r} artifact and cannot be "
+            f"stored as {first.kind!r}; use a different artifact id"
+        )
+    if head is not None and head.sha256 == first.sha256 and head.media_type == first.media_type:
+        return head
+    return first.model_copy(update={"revision": (head.revision if head else 0) + 1})

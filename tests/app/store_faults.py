@@ -15,7 +15,7 @@ def tamper(store: Any, ref: ArtifactRef) -> None:
         path.chmod(0o644)
         path.write_bytes(path.read_bytes() + b"\nInjected sentence that nobody wrote.\n")
         return
-    with store._connection() as conn:
+    with store._session() as conn:
         conn.execute(
             "UPDATE handoff_artifact_blobs SET content = content || %s WHERE sha256 = %s",
             (b"\nInjected sentence.\n", ref.sha256),
@@ -27,7 +27,7 @@ def delete(store: Any, ref: ArtifactRef) -> None:
     if isinstance(store, FilesystemArtifactStore):
         (store.root / "blobs" / ref.sha256[:2] / ref.sha256).unlink()
         return
-    with store._connection() as conn:  # the whole artifact, as a purge by an operator would
+    with store._session() as conn:  # the whole artifact, as a purge by an operator would
         conn.execute(
             "DELETE FROM handoff_artifact_revisions WHERE artifact_id = %s", (ref.artifact_id,)
         )

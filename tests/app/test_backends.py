@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -11,10 +12,16 @@ import psycopg
 import pytest
 
 from app.artifacts import FilesystemArtifactStore, PostgresArtifactStore
-from app.backends import init_database, open_backend
-from app.checkpointing import UnsupportedDatabaseUrl
+from app.backends import (
+    BACKENDS,
+    UnsupportedDatabaseUrl,
+    init_database,
+    ledger_for_url,
+    open_backend,
+    open_checkpointer,
+)
 from app.errors import ThreadBusy
-from app.ledger import PostgresRunLedger, ledger_for_url
+from app.ledger import PostgresRunLedger
 from app.locks import FileThreadLock
 from app.settings import Settings
 from app.workflow import Workflow
@@ -99,6 +106,64 @@ def test_a_database_artifact_store_needs_a_postgresql_url(tmp_path: Path) -> Non
     settings = sqlite_settings(tmp_path).model_copy(update={"artifact_store": "database"})
     with pytest.raises(UnsupportedDatabaseUrl, match="needs a postgresql:// database URL"):
         Workflow(settings).open()
+    assert not (tmp_path / "handoff.db").exists(), "refused before anything was created"
+
+
+def test_an_unknown_scheme_is_refused_naming_every_registered_scheme(tmp_path: Path) -> None:
+    settings = sqlite_settings(tmp_path).model_copy(update={"database_url": "mysql://db/x"})
+    with pytest.raises(UnsupportedDatabaseUrl) as raised:
+        with open_backend(settings):
+            pass
+    message = str(raised.value)
+    assert "unsupported database URL scheme 'mysql' in 'mysql://db/x'" in message
+    for scheme in BACKENDS:
+        assert f"{scheme} (" in message
+    with pytest.raises(UnsupportedDatabaseUrl, match="registered schemes"):
+        open_checkpointer("mysql://db/x")
+
+
+@pytest.mark.parametrize(
+    ("scheme", "ledger", "lock", "store"),
+    [
+        ("memory", "MemoryRunLedger", "MemoryThreadLock", "FilesystemArtifactStore"),
+        ("sqlite", "SqliteRunLedger", "FileThreadLock", "FilesystemArtifactStore"),
+        pytest.param(
+            "postgresql",
+            "PostgresRunLedger",
+            "PostgresThreadLock",
+            "PostgresArtifactStore",
+            marks=pytest.mark.postgres,
+        ),
+        pytest.param(
+            "postgres",
+            "PostgresRunLedger",
+            "PostgresThreadLock",
+            "PostgresArtifactStore",
+            marks=pytest.mark.postgres,
+        ),
+    ],
+)
+def test_each_registered_scheme_opens_its_parts_together_and_runs(
+    tmp_path: Path, scheme: str, ledger: str, lock: str, store: str
+) -> None:
+    with contextlib.ExitStack() as stack:
+        if scheme == "memory":
+            url = "memory://"
+        elif scheme == "sqlite":
+            url = f"sqlite:///{tmp_path / 'handoff.db'}"
+        else:
+            url = stack.enter_context(postgres_schema()).replace("postgresql:", f"{scheme}:", 1)
+        settings = sqlite_settings(tmp_path).model_copy(update={"database_url": url})
+        assert scheme in BACKENDS
+        with Workflow(settings) as workflow:
+            backend = workflow.backend
+            assert type(backend.ledger).__name__ == ledger
+            assert type(backend.lock).__name__ == lock
+            assert type(backend.store).__name__ == store
+            outcome = workflow.run(OBJECTIVE, "t-reg")
+            assert outcome.article is not None
+            assert [run.status for run in workflow.history("t-reg")][-1] == "succeeded"
+            assert workflow.artifact("t-reg", "article")
 
 
 def test_ledger_for_url_knows_every_backend(tmp_path: Path) -> None:

@@ -100,7 +100,24 @@ def test_research_without_evidence_exits_failed(tmp_path: Path) -> None:
     assert "INSUFFICIENT_EVIDENCE" in result.stdout
 
 
-def test_debug_shows_the_traceback(tmp_path: Path) -> None:
-    result = handoff(tmp_path, "--debug", "show", "t-nope")
-    assert result.returncode != 0
-    assert "Traceback" in result.stderr
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("resume", "t-nope"), ExitCode.NOT_FOUND),
+        (("show", "t-nope"), ExitCode.NOT_FOUND),
+        (("run", OBJECTIVE, "--max-words", "3"), ExitCode.USAGE),
+        (("schema", "NoSuchContract"), ExitCode.USAGE),
+    ],
+    ids=["resume", "show", "run", "schema"],
+)
+def test_debug_adds_the_traceback_and_keeps_the_exit_code(
+    tmp_path: Path, args: tuple[str, ...], code: ExitCode
+) -> None:
+    plain = handoff(tmp_path, *args)
+    debug = handoff(tmp_path, "--debug", *args)
+    assert plain.returncode == debug.returncode == code, debug.stderr
+    assert "Traceback" not in plain.stderr
+    assert "Traceback (most recent call last)" in debug.stderr
+    error_line = plain.stderr.strip().splitlines()[-1]
+    assert error_line.startswith("error: ")
+    assert debug.stderr.strip().splitlines()[-1] == error_line

@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 
 from app import server
-from app.checkpointing import UnsupportedDatabaseUrl
+from app.backends import UnsupportedDatabaseUrl
 from app.server_checkpointer import checkpointer, open_async_checkpointer
 from app.settings import Settings
 from app.workflow import Workflow

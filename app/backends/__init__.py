@@ -1,0 +1,106 @@
+"""The storage a Workflow runs on, opened from settings: saver, audit, artifacts, lock.
+
+One URL decides the backend, through one registry keyed by its scheme:
+
+* ``sqlite:///…`` (one machine): checkpoints and audit in the file, artifacts in a folder,
+  thread locks with ``flock``;
+* ``postgresql://…`` (any number of machines): checkpoints, audit and artifacts in one
+  schema, sharing one connection pool, thread locks as advisory locks;
+* ``memory://``: everything in this process.
+
+Supporting another database is one :class:`~app.backends.base.StorageBackend` subclass
+and one entry in :data:`BACKENDS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlparse
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from app.artifacts import FilesystemArtifactStore
+from app.backends.base import (
+    ArtifactStoreBackend,
+    Backend,
+    StorageBackend,
+    UnsupportedDatabaseUrl,
+)
+from app.backends.memory import MemoryBackend
+from app.backends.postgres import PostgresBackend
+from app.backends.sqlite import SqliteBackend, sqlite_path
+from app.ledger import RunLedgerBackend
+from app.postgres import DEFAULT_TIMEOUT
+from app.settings import Settings
+
+__all__ = [
+    "BACKENDS",
+    "ArtifactStoreBackend",
+    "Backend",
+    "StorageBackend",
+    "UnsupportedDatabaseUrl",
+    "artifact_store_for",
+    "backend_for",
+    "init_database",
+    "ledger_for_url",
+    "open_backend",
+    "open_checkpointer",
+    "sqlite_path",
+]
+
+BACKENDS: dict[str, StorageBackend] = {
+    "memory": MemoryBackend(),
+    "sqlite": SqliteBackend(),
+    "postgresql": PostgresBackend(),
+    "postgres": PostgresBackend(),
+}
+"""Every database URL scheme the project can open, and the backend that opens it."""
+
+
+def backend_for(url: str) -> StorageBackend:
+    """The backend registered for the URL's scheme; an unknown scheme names the known ones."""
+    scheme = urlparse(url).scheme
+    backend = BACKENDS.get(scheme)
+    if backend is None:
+        known = ", ".join(f"{name} ({kind.example})" for name, kind in sorted(BACKENDS.items()))
+        raise UnsupportedDatabaseUrl(
+            f"unsupported database URL scheme {scheme!r} in {url!r}; registered schemes: {known}"
+        )
+    return backend
+
+
+def open_checkpointer(
+    url: str, *, timeout: float = DEFAULT_TIMEOUT
+) -> contextlib.AbstractContextManager[BaseCheckpointSaver[str]]:
+    """Open (and set up, idempotently) the bare saver for ``url``; close it on exit."""
+    return backend_for(url).checkpointer(url, timeout=timeout)
+
+
+def ledger_for_url(url: str) -> RunLedgerBackend:
+    """The ledger that lives beside the checkpoints at ``url``; opens nothing yet."""
+    return backend_for(url).ledger(url)
+
+
+def artifact_store_for(settings: Settings, pool: Any | None = None) -> ArtifactStoreBackend:
+    """The artifact store the settings name; a database store shares ``pool`` if given."""
+    return backend_for(settings.resolved_database_url()).artifact_store(settings, pool)
+
+
+@contextlib.contextmanager
+def open_backend(settings: Settings) -> Iterator[Backend]:
+    """Open (creating any missing table) the backend the settings name; close it on exit."""
+    kind = backend_for(settings.resolved_database_url())
+    with contextlib.ExitStack() as stack:
+        yield kind.open(settings, stack)
+
+
+def init_database(settings: Settings) -> list[str]:
+    """Create every table the settings need (idempotent); returns what now exists."""
+    kind = backend_for(settings.resolved_database_url())
+    with open_backend(settings) as backend:
+        found = kind.tables(backend)
+        if isinstance(backend.store, FilesystemArtifactStore):
+            found.append(f"artifacts in the folder {backend.store.root}")
+        return found

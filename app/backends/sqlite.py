@@ -1,0 +1,81 @@
+"""``sqlite:///…``: one machine; checkpoints and audit in one file, threads locked by flock."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from app.backends.base import Backend, StorageBackend, UnsupportedDatabaseUrl
+from app.ledger import RunLedgerBackend, SqliteRunLedger
+from app.locks import FileThreadLock, ThreadLock
+from app.postgres import DEFAULT_TIMEOUT
+from app.serde import contract_serializer
+from app.settings import Settings
+
+
+def sqlite_path(url: str) -> Path:
+    """The file behind a ``sqlite:///relative`` or ``sqlite:////absolute`` URL."""
+    path = url.removeprefix("sqlite:///")
+    if not path or path == url:
+        raise UnsupportedDatabaseUrl(
+            f"invalid SQLite URL {url!r}; expected sqlite:///relative/path.db or "
+            "sqlite:////absolute/path.db"
+        )
+    return Path(path)
+
+
+class SqliteBackend(StorageBackend):
+    """Checkpoints and audit in the file, artifacts in a folder, ``flock`` thread locks."""
+
+    example = "sqlite:///path/to/handoff.db"
+
+    @contextmanager
+    def checkpointer(
+        self, url: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> Iterator[BaseCheckpointSaver[str]]:
+        """A SqliteSaver on its own connection, creating the file and tables if needed."""
+        path = sqlite_path(url)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        try:
+            saver = SqliteSaver(conn, serde=contract_serializer())
+            saver.setup()
+            yield saver
+        finally:
+            conn.close()
+
+    @asynccontextmanager
+    async def async_checkpointer(self, url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+        """An AsyncSqliteSaver on the same file."""
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        await self._prepare(url)
+        async with aiosqlite.connect(str(sqlite_path(url)), timeout=30) as conn:
+            yield AsyncSqliteSaver(conn, serde=contract_serializer())
+
+    def ledger(self, url: str, pool: Any | None = None) -> RunLedgerBackend:
+        """A table in the same file."""
+        return SqliteRunLedger(sqlite_path(url))
+
+    def lock(self, url: str, settings: Settings) -> ThreadLock:
+        """``flock`` files beside the database: ``<file>-locks/<thread>.lock``."""
+        return FileThreadLock.beside(sqlite_path(url))
+
+    def tables(self, backend: Backend) -> list[str]:
+        """The tables in the file (the ledger's is created first, as it is lazily)."""
+        assert isinstance(backend.ledger, SqliteRunLedger)
+        backend.ledger.setup()
+        path = backend.ledger.path
+        with contextlib.closing(sqlite3.connect(str(path))) as conn:
+            names = conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            ).fetchall()
+        return [f"table {name} in {path}" for (name,) in names]

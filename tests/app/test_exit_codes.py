@@ -1,0 +1,113 @@
+"""Exit codes: each error class states its own, and one function maps any exception."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+import app.cli_decisions
+import app.models
+import app.server
+from app.errors import (
+    DatabaseUnavailable,
+    DecisionRequired,
+    InvalidDecision,
+    InvalidThreadId,
+    NotWaiting,
+    ThreadBusy,
+    ThreadExists,
+    ThreadFinished,
+    ThreadNotFound,
+    UnknownArtifactName,
+    UnknownContract,
+)
+from app.exit_codes import EXPECTED_ERRORS, ExitCode, for_error, for_outcome
+from contracts import Constraints, RunOutcome, TaskState
+from graphs.errors import ArtifactNotFound, ContractViolation, HandoffError, IntegrityError
+
+
+def _outcome(state: TaskState, result_status: str | None) -> RunOutcome:
+    return RunOutcome.model_validate(
+        {"thread_id": "t", "task_id": "task", "state": state, "result_status": result_status}
+    )
+
+
+def _validation_error() -> ValidationError:
+    try:
+        Constraints(max_words=3)
+    except ValidationError as error:
+        return error
+    raise AssertionError("max_words=3 was accepted")
+
+
+FINISHED = _outcome(TaskState.COMPLETED, "completed")
+
+# The README's "Exit codes" table, one raised error per row (and the foreign exceptions).
+EXAMPLES: list[tuple[BaseException, ExitCode]] = [
+    (ContractViolation("bad", node="writer", channel="draft", fields=["body"]), ExitCode.FAILED),
+    (ArtifactNotFound("blob missing"), ExitCode.FAILED),
+    (app.models.ModelConfigError("no such model"), ExitCode.FAILED),
+    (OSError("disk full"), ExitCode.FAILED),
+    (FileNotFoundError("no corpus"), ExitCode.FAILED),
+    (ValueError("bad url"), ExitCode.FAILED),
+    (_validation_error(), ExitCode.USAGE),
+    (InvalidThreadId("bad id"), ExitCode.USAGE),
+    (ThreadExists("exists"), ExitCode.USAGE),
+    (InvalidDecision("wrong answer"), ExitCode.USAGE),
+    (NotWaiting("not waiting"), ExitCode.USAGE),
+    (UnknownContract("no such contract"), ExitCode.USAGE),
+    (app.server.ServeError("port taken"), ExitCode.USAGE),
+    (app.cli_decisions.DecisionInputError("two actions"), ExitCode.USAGE),
+    (DecisionRequired("decide first", None), ExitCode.WAITING_FOR_HUMAN),
+    (ThreadNotFound("no thread"), ExitCode.NOT_FOUND),
+    (UnknownArtifactName("no artifact"), ExitCode.NOT_FOUND),
+    (ThreadFinished("ended", FINISHED), ExitCode.ALREADY_FINISHED),
+    (ThreadBusy("busy"), ExitCode.THREAD_BUSY),
+    (IntegrityError("bytes changed"), ExitCode.INTEGRITY),
+    (DatabaseUnavailable("gone"), ExitCode.DATABASE_UNAVAILABLE),
+]
+
+
+def _error_classes(base: type[HandoffError] = HandoffError) -> set[type[HandoffError]]:
+    found = {base}
+    for sub in base.__subclasses__():
+        found |= _error_classes(sub)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("error", "code"), EXAMPLES, ids=[type(error).__name__ for error, _ in EXAMPLES]
+)
+def test_each_error_maps_to_its_documented_code(error: BaseException, code: ExitCode) -> None:
+    assert for_error(error) is code
+    assert isinstance(error, EXPECTED_ERRORS), "the CLI reports it instead of crashing"
+
+
+def test_every_exit_code_is_reachable_from_an_error_class_or_an_outcome() -> None:
+    from_errors = {cls.exit_code for cls in _error_classes()}
+    from_outcomes = {
+        for_outcome(_outcome(TaskState.COMPLETED, "completed")),
+        for_outcome(_outcome(TaskState.COMPLETED, "partial")),
+        for_outcome(_outcome(TaskState.INPUT_REQUIRED, None)),
+        for_outcome(_outcome(TaskState.FAILED, "failed")),
+    }
+    assert from_outcomes == {
+        ExitCode.COMPLETED,
+        ExitCode.PARTIAL,
+        ExitCode.WAITING_FOR_HUMAN,
+        ExitCode.FAILED,
+    }
+    assert from_errors | from_outcomes == set(ExitCode)
+    assert set(ExitCode) - from_outcomes <= from_errors, "each error code has its class"
+    assert ExitCode.COMPLETED not in from_errors and ExitCode.PARTIAL not in from_errors
+
+
+def test_every_error_class_states_an_exit_code() -> None:
+    for cls in _error_classes():
+        assert isinstance(cls.exit_code, ExitCode), cls
+
+
+def test_an_unexpected_exception_is_a_failure_and_not_an_expected_error() -> None:
+    bug = KeyError("oops")
+    assert for_error(bug) is ExitCode.FAILED
+    assert not isinstance(bug, EXPECTED_ERRORS)

@@ -1,0 +1,79 @@
+"""The audit ledger behaves the same on every database, across processes sharing one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+
+from app.ledger import MemoryRunLedger, PostgresRunLedger, RunLedgerBackend, SqliteRunLedger
+from contracts import NodeRun
+from tests.backends import postgres_schema
+from tests.contracts.examples import node_run
+
+Opener = Callable[[], RunLedgerBackend]
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def open_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Opens ledgers on one database: each one stands for another process (memory: one)."""
+    opened: list[RunLedgerBackend] = []
+    if request.param == "memory":
+        shared = MemoryRunLedger()
+        yield lambda: shared
+        return
+    with postgres_schema() if request.param == "postgres" else nullcontext("") as url:
+
+        def opener() -> RunLedgerBackend:
+            ledger: RunLedgerBackend = (
+                PostgresRunLedger(url) if url else SqliteRunLedger(tmp_path / "handoff.db")
+            )
+            opened.append(ledger)
+            return ledger
+
+        yield opener
+        for ledger in opened:
+            ledger.close()
+
+
+def _run(status: str = "running", input_hash: str = "a" * 64) -> NodeRun:
+    return node_run().model_copy(update={"status": status, "input_hash": input_hash})
+
+
+def test_records_finishes_and_finds_results(open_ledger: Opener) -> None:
+    ledger = open_ledger()
+    assert ledger.runs("t") == [] and ledger.result("t", "writer", "a" * 64) is None
+    first = ledger.start("t", _run())
+    second = ledger.start("t", _run(input_hash="b" * 64))
+    assert (first, second) == (1, 2)
+    assert ledger.start("other", _run()) == 1, "numbers are per thread"
+    ledger.finish("t", first, _run("succeeded"), result='{"draft": 1}')
+    assert ledger.result("t", "writer", "a" * 64) == '{"draft": 1}'
+    assert ledger.result("t", "writer", "b" * 64) is None, "still running"
+    assert [run.status for run in ledger.runs("t")] == ["succeeded", "running"]
+    if not isinstance(ledger, MemoryRunLedger):
+        with pytest.raises(LookupError, match="no ledger entry 9 for thread 't'"):
+            ledger.finish("t", 9, _run("succeeded"))
+
+
+def test_abandon_marks_only_running_attempts_failed(open_ledger: Opener) -> None:
+    ledger = open_ledger()
+    done = ledger.start("t", _run())
+    ledger.finish("t", done, _run("succeeded"), result="{}")
+    ledger.start("t", _run())
+    assert open_ledger().abandon_running("t", "the process died") == 1
+    runs = ledger.runs("t")
+    assert [run.status for run in runs] == ["succeeded", "failed"]
+    assert runs[1].error is not None and runs[1].error.detail == "the process died"
+    assert ledger.abandon_running("t", "again") == 0
+
+
+def test_concurrent_starts_from_many_ledgers_take_distinct_numbers(open_ledger: Opener) -> None:
+    ledgers = [open_ledger() for _ in range(4)]
+    with ThreadPoolExecutor(8) as pool:
+        seqs = list(pool.map(lambda i: ledgers[i % 4].start("t", _run()), range(40)))
+    assert sorted(seqs) == list(range(1, 41))
+    assert len(ledgers[0].runs("t")) == 40
