@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from app import prompts
 from app.agents.research import OfflineResearchAgent, Passage, Retrieval
 from app.agents.reviewer import SUPPORT_OVERLAP
-from app.agents.structured import ask, model_name
+from app.agents.structured import ModelBacked, ask
 from app.corpus import CorpusNotFound
 from app.text import terms
 from contracts import ErrorCode, ErrorDetail, Fact, ResearchBundle, Span, TaskSpec, Usage
@@ -38,7 +38,7 @@ class Shown:
 
 
 @dataclass
-class LLMResearchAgent:
+class LLMResearchAgent(ModelBacked):
     """Research whose claims a model proposes and deterministic checks admit."""
 
     model: BaseChatModel
@@ -48,10 +48,6 @@ class LLMResearchAgent:
     def fingerprint(self, task: TaskSpec) -> str:
         """The corpus fingerprint of the retrieval it wraps."""
         return self.retrieval.fingerprint(task)
-
-    def describe(self) -> str:
-        """The implementation and its model, as the audit names it."""
-        return f"{type(self).__name__}({model_name(self.model)})"
 
     def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
         """Retrieve, ask the model for claims, keep the verified ones as facts."""

@@ -14,7 +14,7 @@ from langchain_core.language_models import BaseChatModel
 
 from app import prompts
 from app.agents.reviewer import OfflineReviewerAgent
-from app.agents.structured import ask, model_name
+from app.agents.structured import ModelBacked, ask
 from contracts import (
     ErrorCode,
     Fact,
@@ -25,15 +25,11 @@ from graphs import AgentOutput, ReviewRequest
 
 
 @dataclass
-class LLMReviewerAgent:
+class LLMReviewerAgent(ModelBacked):
     """Reviewer = deterministic checks + a model's critique; the checks always stand."""
 
     model: BaseChatModel
     checks: OfflineReviewerAgent = field(default_factory=OfflineReviewerAgent)
-
-    def describe(self) -> str:
-        """The implementation and its model, as the audit names it."""
-        return f"{type(self).__name__}({model_name(self.model)})"
 
     def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
         """Check, ask for a critique, and decide with both."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel
 
 from app import prompts
-from app.agents.structured import ask, model_name
+from app.agents.structured import ModelBacked, ask
 from app.agents.writer import OfflineWriterAgent, addressed_changes
 from app.text import CITATION, word_count
 from contracts import DraftArticle, Usage
@@ -20,16 +20,12 @@ from graphs import AgentOutput, WriteRequest
 
 
 @dataclass
-class LLMWriterAgent:
+class LLMWriterAgent(ModelBacked):
     """Writer whose prose a model drafts from facts only."""
 
     model: BaseChatModel
     fallback: OfflineWriterAgent = field(default_factory=OfflineWriterAgent)
     """Writes the (failed) draft when no usable fact is left: nothing to ask a model."""
-
-    def describe(self) -> str:
-        """The implementation and its model, as the audit names it."""
-        return f"{type(self).__name__}({model_name(self.model)})"
 
     def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
         """Draft round N+1 from the facts, addressing the last review's required changes."""

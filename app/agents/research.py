@@ -88,10 +88,6 @@ class OfflineResearchAgent:
                 digest.update(f"unreadable:{error.errno}".encode())
         return digest.hexdigest()
 
-    def describe(self) -> str:
-        """The implementation, as the audit names it."""
-        return type(self).__name__
-
     def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
         """Read every source, rank sentences per question, keep the best as facts."""
         task, store, step = request.task, request.store, request.step

@@ -40,10 +40,6 @@ class Findings:
 class OfflineReviewerAgent:
     """Deterministic checks only; a model-backed reviewer adds critique on top of these."""
 
-    def describe(self) -> str:
-        """The implementation, as the audit names it."""
-        return type(self).__name__
-
     def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
         """Verify the draft; every problem becomes a required change with a stable code."""
         task, bundle, draft = request.task, request.bundle, request.draft

@@ -182,3 +182,13 @@ def model_name(model: BaseChatModel) -> str:
         if isinstance(value, str) and value:
             return value
     return type(model).__name__
+
+
+class ModelBacked:
+    """Base of the agents that ask a chat model: the audit names the model too."""
+
+    model: BaseChatModel
+
+    def describe(self) -> str:
+        """The implementation and its model, as the audit names it."""
+        return f"{type(self).__name__}({model_name(self.model)})"

@@ -40,10 +40,6 @@ class OfflineWriterAgent:
 
     default_max_words: int = DEFAULT_MAX_WORDS
 
-    def describe(self) -> str:
-        """The implementation, as the audit names it."""
-        return type(self).__name__
-
     def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
         """Draft round N+1: leave out rejected claims, fit the limits, cover the sections."""
         task, bundle, store, step = request.task, request.bundle, request.store, request.step
