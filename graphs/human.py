@@ -37,7 +37,7 @@ def approval_request(
     if waiting:
         question += f" ({len(waiting)} open question(s) can be answered)"
     return HumanRequest(
-        interrupt_id=step.interrupt_id("approve-research"),
+        interrupt_id=f"approve-research-s{step.step}",
         request_kind="approve_research",
         question=question,
         allowed_actions=["approve", "revise", "reject"],
@@ -62,7 +62,7 @@ def review_request(
 ) -> HumanRequest:
     """What a person sees when review cannot approve within the budget."""
     return HumanRequest(
-        interrupt_id=step.interrupt_id("review-decision"),
+        interrupt_id=f"review-decision-s{step.step}",
         request_kind="review_exhausted",
         question=f"Draft revision {draft_revision} was not approved ({reason}). "
         "Accept it as a partial result, grant another review round, or abort?",

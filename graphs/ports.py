@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, runtime_checkable
@@ -105,14 +104,6 @@ class StepInfo:
     def artifact_id(self, name: str) -> str:
         """Artifact ids are scoped per thread so threads never overwrite each other."""
         return f"{self.thread_id}-{name}"
-
-    def interrupt_id(self, kind: str) -> str:
-        """A request id unique to this thread and step.
-
-        A decision meant for one thread (or one pause) is then never accepted by another.
-        """
-        thread = hashlib.sha256(self.thread_id.encode()).hexdigest()[:10]
-        return f"{kind}-{thread}-s{self.step}"
 
     def provenance(self, producer: str | None = None) -> Provenance:
         """Provenance stamped on what this step produces."""

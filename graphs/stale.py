@@ -85,7 +85,7 @@ def stale_request(report: FreshnessReport, step: StepInfo) -> HumanRequest:
         actions.insert(0, "accept_new_revision")
     return HumanRequest.model_validate(
         {
-            "interrupt_id": step.interrupt_id("stale-input"),
+            "interrupt_id": f"stale-input-s{step.step}",
             "request_kind": "stale_input",
             "question": f"Inputs of {report.node} changed since they were handed over. "
             "Accept the new revisions, re-run the step that produced them, or abort?",

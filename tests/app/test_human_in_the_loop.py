@@ -116,16 +116,6 @@ def test_the_graph_itself_refuses_an_invalid_resume_so_server_clients_are_covere
     assert workflow.pending("t-raw") == request, "nothing was saved; still waiting"
 
 
-def test_a_decision_for_one_thread_is_refused_by_another_paused_at_the_same_step(
-    workflow: Workflow,
-) -> None:
-    first, second = paused(workflow, "t-one"), paused(workflow, "t-two")
-    assert first.interrupt_id != second.interrupt_id, "request ids differ across threads"
-    with pytest.raises(InvalidDecision, match="does not match the open request"):
-        workflow.resume("t-two", {"interrupt_id": first.interrupt_id, "action": "approve"})
-    assert workflow.pending("t-two") == second, "still waiting, nothing saved"
-
-
 def test_code_before_the_interrupt_has_its_effects_once(workflow: Workflow) -> None:
     request = paused(workflow, "t-once")
     artifacts = {i: workflow.context.store.history(i) for i in workflow.context.store.ids()}
