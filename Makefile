@@ -34,9 +34,9 @@ pytest: install
 
 test: lint typecheck pytest
 
-# The fast loop while adapting the template: no PostgreSQL, no server.
+# The fast loop while adapting the template: no PostgreSQL, no server, no SIGKILL matrix.
 check: lint typecheck
-	$(BIN)/python -m pytest -q -n auto -m "not postgres and not server"
+	$(BIN)/python -m pytest -q -n auto -m "not postgres and not server and not slow"
 
 schemas: install
 	$(BIN)/python -m contracts

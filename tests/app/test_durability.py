@@ -69,6 +69,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
         return Baseline(workflow.artifact("t-base", "article"), nodes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_sigkill_at_any_point_resumes_to_the_same_article_without_repeating_work(
     backend: Settings, baseline: Baseline, point: str
