@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from contracts import ErrorCode
-from graphs import NodeSpec, ResearchAgent, ReviewerAgent, WriterAgent
+from graphs import WIRING, NodeSpec, ResearchAgent, ReviewerAgent, WriterAgent
 from graphs.errors import HandoffError
 
 if TYPE_CHECKING:
@@ -117,8 +117,6 @@ def select_agents(
     Offline unless settings (or ``models``, e.g. fakes in tests, by node name) give the node
     a chat model.
     """
-    from graphs import WIRING
-
     given = dict(models or {})
     declared = agent_nodes(nodes if nodes is not None else (spec for spec, _ in WIRING))
     for source, names in (("models", given), ("HANDOFF_AGENT_MODELS", settings.agent_models)):
