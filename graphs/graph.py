@@ -18,6 +18,7 @@ from contracts import (
     DraftArticle,
     ErrorCode,
     FreshnessReport,
+    Handoff,
     ResearchBundle,
     ReviewResult,
     RunOutcome,
@@ -142,7 +143,11 @@ def route_after_review(
     if review.verdict == "approved":
         return "finalize"
     log = read(state, "decisions", DecisionLog, node="route_after_review")
-    rounds = task.budget.max_review_rounds + (log.granted_review_rounds() if log else 0)
+    handoff = read(state, "handoff", Handoff, node="route_after_review")
+    granted = (
+        log.granted_review_rounds() if log else handoff.granted_review_rounds if handoff else 0
+    )
+    rounds = task.budget.max_review_rounds + granted
     if review.verdict == "changes_requested" and draft.revision < rounds:
         return "writer"
     return "review_decision" if task.policies.on_review_exhausted == "ask" else "conclude"
