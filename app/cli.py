@@ -271,12 +271,15 @@ def history(
     if as_json:
         out.print_json(json.dumps([json.loads(item.model_dump_json()) for item in runs]))
         return
-    table = Table("node", "attempt", "status", "input", "ms", "tools", "tokens", "artifacts")
+    table = Table(
+        "node", "attempt", "status", "agent", "input", "ms", "tools", "tokens", "artifacts"
+    )
     for item in runs:
         table.add_row(
             item.node_id,
             str(item.attempt),
             item.status,
+            item.agent or "",
             item.input_hash[:10],
             f"{item.duration_ms:.1f}" if item.duration_ms is not None else "",
             str(item.usage.tool_calls),

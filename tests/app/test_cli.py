@@ -72,6 +72,7 @@ def test_status_history_and_threads(finished: Path) -> None:
     ]
     table = handoff(finished, "history", "t-cli")
     assert "research" in table.stdout and "succeeded" in table.stdout
+    assert "OfflineWriterAgent" in table.stdout, "the audit names who did the work"
     threads = handoff(finished, "threads")
     assert "t-cli" in threads.stdout.split()
 
