@@ -23,6 +23,10 @@ INITIAL_VERSION = "1.0"
 VERSION_PATTERN = re.compile(r"^[1-9][0-9]*\.[0-9]+$")
 """Versions are ``MAJOR.MINOR`` strings, as written into every stored payload."""
 
+ProseText = Annotated[str, Field(min_length=1, max_length=2000)]
+"""Prose a person or the task gives (an objective, a question, a constraint): one limit
+for every contract that carries it, so what one accepts the next can hold."""
+
 Identifier = Annotated[
     str,
     Field(

@@ -7,7 +7,14 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract, upgrader
+from contracts.base import (
+    Contract,
+    Identifier,
+    ProseText,
+    Sha256Hex,
+    VersionedContract,
+    upgrader,
+)
 from contracts.provenance import Provenance
 from contracts.research import Question
 
@@ -43,7 +50,7 @@ class Decision(Contract):
 class ConstraintItem(Contract):
     """A constraint in force, with who imposed it."""
 
-    text: str = Field(min_length=1, max_length=2000, description="The constraint.")
+    text: ProseText = Field(description="The constraint.")
     provenance: Provenance = Field(description="Who imposed it, where.")
 
 

@@ -7,8 +7,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, VersionedContract
+from contracts.base import Contract, Identifier, ProseText, VersionedContract
 from contracts.research import Question
+from contracts.task import Constraints
 
 HumanAction = Literal[
     "approve",
@@ -63,7 +64,7 @@ class HumanDecision(VersionedContract):
     action: HumanAction = Field(description="The chosen action.")
     reason: str | None = Field(default=None, max_length=2000, description="Why (for rejections).")
     answers: list[Answer] = Field(default_factory=list, description="Answers to open questions.")
-    constraints: list[str] = Field(
+    constraints: list[ProseText] = Field(
         default_factory=list, max_length=20, description="Constraints to add, in prose."
     )
     decided_by: str = Field(default="human", max_length=100, description="Who decided.")
@@ -75,4 +76,5 @@ class HumanDecision(VersionedContract):
         for index, text in enumerate(self.constraints):
             if not text.strip():
                 raise ValueError(f"constraints[{index}] must not be blank")
+            Constraints().tightened(text)  # refused now, not on every later step
         return self

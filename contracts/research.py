@@ -7,7 +7,14 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, Sha256Hex, UtcDatetime, VersionedContract
+from contracts.base import (
+    Contract,
+    Identifier,
+    ProseText,
+    Sha256Hex,
+    UtcDatetime,
+    VersionedContract,
+)
 from contracts.errors import ErrorDetail, ResultStatus
 from contracts.provenance import Provenance
 
@@ -88,7 +95,7 @@ class Question(Contract):
     """A part of the objective research must answer, and (later) a human's answer to it."""
 
     id: Identifier = Field(pattern=r"^q-[0-9]+$", description="Question id, q-N.")
-    text: str = Field(min_length=1, max_length=500, description="The question.")
+    text: ProseText = Field(description="The question.")
     answer: str | None = Field(
         default=None,
         max_length=2000,

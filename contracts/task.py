@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 
-from contracts.base import Contract, Identifier, UtcDatetime, VersionedContract
+from contracts.base import Contract, Identifier, ProseText, UtcDatetime, VersionedContract
 
 StalePolicy = Literal["reevaluate", "fail", "ask"]
+
+WORD_LIMIT_PHRASE = re.compile(
+    r"\b(?:at most|no more than|max(?:imum)?|under|≤)\s*(\d{2,5})\s+words\b", re.I
+)
+"""A prose constraint that sets a word limit, e.g. "at most 120 words"."""
+SECTION_PHRASE = re.compile(r"^\s*(?:include a |add a )?section\s*[:\-]\s*(.+?)\s*$", re.I)
+"""A prose constraint that requires a section, e.g. "section: Sources"."""
 
 
 class Constraints(Contract):
@@ -37,6 +45,41 @@ class Constraints(Contract):
                     f"required_sections[{index}] must be a one-line title of 1-120 characters"
                 )
         return [title.strip() for title in value]
+
+    def tightened(self, text: str) -> Constraints:
+        """These constraints with one prose constraint applied.
+
+        "at most 120 words" lowers the word limit, "section: Sources" adds a required
+        section, anything else becomes a note. The result is validated here, so a phrase
+        no article could satisfy (a limit out of range, a title that is not one) is refused
+        when a person gives it, instead of failing every later step of the thread.
+        """
+        words = WORD_LIMIT_PHRASE.search(text)
+        section = SECTION_PHRASE.match(text)
+        update: dict[str, Any]
+        if words:
+            limit = int(words.group(1))
+            update = {"max_words": limit if self.max_words is None else min(self.max_words, limit)}
+            _check(text, {"max_words": limit})
+        elif section:
+            titles = self.required_sections
+            update = {"required_sections": titles + [section.group(1)]}
+            if section.group(1) in titles:
+                update = {}
+        else:
+            update = {"notes": self.notes + [text]} if text not in self.notes else {}
+        return _check(text, {**self.model_dump(), **update})
+
+
+def _check(text: str, data: dict[str, Any]) -> Constraints:
+    try:
+        return Constraints.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(
+            f"constraint {text[:80]!r} would make {where} invalid: {first['msg']}"
+        ) from None
 
 
 class Budget(Contract):
@@ -83,7 +126,7 @@ class TaskSpec(VersionedContract):
     objective: str = Field(
         min_length=3, max_length=2000, description="What the article must explain."
     )
-    questions: list[str] = Field(
+    questions: list[ProseText] = Field(
         default_factory=list,
         max_length=20,
         description="Sub-questions research must answer; defaults to the objective alone.",

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
 from contracts import Constraints, Handoff, TaskSpec
-
-_MAX_WORDS = re.compile(
-    r"\b(?:at most|no more than|max(?:imum)?|under|≤)\s*(\d{2,5})\s+words\b", re.I
-)
-_SECTION = re.compile(r"^\s*(?:include a |add a )?section\s*[:\-]\s*(.+?)\s*$", re.I)
 
 
 def effective_constraints(task: TaskSpec, handoff: Handoff | None) -> Constraints:
@@ -18,23 +11,11 @@ def effective_constraints(task: TaskSpec, handoff: Handoff | None) -> Constraint
     "at most 120 words" lowers the word limit; "section: Sources" adds a required section;
     anything else stays a prose note that agents receive verbatim.
     """
-    max_words = task.constraints.max_words
-    sections = list(task.constraints.required_sections)
-    notes = list(task.constraints.notes)
+    constraints = task.constraints
     for item in handoff.constraints if handoff else []:
-        if item.provenance.producer != "human":
-            continue
-        words = _MAX_WORDS.search(item.text)
-        section = _SECTION.match(item.text)
-        if words:
-            limit = int(words.group(1))
-            max_words = limit if max_words is None else min(max_words, limit)
-        elif section:
-            if section.group(1) not in sections:
-                sections.append(section.group(1))
-        elif item.text not in notes:
-            notes.append(item.text)
-    return Constraints(max_words=max_words, required_sections=sections, notes=notes)
+        if item.provenance.producer == "human":
+            constraints = constraints.tightened(item.text)
+    return constraints
 
 
 def task_in_force(task: TaskSpec, handoff: Handoff | None) -> TaskSpec:

@@ -25,6 +25,8 @@ from contracts import (
 from graphs.ports import StepInfo
 
 TOP_FACTS = 5
+OBJECTIVE_SHOWN = 1000
+"""Characters of the objective quoted in an approval question (the request holds 2000)."""
 
 
 def approval_request(
@@ -33,7 +35,8 @@ def approval_request(
     """What a person sees before writing starts: the evidence and the open questions."""
     open_questions = list(handoff.open_questions if handoff else bundle.open_questions)
     waiting = [question for question in open_questions if question.answer is None]
-    question = f"Approve the research for: {objective}"
+    shown = objective if len(objective) <= OBJECTIVE_SHOWN else objective[:OBJECTIVE_SHOWN] + "…"
+    question = f"Approve the research for: {shown}"
     if waiting:
         question += f" ({len(waiting)} open question(s) can be answered)"
     return HumanRequest(

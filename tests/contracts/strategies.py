@@ -237,7 +237,7 @@ task_specs = st.builds(
     task_id=identifiers,
     task_version=positive,
     objective=objectives,
-    questions=few(texts()),
+    questions=few(texts(min_size=1)),
     constraints=constraints,
     corpus=few(texts()),
     budget=budgets,
