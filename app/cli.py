@@ -217,6 +217,19 @@ def resume(
 
 
 @cli.command()
+def cancel(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why the thread ends (required).")],
+    by: Annotated[str, typer.Option("--by", help="Who cancels it.")] = "human",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
+    """End a waiting, stuck or refused thread deliberately; what it stored is kept."""
+    with _workflow() as workflow:
+        outcome = workflow.cancel(thread_id, reason, decided_by=by)
+        _print_outcome(outcome, workflow.settings, as_json)
+
+
+@cli.command()
 def status(
     thread_id: Annotated[str, typer.Argument(help="Thread id.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,

@@ -63,6 +63,13 @@ class NotWaiting(HandoffError, ValueError):
     exit_code = ExitCode.USAGE
 
 
+class InvalidEdit(HandoffError, ValueError):
+    """A person's revision of an artifact that no later step could read; nothing is stored."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
+
+
 class UnknownArtifactName(HandoffError, LookupError):
     """An artifact name that the thread does not (yet) have."""
 

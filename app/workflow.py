@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import re
 import uuid
@@ -23,6 +24,7 @@ from app.backends import Backend, open_backend
 from app.errors import (
     DecisionRequired,
     InvalidDecision,
+    InvalidEdit,
     InvalidThreadId,
     NotWaiting,
     ThreadExists,
@@ -36,6 +38,8 @@ from app.settings import Settings
 from contracts import (
     ArtifactRef,
     DraftArticle,
+    ErrorCode,
+    ErrorDetail,
     FreshnessReport,
     HumanDecision,
     HumanRequest,
@@ -459,6 +463,14 @@ class Workflow:
                 f"artifact {name!r} cannot be edited; editable: {', '.join(EDITABLE_ARTIFACTS)}"
             )
         current = self.artifact_ref(thread_id, name)
+        if current.media_type.startswith("text/"):
+            try:
+                content.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InvalidEdit(
+                    f"the new {name} is not UTF-8 text (byte {error.start} cannot be decoded); "
+                    f"nothing was stored and the thread keeps revision {current.revision}"
+                ) from None
         ref = self.context.store.put(current.artifact_id, current.kind, content, current.media_type)
         now = self.context.clock()
         task = read(self._values(thread_id), "task", TaskSpec, node="workflow")
@@ -476,6 +488,61 @@ class Workflow:
         seq = self.ledger.start(thread_id, edit)
         self.ledger.finish(thread_id, seq, edit)
         return ref
+
+    @_one_writer
+    def cancel(self, thread_id: str, reason: str, *, decided_by: str = "human") -> RunOutcome:
+        """End a thread deliberately: waiting, stuck after an error, or refused inputs.
+
+        The thread records a CANCELED outcome as if its last node had concluded, so it can
+        no longer be resumed, its pending request (if any) is withdrawn, and every reader
+        (status, the served graph) sees why it ended. Nothing it stored is removed.
+        """
+        if not reason.strip():
+            raise InvalidDecision("reason is required to cancel a thread: say why")
+        if not self._exists(thread_id):
+            raise ThreadNotFound(f"no thread {thread_id!r} in {self._where()}; nothing to cancel")
+        snapshot = self.graph.get_state(self.config(thread_id))
+        values = snapshot.values
+        ended = read(values, "outcome", RunOutcome, node="workflow")
+        if ended is not None and not snapshot.next:
+            raise ThreadFinished(
+                f"thread {thread_id!r} already ended ({ended.state.value}, result "
+                f"{ended.result_status}); nothing to cancel",
+                ended,
+            )
+        task = read(values, "task", TaskSpec, node="workflow")
+        draft = read(values, "draft", DraftArticle, node="workflow")
+        outcome = RunOutcome(
+            thread_id=thread_id,
+            task_id=task.task_id if task else "unknown",
+            state=TaskState.CANCELED,
+            result_status="failed",
+            errors=[
+                ErrorDetail(
+                    code=ErrorCode.HUMAN_ABORTED,
+                    detail=f"cancelled by {decided_by}: {reason}"[:2000],
+                )
+            ],
+            draft=draft.body if draft else None,
+            review_rounds=draft.revision if draft else 0,
+            reason=f"cancelled by {decided_by}: {reason}"[:2000],
+        )
+        # as if a terminal node recorded it: their routers end a run that has an outcome
+        terminal = next(spec.name for spec, _ in self.wiring if spec.terminal)
+        self.graph.update_state(self.config(thread_id), {"outcome": outcome}, as_node=terminal)
+        now = self.context.clock()
+        cancel = NodeRun(
+            task_version=task.task_version if task else 1,
+            node_id=f"cancel by {decided_by}"[:100],
+            attempt=1,
+            status="succeeded",
+            input_hash=hashlib.sha256(reason.encode()).hexdigest(),
+            started_at=now,
+            ended_at=now,
+            duration_ms=0,
+        )
+        self.ledger.finish(thread_id, self.ledger.start(thread_id, cancel), cancel)
+        return outcome
 
     def threads(self) -> list[str]:
         """Every thread id in the checkpoint store, sorted."""

@@ -111,12 +111,19 @@ WriterStale = Literal["research", "stale_decision"]
 
 def route_after_writer(
     state: Mapping[str, Any],
-) -> WriterStale | Literal["reviewer", "__end__"]:
-    """A draft goes to review unless the writer's step ended the run or refused its inputs."""
+) -> WriterStale | Literal["reviewer", "conclude", "__end__"]:
+    """A draft goes to review, unless the writer ended the run or refused its inputs.
+
+    A writer that could write no draft at all (nothing fits the limits) ends the run:
+    another round with the same limits and facts would not change that.
+    """
     if stopped(state):
         return STOP
     report = refused(state, "writer")
-    return cast(WriterStale, route_stale(state, report, WriterStale)) if report else "reviewer"
+    if report:
+        return cast(WriterStale, route_stale(state, report, WriterStale))
+    draft = require(state, "draft", DraftArticle, node="route_after_writer")
+    return "conclude" if draft.result_status == "failed" else "reviewer"
 
 
 ReviewerStale = Literal["research", "writer", "stale_decision"]
@@ -167,16 +174,21 @@ def route_after_finalize(state: Mapping[str, Any]) -> FinalizeStale | Literal["_
 
 def route_after_stale_decision(
     state: Mapping[str, Any],
-) -> Literal["research", "writer", "reviewer", "finalize", "__end__"]:
-    """Accepted revisions → the node that refused them; re-run → their producer; else end."""
+) -> Literal["research", "writer", "reviewer", "__end__"]:
+    """Accepted revisions → the node that refused them; re-run → their producer; else end.
+
+    A draft revision accepted before finalize goes to the reviewer, not to finalize:
+    finalize publishes only what was reviewed, so an accepted edit is reviewed first.
+    """
     if stopped(state):
         return STOP
     report = require(state, "freshness", FreshnessReport, node="route_after_stale_decision")
     log = require(state, "decisions", DecisionLog, node="route_after_stale_decision")
     last = log.last()
     if last is not None and last.action == "accept_new_revision":
-        consumers: tuple[str, ...] = ("writer", "reviewer", "finalize")
-        if report.node not in consumers:
+        if report.node == "finalize":
+            return "reviewer"
+        if report.node not in ("writer", "reviewer"):
             raise ValueError(f"no node consumes inputs refused by {report.node!r}")
         return report.node  # type: ignore[return-value]
     return "research" if research_changed(report) else "writer"

@@ -1,6 +1,8 @@
 """What a consumer does when its inputs are not the revisions it was handed.
 
-Tampered inputs are refused under every policy. Otherwise the task's ``on_stale`` policy
+Tampered inputs are refused under every policy, by raising IntegrityError: the step is not
+consumed and no outcome is recorded, so once the stored bytes are restored the thread
+resumes where it stopped (or a person cancels it). Otherwise the task's ``on_stale`` policy
 decides: ``reevaluate`` routes back to the producer of the changed input (or, for a draft
 a person revised, adopts that revision), ``fail`` ends the run with STALE_INPUT, ``ask``
 pauses in its own node so nothing stale is consumed while a person decides.
@@ -22,6 +24,7 @@ from contracts import (
     TaskSpec,
     TaskState,
 )
+from graphs.errors import IntegrityError
 from graphs.freshness import DRAFT, RESEARCH, check_inputs, summary
 from graphs.markdown import cited_claims, word_count
 from graphs.node_runner import NodeCall, NodeResult
@@ -34,15 +37,13 @@ MAX_STALE_ROUNDS = 3
 def stale_outcome(
     task: TaskSpec, step: StepInfo, report: FreshnessReport, draft: DraftArticle | None
 ) -> RunOutcome:
-    """The recorded end of a run whose inputs cannot be used."""
-    tampered = report.verdict == "tampered"
-    code = ErrorCode.INTEGRITY_ERROR if tampered else ErrorCode.STALE_INPUT
+    """The recorded end of a run whose changed inputs cannot be used (policy or rounds)."""
     return RunOutcome(
         thread_id=step.thread_id,
         task_id=task.task_id,
         state=TaskState.FAILED,
         result_status="failed",
-        errors=[ErrorDetail(code=code, detail=report.describe()[:2000])],
+        errors=[ErrorDetail(code=ErrorCode.STALE_INPUT, detail=report.describe()[:2000])],
         missing_inputs=[check.name for check in report.problems() if check.status == "missing"],
         draft=draft.body if draft else None,
         review_rounds=draft.revision if draft else 0,
@@ -131,9 +132,15 @@ def guard(
     )
     if report.verdict == "fresh":
         return report, None
+    if report.verdict == "tampered":
+        raise IntegrityError(
+            f"{call.step.node} refused its inputs: {report.describe()}; nothing was consumed "
+            "and the thread waits at this step: restore the stored bytes and resume it, "
+            "or end it deliberately (cancel)"
+        )
     checked = summary(report)
     policy = call.task.policies.on_stale
-    if report.verdict == "tampered" or policy == "fail" or report.round > MAX_STALE_ROUNDS:
+    if policy == "fail" or report.round > MAX_STALE_ROUNDS:
         outcome = stale_outcome(call.task, call.step, report, draft)
         return report, NodeResult({"freshness": report, "outcome": outcome}, checked_inputs=checked)
     return report, NodeResult({"freshness": report}, checked_inputs=checked)

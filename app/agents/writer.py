@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from app.text import strip_citations, terms, word_count
 from contracts import (
     DraftArticle,
+    ErrorCode,
+    ErrorDetail,
     Fact,
     ResearchBundle,
     ReviewResult,
@@ -54,6 +56,7 @@ class OfflineWriterAgent:
         ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
         step.fault("after_artifact")
         addressed = addressed_changes(review)
+        errors = [] if cited or not usable else [self._nothing_fits(usable, limit)]
         draft = DraftArticle(
             task_id=task.task_id,
             result_status="completed" if cited else "failed",
@@ -63,8 +66,24 @@ class OfflineWriterAgent:
             excluded_claim_ids=sorted(excluded),
             addressed_changes=addressed,
             word_count=word_count(body),
+            errors=errors,
         )
         return AgentOutput(draft, usage=Usage())
+
+    @staticmethod
+    def _nothing_fits(usable: list[Fact], limit: int) -> ErrorDetail:
+        """Why no draft can be written: the word limit is below every cited sentence.
+
+        Another round cannot help (the limit and the facts stay the same), so the run ends
+        with this reason instead of reviewing empty drafts until the rounds are spent.
+        """
+        shortest = min(word_count(cite(fact)) for fact in usable)
+        return ErrorDetail(
+            code=ErrorCode.CONSTRAINT_VIOLATED,
+            detail=f"no cited sentence fits in {limit} words: the shortest of "
+            f"{len(usable)} usable facts needs {shortest}; allow at least {shortest} words",
+            field="constraints.max_words",
+        )
 
     def _sections(
         self, task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]

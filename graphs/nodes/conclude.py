@@ -41,7 +41,7 @@ def change_error(change: RequiredChange) -> ErrorDetail:
 
 @node("conclude", reads=ConcludeInput, writes=ConcludeOutput, terminal=True)
 def conclude(call: NodeCall) -> NodeResult:
-    """Record why a run ends without an approved article: failed research or review."""
+    """Record why a run ends without an approved article: failed research, writing or review."""
     bundle: ResearchBundle | None = call.read("research")
     draft: DraftArticle | None = call.read("draft")
     review: ReviewResult | None = call.read("review")
@@ -64,6 +64,19 @@ def conclude(call: NodeCall) -> NodeResult:
             missing_inputs=list(bundle.missing_inputs) if bundle else [],
             fact_count=len(bundle.facts) if bundle else 0,
             reason=f"research failed: {errors[0].detail}",
+        )
+    elif draft is not None and draft.result_status == "failed":
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.FAILED,
+            result_status="failed",
+            errors=errors + list(draft.errors),
+            draft=draft.body,
+            review_rounds=draft.revision - 1,
+            fact_count=len(bundle.facts),
+            reason="the writer could not write a draft"
+            + (f": {draft.errors[0].detail}" if draft.errors else ""),
         )
     elif review is not None and review.verdict == "rejected":
         errors.append(

@@ -67,7 +67,7 @@ def test_a_draft_gone_before_finalize_is_written_again(workflow: Workflow, corpu
 
 
 @pytest.mark.parametrize(
-    ("action", "edge"), [("accept_new_revision", "finalize"), ("abort", "__end__")]
+    ("action", "edge"), [("accept_new_revision", "reviewer"), ("abort", "__end__")]
 )
 def test_a_person_decides_about_a_draft_revised_before_finalize(
     workflow: Workflow, corpus: Path, action: str, edge: str

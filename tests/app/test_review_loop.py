@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 
 import pytest
 
 from app.agents import OfflineWriterAgent
+from app.errors import InvalidEdit
+from app.settings import BUNDLED_CORPUS
 from app.text import CITATION
 from app.workflow import Workflow
 from contracts import (
@@ -19,6 +22,7 @@ from contracts import (
     TaskState,
 )
 from graphs import AgentOutput, ReviewRequest, StepInfo, WriteRequest
+from tests.app.test_handoff_routes import stop_before
 from tests.conftest import OBJECTIVE
 
 
@@ -177,13 +181,7 @@ def test_reviewer_flags_a_draft_over_the_word_limit() -> None:
 
 @pytest.mark.parametrize("body", ["", "# Only a heading\n", "# Title\n\n## Section\n"])
 def test_a_draft_with_no_cited_sentence_is_never_approved(workflow: Workflow, body: str) -> None:
-    workflow.graph.invoke(
-        {"task": workflow.task(OBJECTIVE)},
-        workflow.config("t-empty"),
-        context=workflow.context,
-        durability="sync",
-        interrupt_before=["reviewer"],
-    )
+    stop_before(workflow, "t-empty", "reviewer", BUNDLED_CORPUS, "reevaluate")
     workflow.put_artifact("t-empty", "draft", body.encode())
     outcome = workflow.resume("t-empty")
     nodes = [run.node_id for run in workflow.history("t-empty") if run.status == "succeeded"]
@@ -191,3 +189,45 @@ def test_a_draft_with_no_cited_sentence_is_never_approved(workflow: Workflow, bo
     assert after_edit[:2] == ["reviewer", "writer"], "the empty draft went back to the writer"
     assert outcome.result_status == "completed"
     assert CITATION.search(workflow.artifact("t-empty", "article").decode())
+
+
+def test_a_word_limit_no_cited_sentence_fits_ends_the_run_at_once_with_the_reason(
+    workflow: Workflow,
+) -> None:
+    outcome = workflow.run(workflow.task(OBJECTIVE, constraints={"max_words": 10}), "t-tiny")
+    assert outcome.state == TaskState.FAILED and outcome.result_status == "failed"
+    assert outcome.article is None, "nothing is published"
+    assert [error.code for error in outcome.errors] == [ErrorCode.CONSTRAINT_VIOLATED]
+    assert "no cited sentence fits in 10 words" in (outcome.reason or "")
+    nodes = [run.node_id for run in workflow.history("t-tiny")]
+    assert nodes == ["research", "writer", "conclude"], "no empty draft was reviewed"
+
+
+@pytest.mark.parametrize("body", ["", "# Only a heading\n"])
+def test_an_accepted_edit_before_finalize_is_reviewed_never_published_unreviewed(
+    workflow: Workflow, body: str
+) -> None:
+    corpus = workflow.settings.resolved_artifact_dir().parent / "corpus"
+    shutil.copytree(BUNDLED_CORPUS, corpus)
+    stop_before(workflow, "t-accept-empty", "finalize", corpus, "ask")
+    workflow.put_artifact("t-accept-empty", "draft", body.encode())
+    waiting = workflow.resume("t-accept-empty")
+    assert waiting.human_request is not None
+    decision = {"interrupt_id": waiting.human_request.interrupt_id, "reason": "looks fine"}
+    outcome = workflow.resume("t-accept-empty", {**decision, "action": "accept_new_revision"})
+    assert outcome.result_status == "completed"
+    article = workflow.artifact("t-accept-empty", "article").decode()
+    assert article != body and CITATION.search(article), "the empty edit was not published"
+    nodes = [run.node_id for run in workflow.history("t-accept-empty") if run.status == "succeeded"]
+    assert nodes[nodes.index("stale_decision") :][:3] == ["stale_decision", "reviewer", "writer"]
+
+
+def test_an_edit_that_is_not_text_is_refused_and_the_thread_keeps_its_draft(
+    workflow: Workflow,
+) -> None:
+    stop_before(workflow, "t-binary", "reviewer", BUNDLED_CORPUS, "reevaluate")
+    before = workflow.artifact_ref("t-binary", "draft")
+    with pytest.raises(InvalidEdit, match="not UTF-8 text"):
+        workflow.put_artifact("t-binary", "draft", b"\x89PNG\r\n\x1a\n\xff\xfe")
+    assert workflow.context.store.head(before.artifact_id) == before, "nothing was stored"
+    assert workflow.resume("t-binary").result_status == "completed"

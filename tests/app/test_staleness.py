@@ -12,7 +12,8 @@ from app.settings import BUNDLED_CORPUS
 from app.text import CITATION
 from app.workflow import Workflow
 from contracts import ErrorCode, ResearchBundle, TaskState
-from tests.app.store_faults import delete, tamper
+from graphs.errors import IntegrityError
+from tests.app.store_faults import delete, restore, tamper
 from tests.conftest import OBJECTIVE
 
 POLICIES = ["reevaluate", "fail", "ask"]
@@ -162,13 +163,18 @@ def test_a_tampered_snapshot_is_refused_under_every_policy(
 ) -> None:
     bundle = waiting(workflow, corpus, policy, "t-tamper")
     source = source_of(bundle, EDITED)
+    original = workflow.context.store.get(source.snapshot)
     tamper(workflow.context.store, source.snapshot)
-    outcome = answer(workflow, "t-tamper", "approve")
-    assert (outcome.state, outcome.result_status) == (TaskState.FAILED, "failed")
-    assert outcome.errors[0].code == ErrorCode.INTEGRITY_ERROR
-    assert f"snapshot of {source.id} is tampered" in outcome.errors[0].detail
+    with pytest.raises(IntegrityError, match=f"snapshot of {source.id} is tampered"):
+        answer(workflow, "t-tamper", "approve")
     assert not any(run.node_id == "reviewer" for run in workflow.history("t-tamper"))
-    assert workflow.status("t-tamper").outcome is not None, "the thread stays inspectable"
+    status = workflow.status("t-tamper")
+    assert status.outcome is None and status.next_nodes == ("writer",), "nothing was consumed"
+    with pytest.raises(IntegrityError):
+        workflow.resume("t-tamper")
+    restore(workflow.context.store, source.snapshot, original)
+    outcome = workflow.resume("t-tamper")
+    assert outcome.result_status == "completed", "restored bytes: the thread goes on"
 
 
 @pytest.mark.parametrize("policy", POLICIES)
