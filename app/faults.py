@@ -8,20 +8,27 @@
   before LangGraph saw the result).
 * ``transient:<node>:<count>`` — raise a TransientError at the start of the first
   ``<count>`` attempts of ``<node>`` in this process (to exercise retries with backoff).
+* ``wait:<node>:<file>`` — at the start of every attempt of ``<node>``, wait until
+  ``<file>`` exists (at most GATE_SECONDS), so a race test can hold a run inside a node
+  while a second writer tries the same thread, however slowly either process starts.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from contracts import ErrorCode
 from graphs.declare import NodeSpec
 from graphs.errors import ExitCode, HandoffError, TransientError
 
+GATE_SECONDS = 120.0
+"""Longest a ``wait`` rule holds a node: a test that never opens the gate still ends."""
 KILL_POINTS = ("start", "after_artifact", "before_return")
 """Where a kill rule may act; ``attempt`` is where transient faults are raised."""
 
@@ -39,6 +46,7 @@ class FaultPlan:
 
     kills: set[str] = field(default_factory=set)
     transients: dict[str, int] = field(default_factory=dict)
+    gates: dict[str, Path] = field(default_factory=dict)
     seen: Counter[str] = field(default_factory=Counter)
     kill: Callable[[], None] = field(default=lambda: os.kill(os.getpid(), signal.SIGKILL))
 
@@ -47,6 +55,10 @@ class FaultPlan:
         if point in self.kills:
             self.kill()
         node, _, where = point.partition(":")
+        if where == "attempt" and node in self.gates:
+            deadline = time.monotonic() + GATE_SECONDS
+            while not self.gates[node].exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
         if where == "attempt" and node in self.transients:
             self.seen[node] += 1
             if self.seen[node] <= self.transients[node]:
@@ -76,10 +88,14 @@ def parse_faults(spec: str | None, nodes: Iterable[NodeSpec] | None) -> FaultPla
         elif kind == "transient" and node and arg.isdigit():
             _check_reached(rule, node, "attempt", reachable)
             plan.transients[node] = int(arg)
+        elif kind == "wait" and node and arg:
+            _check_reached(rule, node, "attempt", reachable)
+            plan.gates[node] = Path(arg)
         else:
             raise InvalidFaultSpec(
                 f"invalid HANDOFF_FAULT rule {rule!r}; expected kill:<node>:<point> with point "
-                f"in {', '.join(KILL_POINTS)}, or transient:<node>:<count>"
+                f"in {', '.join(KILL_POINTS)}, transient:<node>:<count>, or "
+                "wait:<node>:<file>"
             )
     return plan
 

@@ -13,25 +13,29 @@ The rest of the module is what ``handoff serve`` needs to start the server offli
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, NoReturn
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import BaseModel, ConfigDict
 
-from app.backends import sqlite_path
+from app.backends import backend_for, sqlite_path
+from app.errors import ThreadFinished
+from app.locks import ThreadLock
 from app.postgres import describe_url
 from app.services import build_context
 from app.settings import PROJECT_ROOT, Settings
-from contracts import ErrorCode
+from contracts import ErrorCode, RunOutcome
 from graphs import RunContext, build_graph
 from graphs.errors import ExitCode, HandoffError
 
@@ -63,11 +67,73 @@ def server_context() -> RunContext:
     return build_context(Settings())
 
 
-def make_graph(config: RunnableConfig) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """Graph factory named in langgraph.json; nothing is opened until a node runs."""
+@cache
+def server_lock() -> ThreadLock:
+    """The one-writer-per-thread lock the CLI and the Python API take, for this server."""
+    settings = Settings()
+    url = settings.resolved_database_url()
+    return backend_for(url).lock(url, settings)
+
+
+def served_builder() -> StateGraph[Any, Any, Any, Any]:
+    """The workflow as served: services from settings, a JSON-only context schema."""
     builder = build_graph(default_context=server_context)
     builder.context_schema = ServerContext  # type: ignore[assignment]
-    return builder.compile(name=GRAPH_ID)
+    return builder
+
+
+ServedGraph = CompiledStateGraph[Any, Any, Any, Any]
+
+
+def served_graph() -> ServedGraph:
+    """The compiled graph the server runs (it adds its own checkpointer)."""
+    return served_builder().compile(name=GRAPH_ID)
+
+
+@asynccontextmanager
+async def make_graph(
+    config: RunnableConfig,
+) -> AsyncIterator[CompiledStateGraph[Any, Any, Any, Any]]:
+    """Graph factory named in langgraph.json; nothing is opened until a node runs.
+
+    The server enters this context for each use of the graph and, for a run, keeps it
+    entered until the run ends. A run therefore holds its thread's lock for its whole
+    length, the same lock ``handoff resume`` and ``Workflow`` take: a run that finds the
+    thread held by another process fails at once with "thread … is busy" and changes
+    nothing, instead of forking the checkpoint chain. Once held, a thread that has
+    already finished is refused too, so a late decision is never silently dropped.
+    """
+    graph = served_graph()
+    configurable = config.get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if not configurable.get("__is_for_execution__") or not thread_id:
+        yield graph
+        return
+    with ExitStack() as held:
+        await asyncio.to_thread(held.enter_context, server_lock().hold(str(thread_id)))
+        try:
+            await refuse_finished(str(thread_id))
+            yield graph
+        finally:
+            await asyncio.to_thread(held.close)
+
+
+async def refuse_finished(thread_id: str) -> None:
+    """Raise ThreadFinished if the thread has recorded its end (a run would change nothing)."""
+    from app.server_checkpointer import checkpointer
+
+    async with checkpointer() as saver:
+        graph = served_builder().compile(checkpointer=saver)
+        snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+    outcome = snapshot.values.get("outcome") if snapshot.values else None
+    if snapshot.next or outcome is None:
+        return
+    finished = RunOutcome.model_validate(outcome)
+    raise ThreadFinished(
+        f"thread {thread_id!r} is complete ({finished.state.value}, result "
+        f"{finished.result_status}); nothing to run, nothing was changed",
+        finished,
+    )
 
 
 class ServeError(HandoffError, ValueError):

@@ -148,3 +148,24 @@ def test_a_settings_typo_in_a_fault_rule_fails_when_the_workflow_builds_its_cont
     settings = workflow.settings.with_overrides(fault="kill:finalise:start")
     with Workflow(settings) as typo, pytest.raises(InvalidFaultSpec, match="finalise"):
         typo.context  # noqa: B018
+
+
+def test_a_wait_rule_holds_a_node_until_its_gate_file_exists(tmp_path: Path) -> None:
+    import threading
+
+    gate = tmp_path / "gate"
+    plan = parse_faults(f"wait:writer:{gate}", NODES)
+    assert plan is not None
+    released = threading.Event()
+
+    def writer_attempt() -> None:
+        plan("writer:attempt")
+        released.set()
+
+    waiter = threading.Thread(target=writer_attempt)
+    waiter.start()
+    assert not released.wait(0.3), "the attempt waits while the gate is closed"
+    plan("research:attempt")  # other nodes pass
+    gate.touch()
+    assert released.wait(5), "opening the gate lets the attempt go on"
+    waiter.join()

@@ -150,19 +150,30 @@ def database_for(kind: str) -> Iterator[str | None]:
             yield url
 
 
-@pytest.fixture(
-    scope="module",
-    params=[pytest.param(kind, marks=getattr(pytest.mark, kind)) for kind in BACKENDS],
-)
+PER_BACKEND = [pytest.param(kind, marks=getattr(pytest.mark, kind)) for kind in BACKENDS]
+"""Parameters of a module-scoped server fixture: one server per backend, marked by it."""
+
+
+@pytest.fixture(scope="module", params=PER_BACKEND)
 def dev_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningServer]:
     """``langgraph dev`` on the project's langgraph.json, two runs at a time, per backend."""
-    with database_for(request.param) as database_url:
-        folder = server_folder(tmp_path_factory.mktemp(f"dev-{request.param}"), database_url)
+    with served(request.param, tmp_path_factory.mktemp(f"dev-{request.param}")) as server:
+        yield server
+
+
+@contextmanager
+def served(kind: str, folder: Path, *env: str) -> Iterator[RunningServer]:
+    """A ready server on backend ``kind`` in ``folder``; ``env`` adds lines to its .env."""
+    with database_for(kind) as database_url:
+        server_folder(folder, database_url)
+        with (folder / ".env").open("a", encoding="utf-8") as dotenv:
+            dotenv.writelines(f"{line}\n" for line in env)
         port = free_port()
-        argv = langgraph_dev(port, "--n-jobs-per-worker", "2")
-        server = start_server(argv, folder, port, database_url)
+        server = start_server(
+            langgraph_dev(port, "--n-jobs-per-worker", "2"), folder, port, database_url
+        )
         try:
             server.wait_ready()
             yield server

@@ -81,7 +81,7 @@ def test_langgraph_json_exports_the_graph_the_checkpointer_and_the_env() -> None
 
 
 def test_the_exported_graph_has_no_checkpointer_and_a_json_context(served: Path) -> None:
-    graph = server.make_graph({})
+    graph = server.served_graph()
     assert graph.checkpointer is None, "langgraph dev refuses a graph with its own checkpointer"
     assert graph.context_schema is server.ServerContext
     assert server.ServerContext.model_validate({"thread_id": "x", "anything": 1})
@@ -89,7 +89,7 @@ def test_the_exported_graph_has_no_checkpointer_and_a_json_context(served: Path)
 
 def test_nodes_accept_plain_dicts_at_every_boundary(served: Path) -> None:
     saver = InMemorySaver(serde=PlainDicts())
-    graph = server.make_graph({}).copy(update={"checkpointer": saver})
+    graph = server.served_graph().copy(update={"checkpointer": saver})
     config = {"configurable": {"thread_id": THREAD}}
     context = {"thread_id": THREAD, "graph_id": server.GRAPH_ID}  # what the server sends
     payload: Any = graph_input(require_approval=True)
@@ -123,7 +123,7 @@ def test_nodes_accept_plain_dicts_at_every_boundary(served: Path) -> None:
 def test_the_server_checkpointer_writes_where_the_cli_reads(served: Path) -> None:
     async def run_as_the_server_does() -> dict[str, Any]:
         async with checkpointer() as saver:
-            graph = server.make_graph({}).copy(update={"checkpointer": saver})
+            graph = server.served_graph().copy(update={"checkpointer": saver})
             config = {"configurable": {"thread_id": THREAD}}
             await graph.ainvoke(graph_input(require_approval=True), config, context={})
             state = await graph.aget_state(config)

@@ -1,0 +1,182 @@
+"""One writer per thread, whichever way in: a served run and a CLI resume race for a thread.
+
+Each round resumes one waiting thread twice: through the server (langgraph-sdk
+``runs.wait`` with ``Command(resume=…)``) and through ``handoff resume`` in its own
+process, the second while the first is held inside the writer (``HANDOFF_FAULT=wait:…``
+keeps it there until the test opens a gate file, so the overlap does not depend on how
+fast either process starts).
+Exactly one may proceed; the other must be told the thread is busy, and the thread must
+keep a single chain of checkpoints with no node run twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+
+from app.exit_codes import ExitCode
+from app.server import GRAPH_ID
+from app.workflow import Workflow
+from contracts import HumanRequest, TaskState
+from tests.server.conftest import PER_BACKEND, RunningServer, approval, served, start
+
+pytestmark = pytest.mark.server
+
+ROUNDS = 20
+HANDOFF = Path(sys.executable).parent / "handoff"
+
+
+@pytest.fixture(scope="module", params=PER_BACKEND)
+def gated_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    """A dev server whose writer waits for the test's gate file before it writes."""
+    folder = tmp_path_factory.mktemp(f"race-{request.param}")
+    gated = f"HANDOFF_FAULT=wait:writer:{folder / 'gate'}"
+    with served(request.param, folder, gated) as server:
+        yield server
+
+
+async def cli_resume(folder: Path, thread_id: str) -> tuple[int, str]:
+    """``handoff resume ID --approve`` where the server runs (same .env, same database)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        "resume",
+        thread_id,
+        "--approve",
+        cwd=folder,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode is not None
+    return process.returncode, (out + err).decode()
+
+
+async def writing(workflow: Workflow, thread_id: str) -> None:
+    """Wait until the thread's writer attempt is running: its resumer holds the thread."""
+    for _ in range(600):
+        runs = await asyncio.to_thread(workflow.history, thread_id)
+        if any(run.node_id == "writer" and run.status == "running" for run in runs):
+            return
+        await asyncio.sleep(0.1)
+    pytest.fail(f"{thread_id}: no writer attempt started within 60 s")
+
+
+async def race(
+    server: RunningServer, workflow: Workflow, thread_id: str, request: HumanRequest, first: str
+) -> dict[str, Any]:
+    """Both resumes of one thread; the second runs while the first is held in the writer.
+
+    ``first`` alternates between rounds, so each side is the one turned away in half of
+    them. The first is let go (the gate opens) only once the second has had its answer.
+    """
+    client = get_client(url=server.url)
+
+    def served() -> Any:
+        return client.runs.wait(
+            thread_id, GRAPH_ID, command={"resume": approval(request)}, raise_error=False
+        )
+
+    gate = server.folder / "gate"
+    gate.unlink(missing_ok=True)
+    if first == "server":
+        leader = asyncio.create_task(served())
+        await writing(workflow, thread_id)
+        code, cli_output = await cli_resume(server.folder, thread_id)
+        gate.touch()
+        outcome = await leader
+    else:
+        leading = asyncio.create_task(cli_resume(server.folder, thread_id))
+        await writing(workflow, thread_id)
+        outcome = await served()
+        gate.touch()
+        code, cli_output = await leading
+    return {"first": first, "served": outcome, "cli_code": code, "cli_output": cli_output}
+
+
+def served_error(served: Any) -> str | None:
+    """The error a served run ended with, or None if it ran."""
+    if isinstance(served, dict) and "__error__" in served:
+        error = served["__error__"]
+        return f"{error.get('error')}: {error.get('message')}"
+    return None
+
+
+def single_chain(workflow: Workflow, thread_id: str) -> None:
+    """Every checkpoint has a distinct parent: the chain never forked."""
+    tuples = list(workflow.saver.list({"configurable": {"thread_id": thread_id}}))
+    parents = [
+        item.parent_config["configurable"]["checkpoint_id"]
+        for item in tuples
+        if item.parent_config and item.config["configurable"].get("checkpoint_ns", "") == ""
+    ]
+    forks = [parent for parent, count in Counter(parents).items() if count > 1]
+    assert not forks, f"{thread_id}: checkpoints {forks} have more than one child"
+
+
+def test_a_served_resume_and_a_cli_resume_never_both_proceed(gated_server: RunningServer) -> None:
+    async def rounds(workflow: Workflow) -> list[tuple[str, dict[str, Any]]]:
+        client = get_client(url=gated_server.url)
+        results = []
+        for number in range(ROUNDS):
+            thread_id, request = await start(client, f"race-{number}")
+            first = ("server", "cli")[number % 2]
+            results.append(
+                (thread_id, await race(gated_server, workflow, thread_id, request, first))
+            )
+        return results
+
+    winners = Counter[str]()
+    with Workflow(gated_server.settings) as workflow:
+        results = asyncio.run(rounds(workflow))
+        for thread_id, result in results:
+            served_refusal = served_error(result["served"])
+            cli_won = result["cli_code"] == ExitCode.COMPLETED
+            served_won = served_refusal is None
+            assert cli_won != served_won, f"{thread_id}: exactly one proceeds: {result}"
+            assert ("cli" if cli_won else "server") == result["first"], result
+            if cli_won:
+                winners["cli"] += 1
+                assert served_refusal is not None and "is busy" in served_refusal, result
+            else:
+                winners["server"] += 1
+                assert result["cli_code"] == ExitCode.THREAD_BUSY, result
+                assert "is busy" in result["cli_output"], result
+                assert "Traceback" not in result["cli_output"]
+            assert workflow.outcome(thread_id).state == TaskState.COMPLETED
+            single_chain(workflow, thread_id)
+            done = Counter(
+                (run.node_id, run.input_hash)
+                for run in workflow.history(thread_id)
+                if run.status == "succeeded"
+            )
+            assert max(done.values()) == 1, f"{thread_id}: a node ran twice: {done}"
+    print(f"race winners over {ROUNDS} rounds: {dict(winners)}")
+
+
+def test_a_late_served_decision_on_a_finished_thread_is_refused(
+    gated_server: RunningServer,
+) -> None:
+    async def late() -> Any:
+        client = get_client(url=gated_server.url)
+        thread_id, request = await start(client, "race-late")
+        code, output = await cli_resume(gated_server.folder, thread_id)
+        assert code == ExitCode.COMPLETED, output
+        return await client.runs.wait(
+            thread_id, GRAPH_ID, command={"resume": approval(request)}, raise_error=False
+        )
+
+    refusal = served_error(asyncio.run(late()))
+    assert refusal is not None and "is complete" in refusal and "nothing was changed" in refusal
