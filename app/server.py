@@ -23,14 +23,14 @@ from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import BaseModel, ConfigDict
 
 from app.backends import backend_for, sqlite_path
-from app.errors import ThreadFinished
+from app.errors import ThreadBusy, ThreadFinished
 from app.locks import ThreadLock
 from app.postgres import describe_url
 from app.services import build_context
@@ -38,6 +38,9 @@ from app.settings import PROJECT_ROOT, Settings
 from contracts import ErrorCode, RunOutcome
 from graphs import RunContext, build_graph
 from graphs.errors import ExitCode, HandoffError
+
+if TYPE_CHECKING:  # the server extra's; langgraph-api resolves the annotation by name
+    from langgraph_sdk.runtime import ServerRuntime
 
 GRAPH_ID = "handoff"
 """The graph's name in langgraph.json: the ``assistant_id`` SDK clients run."""
@@ -90,29 +93,41 @@ def served_graph() -> ServedGraph:
     return served_builder().compile(name=GRAPH_ID)
 
 
+LOCKED_ACCESS = ("threads.create_run", "threads.update")
+"""Server uses of the graph that write a thread's checkpoints: they hold its lock."""
+
+
 @asynccontextmanager
 async def make_graph(
-    config: RunnableConfig,
-) -> AsyncIterator[CompiledStateGraph[Any, Any, Any, Any]]:
+    config: RunnableConfig, runtime: ServerRuntime[Any]
+) -> AsyncIterator[ServedGraph]:
     """Graph factory named in langgraph.json; nothing is opened until a node runs.
 
-    The server enters this context for each use of the graph and, for a run, keeps it
-    entered until the run ends. A run therefore holds its thread's lock for its whole
-    length, the same lock ``handoff resume`` and ``Workflow`` take: a run that finds the
-    thread held by another process fails at once with "thread … is busy" and changes
-    nothing, instead of forking the checkpoint chain. Once held, a thread that has
-    already finished is refused too, so a late decision is never silently dropped.
+    The server enters this context for each use of the graph and keeps it entered until
+    that use ends. A run, and a state update, therefore hold the thread's lock for their
+    whole length, the same lock ``handoff resume`` and ``Workflow`` take: one that finds
+    the thread held by another process fails at once with "thread … is busy" and changes
+    nothing (a state update gets HTTP 409 with that message), instead of forking the
+    checkpoint chain. A run on a thread that has already ended is refused too, so a late
+    decision is never silently dropped.
     """
     graph = served_graph()
-    configurable = config.get("configurable") or {}
-    thread_id = configurable.get("thread_id")
-    if not configurable.get("__is_for_execution__") or not thread_id:
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    if runtime.access_context not in LOCKED_ACCESS or not thread_id:
         yield graph
         return
     with ExitStack() as held:
-        await asyncio.to_thread(held.enter_context, server_lock().hold(str(thread_id)))
         try:
-            await refuse_finished(str(thread_id))
+            await asyncio.to_thread(held.enter_context, server_lock().hold(str(thread_id)))
+        except ThreadBusy as busy:
+            if runtime.access_context == "threads.create_run":
+                raise  # the run ends in error with this message
+            from starlette.exceptions import HTTPException  # the server's; answered as 409
+
+            raise HTTPException(status_code=409, detail=busy.message) from busy
+        try:
+            if runtime.access_context == "threads.create_run":
+                await refuse_finished(str(thread_id))
             yield graph
         finally:
             await asyncio.to_thread(held.close)

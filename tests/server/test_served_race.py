@@ -172,6 +172,7 @@ def test_a_late_served_decision_on_a_finished_thread_is_refused(
     async def late() -> Any:
         client = get_client(url=gated_server.url)
         thread_id, request = await start(client, "race-late")
+        (gated_server.folder / "gate").touch()  # nothing to race here: let the writer go
         code, output = await cli_resume(gated_server.folder, thread_id)
         assert code == ExitCode.COMPLETED, output
         return await client.runs.wait(
@@ -180,3 +181,31 @@ def test_a_late_served_decision_on_a_finished_thread_is_refused(
 
     refusal = served_error(asyncio.run(late()))
     assert refusal is not None and "is complete" in refusal and "nothing was changed" in refusal
+
+
+def test_a_served_state_update_of_a_thread_being_resumed_is_refused_as_busy(
+    gated_server: RunningServer,
+) -> None:
+    async def update_while_held() -> tuple[str | None, int, int, int]:
+        client = get_client(url=gated_server.url)
+        thread_id, _ = await start(client, "race-update")
+        gate = gated_server.folder / "gate"
+        gate.unlink(missing_ok=True)
+        with Workflow(gated_server.settings) as workflow:
+            leading = asyncio.create_task(cli_resume(gated_server.folder, thread_id))
+            await writing(workflow, thread_id)
+            before = workflow.checkpoint_count(thread_id)
+            refusal: str | None = None
+            try:
+                await client.threads.update_state(thread_id, {"freshness": None})
+            except Exception as error:  # the SDK raises the server's error response
+                refusal = f"{error} {getattr(getattr(error, 'response', None), 'text', '')}"
+            after = workflow.checkpoint_count(thread_id)
+            gate.touch()
+            code, _ = await leading
+        return refusal, before, after, code
+
+    refusal, before, after, code = asyncio.run(update_while_held())
+    assert refusal is not None and "is busy" in refusal, refusal
+    assert after == before, "the refused update wrote no checkpoint"
+    assert code == ExitCode.COMPLETED, "the resume that held the thread finished"
