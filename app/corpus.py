@@ -75,17 +75,15 @@ class CorpusPolicy:
             "add its folder to HANDOFF_CORPUS_ROOTS to allow it"
         )
 
-    def check_file(self, shown: Path, info: os.stat_result) -> None:
-        """Refuse anything but a regular file within the size limit."""
-        for test, kind in _KINDS:
-            if test(info.st_mode):
-                raise SourceRefused(f"{shown} is {kind}, not a regular file; only files are read")
+    def check_file(self, what: str, path: Path, info: os.stat_result) -> None:
+        """Refuse anything but a regular file within the size limit (``info``: its stat)."""
+        kind = next((kind for test, kind in _KINDS if test(info.st_mode)), "not a regular file")
         if not stat.S_ISREG(info.st_mode):
-            raise SourceRefused(f"{shown} is not a regular file; only files are read")
+            raise SourceRefused(f"{what} {path} is {kind}; only regular files are read")
         if info.st_size > self.max_bytes:
             raise SourceRefused(
-                f"{shown} is {info.st_size:,} bytes, over the limit of {self.max_bytes:,} "
-                "(HANDOFF_CORPUS_MAX_BYTES)"
+                f"{what} {path} is {info.st_size:,} bytes, over the limit of "
+                f"{self.max_bytes:,} (HANDOFF_CORPUS_MAX_BYTES)"
             )
 
     def read(self, path: Path, what: str = "source") -> bytes:
@@ -97,7 +95,7 @@ class CorpusPolicy:
         resolved = self.admit(path, what)
         fd = os.open(resolved, _OPEN_FLAGS)
         try:
-            self.check_file(path, os.fstat(fd))
+            self.check_file(what, path, os.fstat(fd))
             deadline = time.monotonic() + self.read_seconds
             chunks: list[bytes] = []
             total = 0
@@ -106,12 +104,12 @@ class CorpusPolicy:
                 total += len(chunk)
                 if total > self.max_bytes:
                     raise SourceRefused(
-                        f"{path} grew past the limit of {self.max_bytes:,} bytes while it was "
-                        "read (HANDOFF_CORPUS_MAX_BYTES)"
+                        f"{what} {path} grew past the limit of {self.max_bytes:,} bytes while "
+                        "it was read (HANDOFF_CORPUS_MAX_BYTES)"
                     )
                 if time.monotonic() > deadline:
                     raise SourceRefused(
-                        f"reading {path} took over {self.read_seconds:g} s "
+                        f"reading {what} {path} took over {self.read_seconds:g} s "
                         "(HANDOFF_CORPUS_READ_SECONDS)"
                     )
         finally:
@@ -168,7 +166,7 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
                 f"corpus file {location} is not .md or .txt; expected one of "
                 f"{sorted(CORPUS_SUFFIXES)}"
             )
-        policy.check_file(location, info)
+        policy.check_file("corpus file", location, info)
         files.append(resolved)
     unique = sorted(set(files))
     if not unique:
@@ -184,7 +182,10 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
 def _documents_in(folder: Path, policy: CorpusPolicy) -> list[Path]:
     """The resolved .md/.txt files below a folder (links to folders are not entered)."""
     found: list[Path] = []
-    for parent, _, names in os.walk(folder):
+    for parent, folders, names in os.walk(folder):
+        for name in folders:
+            if Path(parent, name).is_symlink():  # not entered, but never a way out either
+                policy.admit(Path(parent, name), "corpus folder")
         for name in names:
             if Path(name).suffix.lower() not in CORPUS_SUFFIXES:
                 continue
@@ -194,7 +195,7 @@ def _documents_in(folder: Path, policy: CorpusPolicy) -> list[Path]:
                 info = resolved.stat()
             except FileNotFoundError:
                 continue  # a dangling link inside the roots: nothing to read, as before
-            policy.check_file(path, info)
+            policy.check_file("corpus file", path, info)
             if resolved.suffix.lower() not in CORPUS_SUFFIXES:
                 raise SourceRefused(
                     f"corpus file {path} links to {resolved}, which is not .md or .txt"

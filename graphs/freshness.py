@@ -112,5 +112,8 @@ def check_inputs(
 
 def summary(report: FreshnessReport) -> list[str]:
     """Audit lines: how many inputs were checked, and each one that was not fresh."""
-    problems = [f"{check.name}: {check.status}" for check in report.checks]
+    problems = [
+        f"{check.name}: {check.status}" + (f" ({check.detail})" if check.detail else "")
+        for check in report.checks
+    ]
     return [f"{report.checked} inputs checked: {report.verdict}", *problems]
