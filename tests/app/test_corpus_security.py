@@ -251,6 +251,29 @@ def test_a_source_repointed_before_resume_is_refused_by_name_and_the_policy_hand
         assert workflow.context.store.get(source.snapshot), "the snapshots are still there"
 
 
+def test_a_thread_whose_corpus_left_the_roots_is_refused_on_resume_and_goes_on_once_allowed(
+    settings: Settings, tmp_path: Path
+) -> None:
+    corpus = Path(shutil.copytree(BUNDLED_CORPUS, tmp_path / "corpus"))
+    with Workflow(settings) as workflow:
+        policies = {"require_approval": True}
+        task = workflow.task(OBJECTIVE, corpus=[str(corpus)], policies=policies)
+        assert workflow.run(task, "t-narrowed").state == TaskState.INPUT_REQUIRED
+        request = workflow.pending("t-narrowed")
+        assert request is not None
+    decision = {"interrupt_id": request.interrupt_id, "action": "approve"}
+    with Workflow(settings.with_overrides(corpus_roots=[])) as narrowed:
+        checkpoints = narrowed.checkpoint_count("t-narrowed")
+        with pytest.raises(SourceRefused, match="outside the corpus roots") as refused:
+            narrowed.resume("t-narrowed", decision)
+        assert for_error(refused.value) == ExitCode.USAGE and "\n" not in refused.value.message
+        assert narrowed.checkpoint_count("t-narrowed") >= checkpoints, "nothing saved was lost"
+        assert narrowed.status("t-narrowed").next_nodes == ("research",)
+    with Workflow(settings) as allowed:
+        assert allowed.resume("t-narrowed").state == TaskState.INPUT_REQUIRED
+        assert approve(allowed, "t-narrowed").result_status == "completed"
+
+
 # -- the CLI, in a subprocess with a timeout: these cases used to hang ----------------------
 
 
