@@ -1,16 +1,134 @@
-"""Finding and reading corpus documents; each read is a tool call with a receipt."""
+"""Finding and reading corpus documents, only where the settings allow; each read has a receipt.
+
+Whoever starts a run names its corpus: the CLI's user, but also any client of the dev
+server. So every path is resolved (symlinks followed) and must land inside one of the
+corpus roots; only regular files are opened (never a device, FIFO or folder), a file over
+the size limit is refused before it is read, and no read takes more than the size limit
+plus one byte or runs past the time limit. A source re-read later to check it is unchanged
+(``app/source_probe.py``) goes through the same rules.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from graphs.errors import SourceRefused
+
 CORPUS_SUFFIXES = {".md": "text/markdown", ".txt": "text/plain"}
+READ_CHUNK = 1 << 20
+"""Bytes read per call: the time limit is checked between chunks."""
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | os.O_NONBLOCK  # opening a FIFO must not wait for a writer
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)  # the path is resolved already: a new link is a swap
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 class CorpusNotFound(FileNotFoundError):
     """A corpus location that does not exist or holds no readable documents."""
+
+
+@dataclass(frozen=True)
+class CorpusPolicy:
+    """Where corpus files may be, and how much of one may be read, how fast.
+
+    ``roots`` are resolved folders; build it with ``Settings.corpus_policy()``.
+    """
+
+    roots: tuple[Path, ...]
+    max_bytes: int
+    read_seconds: float
+
+    def describe_roots(self) -> str:
+        """The roots, for error messages."""
+        return ", ".join(str(root) for root in self.roots)
+
+    def admit(self, path: Path, what: str) -> Path:
+        """The resolved path, if it is inside a root; refused otherwise.
+
+        Checked before anything else (existence included), so a refused path reveals
+        nothing about what lies outside the roots.
+        """
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop (3.11)
+            raise SourceRefused(f"{what} {path} cannot be resolved: {error}") from error
+        if any(resolved.is_relative_to(root) for root in self.roots):
+            return resolved
+        shown = str(path) if resolved == path.absolute() else f"{path} (resolves to {resolved})"
+        raise SourceRefused(
+            f"{what} {shown} is outside the corpus roots ({self.describe_roots()}); "
+            "add its folder to HANDOFF_CORPUS_ROOTS to allow it"
+        )
+
+    def check_file(self, what: str, path: Path, info: os.stat_result) -> None:
+        """Refuse anything but a regular file within the size limit (``info``: its stat)."""
+        kind = next((kind for test, kind in _KINDS if test(info.st_mode)), "not a regular file")
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceRefused(f"{what} {path} is {kind}; only regular files are read")
+        if info.st_size > self.max_bytes:
+            raise SourceRefused(
+                f"{what} {path} is {info.st_size:,} bytes, over the limit of "
+                f"{self.max_bytes:,} (HANDOFF_CORPUS_MAX_BYTES)"
+            )
+
+    def read(self, path: Path, what: str = "source") -> bytes:
+        """The bytes of a regular file inside the roots: at most the limit, within the time.
+
+        Raises SourceRefused for what the rules refuse, OSError when the file is gone or
+        unreadable.
+        """
+        resolved = self.admit(path, what)
+        fd = os.open(resolved, _OPEN_FLAGS)
+        try:
+            self.check_file(what, path, os.fstat(fd))
+            deadline = time.monotonic() + self.read_seconds
+            chunks: list[bytes] = []
+            total = 0
+            while chunk := os.read(fd, min(READ_CHUNK, self.max_bytes + 1 - total)):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > self.max_bytes:
+                    raise SourceRefused(
+                        f"{what} {path} grew past the limit of {self.max_bytes:,} bytes while "
+                        "it was read (HANDOFF_CORPUS_MAX_BYTES)"
+                    )
+                if time.monotonic() > deadline:
+                    raise SourceRefused(
+                        f"reading {what} {path} took over {self.read_seconds:g} s "
+                        "(HANDOFF_CORPUS_READ_SECONDS)"
+                    )
+        finally:
+            os.close(fd)
+        return b"".join(chunks)
+
+    def sha256(self, path: Path) -> str:
+        """The file's sha256 now, read under the same rules."""
+        return sha256_of(self.read(path))
+
+
+def decode(data: bytes, path: Path) -> str:
+    """A document's text; bytes that are not UTF-8 are an error naming the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SourceRefused(
+            f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start})"
+        ) from error
 
 
 @dataclass(frozen=True)
@@ -27,26 +145,30 @@ class CorpusDocument:
         return f"src-{self.number}"
 
 
-def discover(locations: list[Path]) -> list[CorpusDocument]:
-    """Every .md/.txt file under the locations, sorted, so numbering is deterministic."""
+def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument]:
+    """Every .md/.txt file under the locations, sorted, so numbering is deterministic.
+
+    Raises SourceRefused for a location or file the policy refuses (nothing is read), and
+    CorpusNotFound when a location inside the roots does not exist or holds no documents.
+    """
     files: list[Path] = []
     for location in locations:
-        if location.is_dir():
-            files.extend(
-                path
-                for path in location.rglob("*")
-                if path.is_file() and path.suffix.lower() in CORPUS_SUFFIXES
+        resolved = policy.admit(location, "corpus path")
+        if resolved.is_dir():
+            files.extend(_documents_in(location, policy))
+            continue
+        try:
+            info = resolved.stat()
+        except FileNotFoundError:
+            raise CorpusNotFound(f"corpus location {location} does not exist") from None
+        if resolved.suffix.lower() not in CORPUS_SUFFIXES:
+            raise CorpusNotFound(
+                f"corpus file {location} is not .md or .txt; expected one of "
+                f"{sorted(CORPUS_SUFFIXES)}"
             )
-        elif location.is_file():
-            if location.suffix.lower() not in CORPUS_SUFFIXES:
-                raise CorpusNotFound(
-                    f"corpus file {location} is not .md or .txt; expected one of "
-                    f"{sorted(CORPUS_SUFFIXES)}"
-                )
-            files.append(location)
-        else:
-            raise CorpusNotFound(f"corpus location {location} does not exist")
-    unique = sorted({path.resolve() for path in files})
+        policy.check_file("corpus file", location, info)
+        files.append(resolved)
+    unique = sorted(set(files))
     if not unique:
         raise CorpusNotFound(
             "no .md or .txt documents found in corpus: " + ", ".join(str(p) for p in locations)
@@ -55,6 +177,31 @@ def discover(locations: list[Path]) -> list[CorpusDocument]:
         CorpusDocument(number=index + 1, path=path, media_type=CORPUS_SUFFIXES[path.suffix.lower()])
         for index, path in enumerate(unique)
     ]
+
+
+def _documents_in(folder: Path, policy: CorpusPolicy) -> list[Path]:
+    """The resolved .md/.txt files below a folder (links to folders are not entered)."""
+    found: list[Path] = []
+    for parent, folders, names in os.walk(folder):
+        for name in folders:
+            if Path(parent, name).is_symlink():  # not entered, but never a way out either
+                policy.admit(Path(parent, name), "corpus folder")
+        for name in names:
+            if Path(name).suffix.lower() not in CORPUS_SUFFIXES:
+                continue
+            path = Path(parent, name)
+            resolved = policy.admit(path, "corpus file")
+            try:
+                info = resolved.stat()
+            except FileNotFoundError:
+                continue  # a dangling link inside the roots: nothing to read, as before
+            policy.check_file("corpus file", path, info)
+            if resolved.suffix.lower() not in CORPUS_SUFFIXES:
+                raise SourceRefused(
+                    f"corpus file {path} links to {resolved}, which is not .md or .txt"
+                )
+            found.append(resolved)
+    return found
 
 
 def sha256_of(data: bytes) -> str:

@@ -94,7 +94,9 @@ def implementations() -> dict[type, AgentFactory]:
     )
 
     def research(model: BaseChatModel | None, settings: Settings, clock: Clock) -> object:
-        retrieval = OfflineResearchAgent(default_corpus=list(settings.corpus), clock=clock)
+        retrieval = OfflineResearchAgent(
+            default_corpus=list(settings.corpus), clock=clock, policy=settings.corpus_policy()
+        )
         return retrieval if model is None else LLMResearchAgent(model, retrieval)
 
     def writer(model: BaseChatModel | None, settings: Settings, clock: Clock) -> object:

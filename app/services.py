@@ -38,7 +38,7 @@ def build_context(
     return RunContext(
         fault=fault if fault is not None else no_fault,
         ledger=ledger or ledger_for_url(settings.resolved_database_url()),
-        sources=FileSourceProbe(),
+        sources=FileSourceProbe(settings.corpus_policy()),
         store=store if store is not None else artifact_store_for(settings),
         agents=agents,
         clock=clock,

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.corpus import CorpusPolicy
 from app.faults import parse_faults
 from app.models import OFFLINE, check_spec
 
@@ -54,6 +55,23 @@ class Settings(BaseSettings):
         default_factory=lambda: [BUNDLED_CORPUS],
         description="Corpus used when a task names none (JSON list or one path).",
     )
+    corpus_roots: list[Path] = Field(
+        default_factory=list,
+        description="Folders corpus paths may resolve into, besides the bundled corpus and "
+        "the current working folder (JSON list). Run input names files, and dev-server "
+        "clients send run input: nothing outside these folders is read.",
+    )
+    corpus_max_bytes: int = Field(
+        default=10_000_000,
+        ge=1,
+        description="Largest corpus file read, in bytes; a larger one is refused unread.",
+    )
+    corpus_read_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds reading one corpus file may take before it is given up.",
+    )
 
     fault: str | None = Field(
         default=None,
@@ -93,6 +111,15 @@ class Settings(BaseSettings):
     def with_overrides(self, **values: Any) -> Settings:
         """A copy with some settings changed, validated like the originals."""
         return type(self)(**{**self.model_dump(), **values})
+
+    def corpus_policy(self) -> CorpusPolicy:
+        """The corpus rules in force: roots (resolved now, from this working folder), limits."""
+        roots = (BUNDLED_CORPUS, Path.cwd(), *self.corpus_roots)
+        return CorpusPolicy(
+            roots=tuple(dict.fromkeys(root.resolve() for root in roots)),
+            max_bytes=self.corpus_max_bytes,
+            read_seconds=self.corpus_read_seconds,
+        )
 
     def resolved_database_url(self) -> str:
         """The checkpoint URL in force."""

@@ -253,8 +253,22 @@ class Workflow:
                 f"thread {thread!r} already exists; choose another id, or inspect it with "
                 f"`handoff status {thread}`"
             )
+        self.admit(spec)
         self._drive({"task": spec}, thread, on_progress)
         return self.outcome(thread)
+
+    def admit(self, task: TaskSpec) -> None:
+        """Refuse, before the thread has anything saved, a task its first steps would refuse.
+
+        Each node's fingerprint (what it will read outside state, e.g. the corpus) is what
+        the graph computes before the node starts, and it raises for input the rules refuse
+        (SourceRefused: a corpus path outside the roots, a device, a file over the limit).
+        Asking it here makes ``run`` fail with that error and leave no thread behind.
+        """
+        for spec, _ in self.wiring:
+            if spec.fingerprint is not None:
+                agent = self.context.agent_for(spec) if spec.agent is not None else None
+                spec.fingerprint(agent, task)
 
     @_one_writer
     def resume(

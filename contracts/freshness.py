@@ -10,7 +10,8 @@ from contracts.base import Contract, Sha256Hex, VersionedContract, upgrader
 
 RefStatus = Literal["fresh", "stale", "tampered", "missing"]
 """fresh: unchanged; stale: a newer revision or changed content exists; tampered: stored
-bytes no longer match their sha256; missing: the blob or source is gone."""
+bytes no longer match their sha256; missing: the blob or source is gone, or may no longer
+be read (``RefCheck.detail`` says why)."""
 
 
 class RefCheck(Contract):
@@ -29,6 +30,12 @@ class RefCheck(Contract):
     current_revision: int | None = Field(default=None, description="Revision found now.")
     current_sha256: Sha256Hex | None = Field(default=None, description="Hash found now.")
     status: RefStatus = Field(description="Classification.")
+    detail: str | None = Field(
+        default=None,
+        max_length=1000,
+        description="Why the input could not be checked, e.g. a source the corpus rules "
+        "refuse to read (outside the corpus roots, not a regular file, over the size limit).",
+    )
 
 
 class FreshnessReport(VersionedContract):
@@ -67,7 +74,7 @@ class FreshnessReport(VersionedContract):
             now = f"{current}{check.current_sha256[:12]}" if check.current_sha256 else "gone"
             parts.append(
                 f"{check.name} is {check.status} (recorded {recorded}{check.recorded_sha256[:12]}, "
-                f"now {now})"
+                f"now {now})" + (f": {check.detail}" if check.detail else "")
             )
         return "; ".join(parts) or "all inputs fresh"
 

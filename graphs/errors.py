@@ -81,3 +81,15 @@ class IntegrityError(ArtifactError):
 
 class MissingContext(HandoffError, RuntimeError):
     """A node ran without the runtime services it needs."""
+
+
+class SourceRefused(HandoffError, ValueError):
+    """A corpus path or source that may not be read, and why (one line).
+
+    Run inputs name files, and anyone who can start a run (a dev-server client, too) names
+    them; so a path outside the allowed folders, anything but a regular file, or a file over
+    the size limit is refused before it is opened. A usage error: the input must change.
+    """
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE

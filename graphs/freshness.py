@@ -16,6 +16,7 @@ from contracts import (
     RefStatus,
     ResearchBundle,
 )
+from graphs.errors import SourceRefused
 from graphs.ports import ArtifactStore, SourceProbe
 
 RESEARCH, DRAFT = "research", "draft"
@@ -41,8 +42,17 @@ def check_artifact(name: str, producer: str, ref: ArtifactRef, store: ArtifactSt
 
 
 def check_source_file(name: str, uri: str, pinned: str, probe: SourceProbe) -> RefCheck:
-    """One source against where it was read from."""
-    current = probe.current_sha256(uri)
+    """One source against where it was read from.
+
+    A source the probe refuses to read (its URI now leads outside the corpus roots, to a
+    device, ...) is ``missing``, with the refusal as the check's detail: the thread's policy
+    handles it like any other missing input, and nothing is read.
+    """
+    detail: str | None = None
+    try:
+        current = probe.current_sha256(uri)
+    except SourceRefused as error:
+        current, detail = None, error.message[:1000]
     status: RefStatus = (
         "missing" if current is None else ("fresh" if current == pinned else "stale")
     )
@@ -54,6 +64,7 @@ def check_source_file(name: str, uri: str, pinned: str, probe: SourceProbe) -> R
         recorded_sha256=pinned,
         current_sha256=current,
         status=status,
+        detail=detail,
     )
 
 
@@ -101,5 +112,8 @@ def check_inputs(
 
 def summary(report: FreshnessReport) -> list[str]:
     """Audit lines: how many inputs were checked, and each one that was not fresh."""
-    problems = [f"{check.name}: {check.status}" for check in report.checks]
+    problems = [
+        f"{check.name}: {check.status}" + (f" ({check.detail})" if check.detail else "")
+        for check in report.checks
+    ]
     return [f"{report.checked} inputs checked: {report.verdict}", *problems]

@@ -54,7 +54,11 @@ class SourceProbe(Protocol):
     """Re-reads where a source came from, so edits on disk are noticed by hash."""
 
     def current_sha256(self, uri: str) -> str | None:
-        """The sha256 of the source as it is now, or None if it is gone."""
+        """The sha256 of the source as it is now, or None if it is gone.
+
+        Raises ``graphs.errors.SourceRefused`` (one line, saying why) for a source that
+        may not be read at all.
+        """
         ...
 
 

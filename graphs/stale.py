@@ -94,6 +94,7 @@ def stale_request(report: FreshnessReport, step: StepInfo) -> HumanRequest:
             "changes": [
                 f"{check.name}: {check.status} (recorded {check.recorded_sha256[:12]}, now "
                 f"{check.current_sha256[:12] if check.current_sha256 else 'gone'})"
+                + (f": {check.detail}" if check.detail else "")
                 for check in report.problems()
             ],
         }

@@ -97,12 +97,17 @@ def postgres_schema(prefix: str = "handoff_t") -> Iterator[str]:
 
 
 def sqlite_settings(data: Path) -> Settings:
-    """Settings for an SQLite file and an artifact folder under ``data``."""
+    """Settings for an SQLite file and an artifact folder under ``data``.
+
+    The folder holding ``data`` (the test's own) is a corpus root, so tests may research
+    corpora they write there.
+    """
     return Settings(
         data_dir=data,
         database_url=f"sqlite:///{data / 'handoff.db'}",
         artifact_dir=data / "artifacts",
         corpus=[BUNDLED_CORPUS],
+        corpus_roots=[data.parent],
     )
 
 

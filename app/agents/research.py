@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import bm25s
 import numpy as np
 
-from app.corpus import CorpusDocument, CorpusNotFound, discover, sha256_of
+from app.corpus import (
+    CorpusDocument,
+    CorpusNotFound,
+    CorpusPolicy,
+    decode,
+    discover,
+    sha256_of,
+)
 from app.text import Sentence, sentences, terms, title_of
 from contracts import (
     ErrorCode,
@@ -28,6 +35,7 @@ from contracts import (
 )
 from contracts.research import Confidence
 from graphs import AgentOutput, ArtifactStore, ResearchRequest, StepInfo
+from graphs.errors import SourceRefused
 
 CORROBORATION_OVERLAP = 0.5
 """Share of a claim's content terms another source's sentence must contain to agree."""
@@ -60,32 +68,40 @@ class Retrieval:
 
 @dataclass
 class OfflineResearchAgent:
-    """Deterministic research: same corpus and task, same bundle, byte for byte."""
+    """Deterministic research: same corpus and task, same bundle, byte for byte.
+
+    ``policy`` decides which files may be read at all (roots, regular files, size and time
+    limits): a task naming anything else is refused before a byte is read.
+    """
 
     default_corpus: list[Path]
     clock: Callable[[], datetime]
+    policy: CorpusPolicy
     max_facts: int = 10
     min_shared_terms: int = 2
-    read_file: Callable[[Path], bytes] = field(default=Path.read_bytes)
 
     def locations(self, task: TaskSpec) -> list[Path]:
         """Where this task's corpus is: its own locations, else the default corpus."""
         return [Path(item) for item in task.corpus] or self.default_corpus
 
     def fingerprint(self, task: TaskSpec) -> str:
-        """Hash of the names and bytes of every corpus file: changes mean new research."""
+        """Hash of the names and bytes of every corpus file: changes mean new research.
+
+        The graph computes it before research starts, so a corpus the policy refuses
+        (SourceRefused) stops the run there, before anything is recorded or read.
+        """
         digest = hashlib.sha256()
         try:
-            documents = discover(self.locations(task))
+            documents = discover(self.locations(task), self.policy)
         except CorpusNotFound as error:
             digest.update(f"missing:{error}".encode())
             return digest.hexdigest()
         for document in documents:
             digest.update(str(document.path).encode() + b"\0")
             try:
-                digest.update(sha256_of(document.path.read_bytes()).encode())
-            except OSError as error:
-                digest.update(f"unreadable:{error.errno}".encode())
+                digest.update(self.policy.sha256(document.path).encode())
+            except (OSError, SourceRefused) as error:
+                digest.update(f"unreadable:{error}".encode())
         return digest.hexdigest()
 
     def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
@@ -106,9 +122,10 @@ class OfflineResearchAgent:
         """The deterministic part of research: read, split into passages, rank with BM25.
 
         Sources are read within the tool-call budget; passages are ranked per question.
-        Raises CorpusNotFound when the corpus is missing; see ``missing_corpus``.
+        Raises CorpusNotFound when the corpus is missing (see ``missing_corpus``), and
+        SourceRefused when the policy refuses a corpus path.
         """
-        documents = discover(self.locations(task))
+        documents = discover(self.locations(task), self.policy)
         questions = [
             Question(id=f"q-{index + 1}", text=text)
             for index, text in enumerate(task.research_questions())
@@ -209,14 +226,14 @@ class OfflineResearchAgent:
         receipts: list[ToolReceipt] = []
         for document in documents:
             try:
-                data = self.read_file(document.path)
-                text = data.decode("utf-8")
-            except (OSError, UnicodeDecodeError) as error:
+                data = self.policy.read(document.path, "corpus file")
+                text = decode(data, document.path)
+            except (OSError, SourceRefused) as error:
                 errors.append(
                     ErrorDetail(
                         code=ErrorCode.SOURCE_UNREADABLE,
                         source_id=document.source_id,
-                        detail=f"could not read {document.path.name}: {error}",
+                        detail=f"could not read {document.path.name}: {error}"[:2000],
                     )
                 )
                 continue

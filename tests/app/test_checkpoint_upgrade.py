@@ -43,7 +43,7 @@ class MovedCorpusProbe:
 
     recorded_root: str
     copy_root: Path
-    files: FileSourceProbe = FileSourceProbe()
+    files: FileSourceProbe
 
     def current_sha256(self, uri: str) -> str | None:
         path = unquote(urlparse(uri).path)
@@ -68,7 +68,9 @@ def open_fixture(folder: Path) -> Workflow:
         }
     )
     opened = Workflow(settings)
-    probe = MovedCorpusProbe(MANIFEST["corpus_root"], folder / "corpus")
+    probe = MovedCorpusProbe(
+        MANIFEST["corpus_root"], folder / "corpus", FileSourceProbe(settings.corpus_policy())
+    )
     return Workflow(settings, context=replace(opened.context, sources=probe))
 
 

@@ -12,7 +12,7 @@ from app.agents import (
     OfflineResearchAgent,
 )
 from app.artifacts import FilesystemArtifactStore
-from app.settings import BUNDLED_CORPUS
+from app.settings import BUNDLED_CORPUS, Settings
 from contracts import (
     DraftArticle,
     ErrorCode,
@@ -59,7 +59,9 @@ def _step(node: str, tokens_left: int | None = None) -> StepInfo:
 
 
 def _retrieval(corpus: Path = BUNDLED_CORPUS) -> OfflineResearchAgent:
-    return OfflineResearchAgent(default_corpus=[corpus], clock=lambda: FIXED)
+    """Retrieval over ``corpus``, which is also where it may read."""
+    policy = Settings(corpus_roots=[corpus]).corpus_policy()
+    return OfflineResearchAgent(default_corpus=[corpus], clock=lambda: FIXED, policy=policy)
 
 
 def _research(
