@@ -5,6 +5,7 @@ A decision becomes contract data in the handoff envelope, with provenance 'human
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import Any
@@ -110,8 +111,16 @@ def decision_schema(request: HumanRequest) -> type[HumanDecision]:
     """A HumanDecision type that accepts only answers to *this* request.
 
     Given to ``interrupt(..., response_schema=...)`` so LangGraph refuses a wrong decision
-    before it is stored (the thread stays waiting), wherever the resume comes from.
+    before it is stored (the thread stays waiting), wherever the resume comes from. Building
+    a pydantic class costs milliseconds and every resume (and every re-run of a waiting
+    node) asks for one, so the class is kept per request, keyed by the request's content.
     """
+    return _decision_schema(request.model_dump_json())
+
+
+@functools.lru_cache(maxsize=128)
+def _decision_schema(request_json: str) -> type[HumanDecision]:
+    request = HumanRequest.model_validate_json(request_json)
     allowed = set(request.allowed_actions)
     question_ids = {question.id for question in request.open_questions}
 
