@@ -331,3 +331,5 @@ def test_handoff_resume_refuses_a_decision_file_written_for_another_thread_with_
     for_mine.write_text(json.dumps({"interrupt_id": mine.interrupt_id, "action": "approve"}))
     decided = handoff(settings, "resume", "t-mine", "--decision-file", str(for_mine))
     assert decided.returncode == ExitCode.COMPLETED, decided.stderr
+    again = handoff(settings, "resume", "t-mine", "--decision-file", str(for_mine))
+    assert again.returncode == ExitCode.ALREADY_FINISHED, "a finished thread: not silently dropped"
