@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from app.cli_decisions import decision_from_flags, prompt_decision, render_request
+from app.cli_decisions import DecisionFlags, decision_for, prompt_decision, render_request
 from app.errors import ThreadFinished, UnknownContract
 from app.exit_codes import EXPECTED_ERRORS, for_error, for_outcome
 from app.settings import Settings
@@ -184,24 +184,29 @@ def resume(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
-    """Continue a thread: after a crash, or with a decision when it waits for a human."""
+    """Continue a thread: after a crash, or with a decision when it waits for a human.
+
+    The decision options are checked before the thread is opened, then against the
+    request the thread waits on; a refused decision changes nothing and exits 2.
+    """
+    flags = DecisionFlags(
+        approve=approve,
+        reject=reject,
+        accept_partial=accept_partial,
+        grant_round=grant_round,
+        abort=abort,
+        reason=reason,
+        answers=tuple(answer or ()),
+        constraints=tuple(constraint or ()),
+        decision_file=decision_file,
+    )
+    raw = flags.raw()
     try:
         with _workflow() as workflow:
             request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
-            decision = None
+            decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
             if request is not None:
-                decision = decision_from_flags(
-                    request,
-                    approve=approve,
-                    reject=reject,
-                    accept_partial=accept_partial,
-                    grant_round=grant_round,
-                    abort=abort,
-                    reason=reason,
-                    answers=answer or [],
-                    constraints=constraint or [],
-                    decision_file=decision_file,
-                )
+                decision = decision_for(request, raw, from_file=decision_file is not None)
                 if decision is None and sys.stdin.isatty() and err.is_terminal and not as_json:
                     decision = prompt_decision(request, thread_id, err)
                 if decision is None:

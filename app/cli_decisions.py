@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.prompt import Prompt
 
-from contracts import ErrorCode, HumanRequest
+from app.workflow import Workflow
+from contracts import ErrorCode, HumanDecision, HumanRequest
 from graphs.errors import ExitCode, HandoffError
 
 
 class DecisionInputError(HandoffError, ValueError):
-    """Flags that do not make one decision (e.g. --approve with --reject)."""
+    """Options that do not make one decision: two actions, a bad decision file, and so on."""
 
     code = ErrorCode.INVALID_INPUT
     exit_code = ExitCode.USAGE
@@ -48,59 +50,180 @@ def render_request(request: HumanRequest, thread_id: str, console: Console) -> N
     console.print(f"  or: handoff resume {thread_id} --decision-file decision.json", markup=False)
 
 
-def decision_from_flags(
-    request: HumanRequest,
-    *,
-    approve: bool,
-    reject: bool,
-    accept_partial: bool,
-    grant_round: bool,
-    abort: bool,
-    reason: str | None,
-    answers: list[str],
-    constraints: list[str],
-    decision_file: Path | None,
-) -> dict[str, Any] | None:
-    """The decision the flags describe, or None when no decision flag was given."""
-    if decision_file is not None:
-        try:
-            data = json.loads(decision_file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as error:
+MAX_DECISION_FILE_BYTES = 1 << 20
+"""A decision is a few fields of prose; anything larger is not one (and is never parsed)."""
+MAX_DECISION_DEPTH = 8
+"""Deepest nesting a HumanDecision has is 3 (answers → answer → text); refuse far deeper."""
+_ACTION_FLAGS = ("approve", "reject", "accept_partial", "grant_round", "abort")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class DecisionFlags:
+    """The decision options of ``handoff resume``, as given on the command line."""
+
+    approve: bool = False
+    reject: bool = False
+    accept_partial: bool = False
+    grant_round: bool = False
+    abort: bool = False
+    reason: str | None = None
+    answers: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    decision_file: Path | None = None
+
+    def given(self) -> list[str]:
+        """The decision options used, as flags (empty: no decision was given)."""
+        values = {
+            "--approve": self.approve,
+            "--reject": self.reject,
+            "--accept-partial": self.accept_partial,
+            "--grant-round": self.grant_round,
+            "--abort": self.abort,
+            "--reason": self.reason is not None,
+            "--answer": bool(self.answers),
+            "--constraint": bool(self.constraints),
+            "--decision-file": self.decision_file is not None,
+        }
+        return [flag for flag, used in values.items() if used]
+
+    def raw(self) -> dict[str, Any] | None:
+        """The decision the options describe, not yet tied to a request; None if none given.
+
+        Everything the options alone can get wrong (a file that is not a decision, two
+        actions, a file and flags together) is refused here, before any thread is opened.
+        The result has no ``interrupt_id`` unless a decision file named one.
+        """
+        given = self.given()
+        if self.decision_file is not None:
+            if len(given) > 1:
+                others = ", ".join(flag for flag in given if flag != "--decision-file")
+                raise DecisionInputError(
+                    f"--decision-file cannot be combined with {others}: the file is the decision"
+                )
+            return read_decision_file(self.decision_file)
+        chosen = [name for name in _ACTION_FLAGS if getattr(self, name)]
+        if len(chosen) > 1:
             raise DecisionInputError(
-                f"cannot read decision file {decision_file}: {error}"
-            ) from error
-        if isinstance(data, dict):
-            data.setdefault("interrupt_id", request.interrupt_id)
-        return data if isinstance(data, dict) else {"decision": data}
-    chosen = [
-        name
-        for name, flag in (
-            ("approve", approve),
-            ("reject", reject),
-            ("accept_partial", accept_partial),
-            ("grant_round", grant_round),
-            ("abort", abort),
+                f"choose one action, not {' and '.join(_flag(name) for name in chosen)}"
+            )
+        if not given:
+            return None
+        if not chosen and not self.answers and not self.constraints:
+            raise DecisionInputError(
+                "--reason needs an action: --reject or --abort (or --approve, --accept-partial, "
+                "--grant-round)"
+            )
+        parsed = []
+        for item in self.answers:
+            question_id, sep, text = item.partition("=")
+            if not sep or not text.strip():
+                raise DecisionInputError(f"--answer expects QID=TEXT, got {_short(item)}")
+            parsed.append({"question_id": question_id.strip(), "text": text.strip()})
+        return {
+            "action": chosen[0] if chosen else "revise",
+            "reason": self.reason,
+            "answers": parsed,
+            "constraints": list(self.constraints),
+        }
+
+
+def _short(value: str, limit: int = 80) -> str:
+    """A value quoted on one line, cut to ``limit`` characters, for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in parsed JSON (without recursing in Python)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", int: "a number"}
+    return "null" if value is None else names.get(type(value), "a number")
+
+
+def read_decision_file(path: Path) -> dict[str, Any]:
+    """The JSON object in a decision file, or DecisionInputError naming what is wrong.
+
+    Every way a file can fail to be a decision (missing, a folder, unreadable, too large,
+    not UTF-8, not JSON, nested absurdly deep, not an object) ends as one line and exit
+    code 2, before any thread is touched.
+    """
+    where = f"decision file {_short(str(path), 200)}"
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_DECISION_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise DecisionInputError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise DecisionInputError(f"{where}: is a directory, expected a JSON file") from None
+    except OSError as error:
+        raise DecisionInputError(f"{where}: cannot be read ({error.strerror})") from None
+    if len(data) > MAX_DECISION_FILE_BYTES:
+        raise DecisionInputError(
+            f"{where}: larger than {MAX_DECISION_FILE_BYTES} bytes; a decision is a few fields"
         )
-        if flag
-    ]
-    if len(chosen) > 1:
-        raise DecisionInputError(f"choose one action, not {' and '.join(chosen)}")
-    if not chosen and not answers and not constraints:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise DecisionInputError(
+            f"{where}: not UTF-8 text (invalid byte at offset {error.start})"
+        ) from None
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DecisionInputError(
+            f"{where}: not JSON ({error.msg} at line {error.lineno} column {error.colno})"
+        ) from None
+    except RecursionError:
+        raise DecisionInputError(
+            f"{where}: nested deeper than {MAX_DECISION_DEPTH} levels; not a HumanDecision"
+        ) from None
+    except ValueError as error:  # e.g. an integer longer than Python converts
+        raise DecisionInputError(f"{where}: not usable JSON ({_short(str(error))})") from None
+    if not isinstance(parsed, dict):
+        raise DecisionInputError(
+            f"{where}: expected a JSON object (a HumanDecision), got {_json_type(parsed)}"
+        )
+    if _depth(parsed) > MAX_DECISION_DEPTH:
+        raise DecisionInputError(
+            f"{where}: nested deeper than {MAX_DECISION_DEPTH} levels; not a HumanDecision"
+        )
+    return parsed
+
+
+def parse_decision(request: HumanRequest, flags: DecisionFlags) -> HumanDecision | None:
+    """The typed decision the options make for ``request``, or None if none was given."""
+    return decision_for(request, flags.raw(), from_file=flags.decision_file is not None)
+
+
+def decision_for(
+    request: HumanRequest, raw: dict[str, Any] | None, *, from_file: bool
+) -> HumanDecision | None:
+    """``raw`` (from ``DecisionFlags.raw``) checked against ``request``; None stays None.
+
+    Flags answer whatever the thread waits on, so they get the request's id. A decision
+    file must name the request itself (its ``interrupt_id`` is what ties it to one thread)
+    and is never completed from the thread it is used on. A decision that does not fit the
+    request is refused with InvalidDecision naming the field; nothing is saved either way.
+    """
+    if raw is None:
         return None
-    action = chosen[0] if chosen else "revise"
-    parsed = []
-    for item in answers:
-        question_id, sep, text = item.partition("=")
-        if not sep or not text.strip():
-            raise DecisionInputError(f"--answer expects QID=TEXT, got {item!r}")
-        parsed.append({"question_id": question_id.strip(), "text": text.strip()})
-    return {
-        "interrupt_id": request.interrupt_id,
-        "action": action,
-        "reason": reason,
-        "answers": parsed,
-        "constraints": constraints,
-    }
+    if not from_file:
+        raw = {"interrupt_id": request.interrupt_id, **raw}
+    return Workflow.check_decision(request, raw)
 
 
 def prompt_decision(request: HumanRequest, thread_id: str, console: Console) -> dict[str, Any]:

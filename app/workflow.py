@@ -52,7 +52,7 @@ from contracts import (
 )
 from graphs import WIRING, RunContext, Wiring, build_graph, workflow_channels
 from graphs.boundary import describe_validation_error, read, validate_channel
-from graphs.human import as_decision, decision_schema
+from graphs.human import as_asked_on, as_decision, decision_schema
 
 ArtifactName = Literal["article", "draft", "notes", "research", "review"]
 ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "review")
@@ -313,7 +313,8 @@ class Workflow:
             )
         payload: Any = None
         if request is not None:
-            payload = Command(resume=self.check_decision(request, decision).model_dump(mode="json"))
+            checked = as_asked_on(self.check_decision(request, decision), request, thread_id)
+            payload = Command(resume=checked.model_dump(mode="json"))
         self.ledger.abandon_running(
             thread_id, "attempt did not finish: its process ended before recording a result"
         )
@@ -322,7 +323,12 @@ class Workflow:
 
     @staticmethod
     def check_decision(request: HumanRequest, decision: Any) -> HumanDecision:
-        """Validate a decision against the open request, naming the offending field."""
+        """Validate a decision against the open request, naming the offending field.
+
+        ``request`` is the one saved with the pause (what the person was shown), so a
+        request saved before requests named their thread keeps accepting its own id, and a
+        request that names its thread refuses a decision naming another thread, or none.
+        """
         try:
             return as_decision(decision_schema(request).model_validate(_plain(decision)))
         except ValidationError as error:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, ProseText, VersionedContract
+from contracts.base import Contract, Identifier, ProseText, VersionedContract, upgrader
 from contracts.research import Question
 from contracts.task import Constraints
 
@@ -34,10 +34,24 @@ class FactSummary(Contract):
 
 
 class HumanRequest(VersionedContract):
-    """What a person is asked, with the evidence and the actions they may take."""
+    """What a person is asked, with the evidence and the actions they may take.
+
+    Since 1.1 a request names the thread it belongs to, and its ``interrupt_id`` ends with
+    that thread (``approve-research-s2.<thread>``): step numbers repeat across threads, so
+    an id without the thread would let a decision written for one thread answer another.
+    Requests saved by 1.0 have no thread; they keep their id and accept decisions naming it.
+    """
+
+    VERSION = "1.1"
 
     kind: Literal["human_request"] = Field(default="human_request", description="Discriminator.")
     interrupt_id: Identifier = Field(description="Id a decision must name to answer this request.")
+    thread_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="The thread this request belongs to; None on requests saved before 1.1.",
+    )
     request_kind: RequestKind = Field(description="Which decision point this is.")
     question: str = Field(max_length=2000, description="What is being asked.")
     allowed_actions: list[HumanAction] = Field(min_length=1, description="Actions allowed.")
@@ -47,6 +61,12 @@ class HumanRequest(VersionedContract):
     open_questions: list[Question] = Field(default_factory=list, description="Open questions.")
     artifacts: list[ArtifactRef] = Field(default_factory=list, description="Evidence artifacts.")
     changes: list[str] = Field(default_factory=list, description="What changed (stale inputs).")
+
+    @upgrader(from_version="1.0", to_version="1.1")
+    @classmethod
+    def _requests_name_their_thread(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # A 1.0 request was saved without its thread: it stays unbound (thread_id None).
+        return data
 
 
 class Answer(Contract):

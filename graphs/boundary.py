@@ -26,11 +26,19 @@ def _locations(error: ValidationError, prefix: str) -> list[str]:
     return fields
 
 
+def _loc_part(part: str | int) -> str:
+    """A field name as shown: an odd one (an unknown key) quoted and cut, on one line."""
+    text = str(part)
+    if len(text) <= 60 and text.isprintable():
+        return text
+    return repr(text[:60]) + ("…" if len(text) > 60 else "")
+
+
 def describe_validation_error(error: ValidationError, prefix: str = "") -> str:
     """One line per problem: the field path, what was wrong, what was expected."""
     parts = []
     for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"])
+        path = ".".join(_loc_part(part) for part in item["loc"])
         where = ".".join(part for part in (prefix, path) if part) or "(input)"
         parts.append(f"{where}: {item['msg']}")
     return "; ".join(parts)

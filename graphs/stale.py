@@ -26,6 +26,7 @@ from contracts import (
 )
 from graphs.errors import IntegrityError
 from graphs.freshness import DRAFT, RESEARCH, check_inputs, summary
+from graphs.human import bound_id
 from graphs.markdown import cited_claims, word_count
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import ArtifactStore, StepInfo
@@ -86,7 +87,8 @@ def stale_request(report: FreshnessReport, step: StepInfo) -> HumanRequest:
         actions.insert(0, "accept_new_revision")
     return HumanRequest.model_validate(
         {
-            "interrupt_id": f"stale-input-s{step.step}",
+            "interrupt_id": bound_id(f"stale-input-s{step.step}", step.thread_id),
+            "thread_id": step.thread_id,
             "request_kind": "stale_input",
             "question": f"Inputs of {report.node} changed since they were handed over. "
             "Accept the new revisions, re-run the step that produced them, or abort?",

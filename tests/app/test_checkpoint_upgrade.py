@@ -21,12 +21,17 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.errors import is_invalid_resume
+from langgraph.types import Command
+from pydantic import ValidationError
 
+from app.errors import InvalidDecision
 from app.settings import Settings
 from app.source_probe import FileSourceProbe
 from app.workflow import Workflow
 from contracts import Handoff, RunOutcome, TaskState, VersionedContract
 from graphs import workflow_channels
+from graphs.human import bound_id
 from tests.backends import sqlite_settings
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "v1_waiting_approval"
@@ -130,6 +135,41 @@ def test_a_thread_saved_before_the_handoff_version_bump_resumes_to_completion(
     assert final.schema_version == "1.1"
     assert [d.provenance.producer for d in final.accepted_decisions] == ["human"]
     assert stored_handoff(fixture_copy / "handoff.db")["schema_version"] == "1.1"
+
+
+def test_the_old_request_names_no_thread_and_refuses_a_decision_bound_to_another(
+    fixture_copy: Path,
+) -> None:
+    with open_fixture(fixture_copy) as workflow:
+        request = workflow.pending(THREAD)
+        assert request is not None
+        assert (request.interrupt_id, request.thread_id) == (MANIFEST["interrupt_id"], None)
+        checkpoints = workflow.checkpoint_count(THREAD)
+        other = bound_id(MANIFEST["interrupt_id"], "t-other")
+        with pytest.raises(InvalidDecision, match="does not match the open request"):
+            workflow.resume(THREAD, {"interrupt_id": other, "action": "approve"})
+        assert workflow.pending(THREAD) == request
+        assert workflow.checkpoint_count(THREAD) == checkpoints
+
+
+def test_the_graph_asks_the_old_pause_bound_to_its_thread_and_says_so_to_an_unbound_resume(
+    fixture_copy: Path,
+) -> None:
+    """Served clients send the resume straight to the graph, which rebuilds the request."""
+    with open_fixture(fixture_copy) as workflow:
+        request = workflow.pending(THREAD)
+        config = workflow.config(THREAD)
+        with pytest.raises(ValidationError) as caught:
+            workflow.graph.invoke(
+                Command(resume={"interrupt_id": MANIFEST["interrupt_id"], "action": "approve"}),
+                config,
+                context=workflow.context,
+            )
+        assert is_invalid_resume(caught.value)
+        assert f"this thread's open request is '{MANIFEST['interrupt_id']}.{THREAD}'" in str(
+            caught.value
+        )
+        assert workflow.pending(THREAD) == request, "still waiting on the saved request"
 
 
 # LangGraph revives the unreadable handoff with model_construct and re-serializes that

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import replace
@@ -259,3 +260,76 @@ def test_review_escalation_offers_partial_another_round_or_abort(
     assert (outcome.state, outcome.result_status) == (state, result)
     if action == "grant_round":
         assert outcome.review_rounds == 2
+
+
+def test_equal_pauses_on_two_threads_have_different_ids_naming_their_thread(
+    workflow: Workflow,
+) -> None:
+    mine, theirs = paused(workflow, "t-mine"), paused(workflow, "t-theirs")
+    assert (mine.thread_id, theirs.thread_id) == ("t-mine", "t-theirs")
+    assert mine.interrupt_id == "approve-research-s2.t-mine"
+    assert theirs.interrupt_id == "approve-research-s2.t-theirs"
+
+
+def test_the_python_api_refuses_a_decision_for_another_thread_and_changes_nothing(
+    workflow: Workflow,
+) -> None:
+    mine, theirs = paused(workflow, "t-mine"), paused(workflow, "t-theirs")
+    checkpoints = workflow.checkpoint_count("t-mine")
+    pending = workflow.saver.get_tuple(workflow.config("t-mine"))
+    assert pending is not None
+    with pytest.raises(InvalidDecision, match="is a decision for thread 't-theirs', not for this"):
+        workflow.resume("t-mine", {"interrupt_id": theirs.interrupt_id, "action": "approve"})
+    with pytest.raises(InvalidDecision, match="'approve-research-s2' names no thread"):
+        workflow.resume("t-mine", {"interrupt_id": "approve-research-s2", "action": "approve"})
+    assert workflow.pending("t-mine") == mine
+    assert workflow.checkpoint_count("t-mine") == checkpoints
+    after = workflow.saver.get_tuple(workflow.config("t-mine"))
+    assert after is not None and after.pending_writes == pending.pending_writes
+    outcome = workflow.resume("t-mine", {"interrupt_id": mine.interrupt_id, "action": "approve"})
+    assert outcome.result_status == "completed"
+    assert workflow.pending("t-theirs") == theirs, "the other thread still waits"
+
+
+def test_the_graph_refuses_a_resume_written_for_another_thread_so_server_clients_are_covered(
+    workflow: Workflow,
+) -> None:
+    mine, theirs = paused(workflow, "t-mine"), paused(workflow, "t-theirs")
+    for wrong, reason in (
+        (theirs.interrupt_id, "is a decision for thread 't-theirs'"),
+        ("approve-research-s2", "names no thread"),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            workflow.graph.invoke(
+                Command(resume={"interrupt_id": wrong, "action": "approve"}),
+                workflow.config("t-mine"),
+                context=workflow.context,
+            )
+        assert is_invalid_resume(caught.value) and reason in str(caught.value)
+        assert workflow.pending("t-mine") == mine, "nothing was saved; still waiting"
+
+
+def test_handoff_resume_refuses_a_decision_file_written_for_another_thread_with_exit_2(
+    settings: Settings, tmp_path: Path
+) -> None:
+    with Workflow(settings) as workflow:
+        mine, theirs = paused(workflow, "t-mine"), paused(workflow, "t-theirs")
+        checkpoints = workflow.checkpoint_count("t-mine")
+    for_theirs = tmp_path / "theirs.json"
+    for_theirs.write_text(json.dumps({"interrupt_id": theirs.interrupt_id, "action": "approve"}))
+    refused = handoff(settings, "resume", "t-mine", "--decision-file", str(for_theirs))
+    assert refused.returncode == ExitCode.USAGE, refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"error: invalid decision for {mine.interrupt_id!r}: interrupt_id: Value error, "
+        f"{theirs.interrupt_id!r} is a decision for thread 't-theirs', not for this thread "
+        f"'t-mine', whose open request is {mine.interrupt_id!r}"
+    ]
+    with Workflow(settings) as workflow:
+        assert workflow.pending("t-mine") == mine
+        assert workflow.checkpoint_count("t-mine") == checkpoints
+    for_mine = tmp_path / "mine.json"
+    for_mine.write_text(json.dumps({"interrupt_id": mine.interrupt_id, "action": "approve"}))
+    decided = handoff(settings, "resume", "t-mine", "--decision-file", str(for_mine))
+    assert decided.returncode == ExitCode.COMPLETED, decided.stderr
+    again = handoff(settings, "resume", "t-mine", "--decision-file", str(for_mine))
+    assert again.returncode == ExitCode.ALREADY_FINISHED, "a finished thread: not silently dropped"

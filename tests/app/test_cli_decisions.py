@@ -1,0 +1,119 @@
+"""The CLI's decision options: each way they fail to make one decision is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.cli_decisions import (
+    MAX_DECISION_FILE_BYTES,
+    DecisionFlags,
+    DecisionInputError,
+    parse_decision,
+)
+from app.errors import InvalidDecision
+from app.exit_codes import ExitCode, for_error
+from contracts import HumanRequest
+from graphs.human import bound_id
+
+REQUEST = HumanRequest(
+    interrupt_id=bound_id("approve-research-s2", "t-mine"),
+    thread_id="t-mine",
+    request_kind="approve_research",
+    question="Approve?",
+    allowed_actions=["approve", "revise", "reject"],
+)
+
+
+def file_with(tmp_path: Path, content: bytes) -> DecisionFlags:
+    path = tmp_path / "decision.json"
+    path.write_bytes(content)
+    return DecisionFlags(decision_file=path)
+
+
+def refused(flags: DecisionFlags, request: HumanRequest = REQUEST) -> str:
+    with pytest.raises((DecisionInputError, InvalidDecision)) as caught:
+        parse_decision(request, flags)
+    assert for_error(caught.value) == ExitCode.USAGE
+    message = caught.value.message
+    assert "\n" not in message and len(message) < 400, message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"approve", "not JSON (Expecting value at line 1 column 1)"),
+        (b'{"action": "approve",}', "not JSON"),
+        (b"", "not JSON"),
+        (b'{"action": "appr\xe9ve"}', "not UTF-8 text (invalid byte at offset 16)"),
+        (b"\xff\xfe{\x00}\x00", "not UTF-8"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested deeper than 8 levels"),
+        (b'{"a":' * 50 + b"1" + b"}" * 50, "nested deeper than 8 levels"),
+        (b'["approve"]', "expected a JSON object (a HumanDecision), got an array"),
+        (b'"approve"', "got a string"),
+        (b"null", "got null"),
+        (b'{"n": ' + b"9" * 5000 + b"}", "not usable JSON"),
+        (b" " * (MAX_DECISION_FILE_BYTES + 1), "larger than 1048576 bytes"),
+    ],
+)
+def test_a_decision_file_that_is_not_a_json_object_is_refused_naming_the_problem(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    assert problem in refused(file_with(tmp_path, content))
+
+
+def test_a_missing_file_or_a_directory_is_refused_as_such(tmp_path: Path) -> None:
+    assert "no such file" in refused(DecisionFlags(decision_file=tmp_path / "absent.json"))
+    assert "is a directory" in refused(DecisionFlags(decision_file=tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        ({"approve": True, "reject": True}, "choose one action, not --approve and --reject"),
+        ({"grant_round": True, "abort": True, "approve": True}, "--approve and --grant-round"),
+        ({"reason": "why"}, "--reason needs an action"),
+        ({"approve": True, "decision_file": Path("d.json")}, "cannot be combined with --approve"),
+        ({"answers": ("q-1",)}, "--answer expects QID=TEXT, got 'q-1'"),
+    ],
+)
+def test_contradictory_or_incomplete_flags_are_refused_before_any_thread_is_opened(
+    flags: dict[str, Any], problem: str
+) -> None:
+    assert problem in refused(DecisionFlags(**flags))
+
+
+def test_a_decision_file_must_name_its_request_it_is_never_completed_from_the_thread(
+    tmp_path: Path,
+) -> None:
+    assert "interrupt_id: Field required" in refused(
+        file_with(tmp_path, json.dumps({"action": "approve"}).encode())
+    )
+
+
+def test_a_decision_file_for_another_thread_names_that_thread(tmp_path: Path) -> None:
+    other = {"interrupt_id": bound_id("approve-research-s2", "t-theirs"), "action": "approve"}
+    message = refused(file_with(tmp_path, json.dumps(other).encode()))
+    assert "is a decision for thread 't-theirs', not for this thread 't-mine'" in message
+
+
+def test_an_unknown_field_with_an_odd_name_is_named_on_one_line(tmp_path: Path) -> None:
+    odd = {"interrupt_id": REQUEST.interrupt_id, "action": "approve", "a\nb" + "x" * 500: 1}
+    message = refused(file_with(tmp_path, json.dumps(odd).encode()))
+    assert "'a\\nbxxx" in message and "Extra inputs are not permitted" in message
+
+
+def test_valid_flags_and_files_become_a_checked_decision(tmp_path: Path) -> None:
+    decision = parse_decision(REQUEST, DecisionFlags(reject=True, reason="thin"))
+    assert decision is not None
+    assert (decision.interrupt_id, decision.action) == (REQUEST.interrupt_id, "reject")
+    mine = {"interrupt_id": REQUEST.interrupt_id, "action": "approve"}
+    from_file = parse_decision(
+        REQUEST, file_with(tmp_path, b"\xef\xbb\xbf" + json.dumps(mine).encode())
+    )
+    assert from_file is not None and from_file.action == "approve"
+    assert parse_decision(REQUEST, DecisionFlags()) is None
