@@ -74,8 +74,9 @@ def _options(
     """Read by the error handler of ``_MappedErrors`` from the context's params."""
 
 
-def _workflow() -> Workflow:
-    return Workflow(Settings())
+def _workflow(*, read_only: bool = False) -> Workflow:
+    """The Workflow of the settings; inspecting commands open it read-only (no writes)."""
+    return Workflow(Settings(), read_only=read_only)
 
 
 def _print_outcome(outcome: RunOutcome, settings: Settings, as_json: bool) -> None:
@@ -222,7 +223,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Show a thread's current step, what comes next, and its outcome."""
-    with _workflow() as workflow:
+    with _workflow(read_only=True) as workflow:
         info = workflow.status(thread_id)
         outcome = workflow.outcome(thread_id)
     if as_json:
@@ -266,7 +267,7 @@ def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Print the thread's audit log: one row per node attempt."""
-    with _workflow() as workflow:
+    with _workflow(read_only=True) as workflow:
         runs = workflow.history(thread_id)
     if as_json:
         out.print_json(json.dumps([json.loads(item.model_dump_json()) for item in runs]))
@@ -297,7 +298,7 @@ def show(
     ] = "article",
 ) -> None:
     """Print an artifact of a thread (verified against its recorded sha256)."""
-    with _workflow() as workflow:
+    with _workflow(read_only=True) as workflow:
         data = workflow.artifact(thread_id, artifact)
     sys.stdout.write(data.decode("utf-8", errors="replace"))
     sys.stdout.flush()
@@ -321,7 +322,7 @@ def threads(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List every thread in the checkpoint store."""
-    with _workflow() as workflow:
+    with _workflow(read_only=True) as workflow:
         ids = workflow.threads()
     if as_json:
         out.print_json(json.dumps(ids))

@@ -83,7 +83,9 @@ class PostgresBackend(StorageBackend):
         finally:
             await pool.close()
 
-    def ledger(self, url: str, pool: Any | None = None) -> RunLedgerBackend:
+    def ledger(
+        self, url: str, pool: Any | None = None, *, read_only: bool = False
+    ) -> RunLedgerBackend:
         """The ledger table, on the shared pool or (without one) on a pool of its own."""
         return PostgresRunLedger(pool=pool) if pool is not None else PostgresRunLedger(url)
 
@@ -104,7 +106,7 @@ class PostgresBackend(StorageBackend):
         )
 
     def _storage(
-        self, settings: Settings, stack: contextlib.ExitStack
+        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
     ) -> tuple[BaseCheckpointSaver[str], Any | None]:
         """One pool for the backend's life, every table created through it."""
         url = settings.resolved_database_url()
