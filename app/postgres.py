@@ -96,9 +96,17 @@ def open_pool(url: str, timeout: float = DEFAULT_TIMEOUT, max_size: int = 4) -> 
     pool's background reconnection (exponential backoff) also gives up after ``timeout``,
     so once the server is back the next request connects at once instead of waiting for
     a retry scheduled minutes ahead.
+
+    One direct connection is made first: the pool retries a refused connection with
+    backoff until ``timeout`` has passed, so a server that is not there at all (a closed
+    port, an unknown host) would take the whole timeout to report. The direct attempt
+    fails at once with the server's own reason; a server that does not answer still gets
+    ``timeout`` (its ``connect_timeout``).
     """
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    connect(url, timeout).close()
 
     pool: ConnectionPool[PgConnection] = ConnectionPool(
         url,
