@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 from app.cli_decisions import decision_from_flags, prompt_decision, render_request
 from app.errors import ThreadFinished, UnknownContract
 from app.exit_codes import EXPECTED_ERRORS, for_error, for_outcome
+from app.postgres import redact
 from app.settings import Settings
 from app.workflow import ARTIFACT_NAMES, Workflow
 from contracts import Constraints, RunOutcome, VersionedContract
@@ -40,6 +41,9 @@ def _message(error: BaseException) -> str:
 class _MappedErrors(TyperGroup):
     """Every command's errors end here: one line on stderr and the error's exit code.
 
+    The line (and the ``--debug`` traceback) has the database passwords masked, since a
+    driver's error may quote the URL.
+
     ``--debug`` adds the traceback but keeps the exit code, so a script that retries on a
     code behaves the same while someone investigates. Errors that are not expected (see
     ``EXPECTED_ERRORS``) are bugs and propagate with their traceback.
@@ -51,9 +55,22 @@ class _MappedErrors(TyperGroup):
             return super().invoke(ctx)
         except EXPECTED_ERRORS as error:
             if ctx.params.get("debug"):
-                sys.stderr.write("".join(traceback.format_exception(error)))
-            err.print(f"error: {_message(error)}", markup=False)
+                _write_traceback(error)
+            err.print(f"error: {_redacted(_message(error))}", markup=False)
             raise typer.Exit(int(for_error(error))) from None
+
+
+def _redacted(text: str) -> str:
+    """``text`` with the database passwords masked (a driver's error may quote its URL)."""
+    try:
+        url: str | None = Settings().resolved_database_url()
+    except Exception:  # settings that do not load: mask what the patterns find
+        url = None
+    return redact(text, url)
+
+
+def _write_traceback(error: BaseException) -> None:
+    sys.stderr.write(_redacted("".join(traceback.format_exception(error))))
 
 
 cli = typer.Typer(

@@ -32,7 +32,7 @@ from app.backends.memory import MemoryBackend
 from app.backends.postgres import PostgresBackend
 from app.backends.sqlite import SqliteBackend, sqlite_path
 from app.ledger import RunLedgerBackend
-from app.postgres import DEFAULT_TIMEOUT
+from app.postgres import DEFAULT_TIMEOUT, describe_url
 from app.settings import Settings
 from graphs.errors import HandoffError
 
@@ -68,7 +68,8 @@ def backend_for(url: str) -> StorageBackend:
     if backend is None:
         known = ", ".join(f"{name} ({kind.example})" for name, kind in sorted(BACKENDS.items()))
         raise UnsupportedDatabaseUrl(
-            f"unsupported database URL scheme {scheme!r} in {url!r}; registered schemes: {known}"
+            f"unsupported database URL scheme {scheme!r} in {describe_url(url)!r}; "
+            f"registered schemes: {known}"
         )
     return backend
 

@@ -22,7 +22,7 @@ from app.checkpointing import SingleWriterSaver
 from app.errors import DatabaseUnavailable
 from app.ledger import RunLedgerBackend
 from app.locks import ThreadLock
-from app.postgres import DEFAULT_TIMEOUT, describe_url, is_outage
+from app.postgres import DEFAULT_TIMEOUT, describe_url, is_outage, redact
 from app.settings import Settings
 from app.sqlite_files import NO_SPACE, full
 from graphs.errors import HandoffError
@@ -79,7 +79,7 @@ class Backend:
             raise
 
     def _unavailable(self, error: BaseException, thread_id: str) -> DatabaseUnavailable:
-        detail = " ".join(str(error).split())
+        detail = redact(" ".join(str(error).split()), self.url)
         reason = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
         return DatabaseUnavailable(
             f"database unavailable at {self.where} during thread {thread_id!r} ({reason}); "

@@ -27,6 +27,7 @@ from app.postgres import (
     execute_script,
     is_outage,
     open_pool,
+    redact,
     schema_lock,
 )
 from app.serde import contract_serializer
@@ -120,7 +121,7 @@ class PostgresBackend(StorageBackend):
         except Exception as error:
             if not is_outage(error):
                 raise
-            reason = " ".join(str(error).split()) or type(error).__name__
+            reason = redact(" ".join(str(error).split()), url) or type(error).__name__
             raise DatabaseUnavailable(
                 f"database unavailable at {describe_url(url)}: {reason}"
             ) from error
