@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -20,14 +20,15 @@ from app.errors import ThreadFinished, UnknownContract
 from app.exit_codes import EXPECTED_ERRORS, for_error, for_outcome
 from app.postgres import redact
 from app.settings import Settings
+from app.terminal import TerminalConsole, visible
 from app.workflow import ARTIFACT_NAMES, Workflow
 from contracts import Constraints, RunOutcome, VersionedContract
 from graphs.boundary import describe_validation_error
 from graphs.errors import HandoffError
 
-out = Console(highlight=False, soft_wrap=True)
-wide = Console(highlight=False, width=None if out.is_terminal else 200)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = TerminalConsole(highlight=False, soft_wrap=True)
+wide = TerminalConsole(highlight=False, width=None if out.is_terminal else 200)
+err = TerminalConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _message(error: BaseException) -> str:
@@ -42,7 +43,7 @@ class _MappedErrors(TyperGroup):
     """Every command's errors end here: one line on stderr and the error's exit code.
 
     The line (and the ``--debug`` traceback) has the database passwords masked, since a
-    driver's error may quote the URL.
+    driver's error may quote the URL, and its control characters made visible.
 
     ``--debug`` adds the traceback but keeps the exit code, so a script that retries on a
     code behaves the same while someone investigates. Errors that are not expected (see
@@ -56,7 +57,8 @@ class _MappedErrors(TyperGroup):
         except EXPECTED_ERRORS as error:
             if ctx.params.get("debug"):
                 _write_traceback(error)
-            err.print(f"error: {_redacted(_message(error))}", markup=False)
+            line = visible(_redacted(_message(error)), lines=False)
+            err.print(f"error: {line}", markup=False)
             raise typer.Exit(int(for_error(error))) from None
 
 
@@ -70,7 +72,7 @@ def _redacted(text: str) -> str:
 
 
 def _write_traceback(error: BaseException) -> None:
-    sys.stderr.write(_redacted("".join(traceback.format_exception(error))))
+    sys.stderr.write(visible(_redacted("".join(traceback.format_exception(error)))))
 
 
 cli = typer.Typer(
@@ -130,7 +132,8 @@ def _progress(node: str, values: dict[str, Any]) -> None:
             if text
         )
     mark = "[green]✓[/green] " if err.is_terminal else ""
-    err.print(f"{mark}{node}: {summary}".rstrip(": "), markup=err.is_terminal)
+    line = visible(f"{node}: {summary}".rstrip(": "), lines=False)
+    err.print(f"{mark}{escape(line)}", markup=err.is_terminal)
 
 
 @cli.command()
@@ -317,7 +320,7 @@ def show(
     """Print an artifact of a thread (verified against its recorded sha256)."""
     with _workflow(read_only=True) as workflow:
         data = workflow.artifact(thread_id, artifact)
-    sys.stdout.write(data.decode("utf-8", errors="replace"))
+    sys.stdout.write(visible(data.decode("utf-8", errors="replace")))
     sys.stdout.flush()
 
 
