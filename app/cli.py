@@ -11,22 +11,24 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
 from app.cli_decisions import DecisionFlags, decision_for, prompt_decision, render_request
 from app.errors import ThreadFinished, UnknownContract
 from app.exit_codes import EXPECTED_ERRORS, for_error, for_outcome
+from app.postgres import redact
 from app.settings import Settings
+from app.terminal import TerminalConsole, visible
 from app.workflow import ARTIFACT_NAMES, Workflow
 from contracts import Constraints, RunOutcome, VersionedContract
 from graphs.boundary import describe_validation_error
 from graphs.errors import HandoffError
 
-out = Console(highlight=False, soft_wrap=True)
-wide = Console(highlight=False, width=None if out.is_terminal else 200)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = TerminalConsole(highlight=False, soft_wrap=True)
+wide = TerminalConsole(highlight=False, width=None if out.is_terminal else 200)
+err = TerminalConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _message(error: BaseException) -> str:
@@ -40,6 +42,9 @@ def _message(error: BaseException) -> str:
 class _MappedErrors(TyperGroup):
     """Every command's errors end here: one line on stderr and the error's exit code.
 
+    The line (and the ``--debug`` traceback) has the database passwords masked, since a
+    driver's error may quote the URL, and its control characters made visible.
+
     ``--debug`` adds the traceback but keeps the exit code, so a script that retries on a
     code behaves the same while someone investigates. Errors that are not expected (see
     ``EXPECTED_ERRORS``) are bugs and propagate with their traceback.
@@ -51,9 +56,23 @@ class _MappedErrors(TyperGroup):
             return super().invoke(ctx)
         except EXPECTED_ERRORS as error:
             if ctx.params.get("debug"):
-                sys.stderr.write("".join(traceback.format_exception(error)))
-            err.print(f"error: {_message(error)}", markup=False)
+                _write_traceback(error)
+            line = visible(_redacted(_message(error)), lines=False)
+            err.print(f"error: {line}", markup=False)
             raise typer.Exit(int(for_error(error))) from None
+
+
+def _redacted(text: str) -> str:
+    """``text`` with the database passwords masked (a driver's error may quote its URL)."""
+    try:
+        url: str | None = Settings().resolved_database_url()
+    except Exception:  # settings that do not load: mask what the patterns find
+        url = None
+    return redact(text, url)
+
+
+def _write_traceback(error: BaseException) -> None:
+    sys.stderr.write(visible(_redacted("".join(traceback.format_exception(error)))))
 
 
 cli = typer.Typer(
@@ -74,8 +93,9 @@ def _options(
     """Read by the error handler of ``_MappedErrors`` from the context's params."""
 
 
-def _workflow() -> Workflow:
-    return Workflow(Settings())
+def _workflow(*, read_only: bool = False) -> Workflow:
+    """The Workflow of the settings; inspecting commands open it read-only (no writes)."""
+    return Workflow(Settings(), read_only=read_only)
 
 
 def _print_outcome(outcome: RunOutcome, settings: Settings, as_json: bool) -> None:
@@ -112,7 +132,8 @@ def _progress(node: str, values: dict[str, Any]) -> None:
             if text
         )
     mark = "[green]✓[/green] " if err.is_terminal else ""
-    err.print(f"{mark}{node}: {summary}".rstrip(": "), markup=err.is_terminal)
+    line = visible(f"{node}: {summary}".rstrip(": "), lines=False)
+    err.print(f"{mark}{escape(line)}", markup=err.is_terminal)
 
 
 @cli.command()
@@ -240,7 +261,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Show a thread's current step, what comes next, and its outcome."""
-    with _workflow() as workflow:
+    with _workflow(read_only=True) as workflow:
         info = workflow.status(thread_id)
         outcome = workflow.outcome(thread_id)
     if as_json:
@@ -284,7 +305,7 @@ def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Print the thread's audit log: one row per node attempt."""
-    with _workflow() as workflow:
+    with _workflow(read_only=True) as workflow:
         runs = workflow.history(thread_id)
     if as_json:
         out.print_json(json.dumps([json.loads(item.model_dump_json()) for item in runs]))
@@ -315,9 +336,9 @@ def show(
     ] = "article",
 ) -> None:
     """Print an artifact of a thread (verified against its recorded sha256)."""
-    with _workflow() as workflow:
+    with _workflow(read_only=True) as workflow:
         data = workflow.artifact(thread_id, artifact)
-    sys.stdout.write(data.decode("utf-8", errors="replace"))
+    sys.stdout.write(visible(data.decode("utf-8", errors="replace")))
     sys.stdout.flush()
 
 
@@ -339,7 +360,7 @@ def threads(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List every thread in the checkpoint store."""
-    with _workflow() as workflow:
+    with _workflow(read_only=True) as workflow:
         ids = workflow.threads()
     if as_json:
         out.print_json(json.dumps(ids))

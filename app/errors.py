@@ -94,6 +94,27 @@ class DatabaseUnavailable(HandoffError, RuntimeError):
     exit_code = ExitCode.DATABASE_UNAVAILABLE
 
 
+class StorageDamaged(HandoffError, RuntimeError):
+    """The database file is not a handoff database any more (garbled, truncated, emptied).
+
+    Nothing is written to it: repairing or restoring it is for a person, and writing would
+    turn what is left into an empty store that looks healthy.
+    """
+
+    code = ErrorCode.INTEGRITY_ERROR
+    exit_code = ExitCode.STORAGE_DAMAGED
+
+
+class StorageFull(HandoffError, RuntimeError):
+    """A write failed for lack of space; what was saved before it stays as it was.
+
+    A run stops at the step it could not save; resume it once space is freed.
+    """
+
+    code = ErrorCode.TRANSIENT
+    exit_code = ExitCode.STORAGE_FULL
+
+
 class UnknownContract(HandoffError, LookupError):
     """A contract name that is not one of the exported top-level contracts."""
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from app import sqlite_files
 from app.postgres import PostgresTables
 from contracts import NodeError, NodeRun
 
@@ -247,21 +248,27 @@ class SqliteRunLedger(SqlRunLedger):
     One connection serves every thread of the process (guarded by a mutex); a new
     sequence number is taken inside ``BEGIN IMMEDIATE``, which locks out every other
     writer of the file until it commits, so no two processes can take the same one.
+    ``read_only`` ledgers (for inspection) open the file without setting anything up, so
+    reading the audit needs no free space (see ``app.sqlite_files``).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        self.read_only = read_only
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                str(self.path), check_same_thread=False, timeout=30, isolation_level=None
+            conn = sqlite_files.connect(
+                self.path,
+                read_only=self.read_only,
+                needs=("handoff_node_runs",),
+                isolation_level=None,
             )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(SQLITE_SCHEMA)
+            if not isinstance(conn, sqlite_files.ReadOnlyConnection):
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(SQLITE_SCHEMA)
             self._conn = conn
         return self._conn
 
@@ -279,7 +286,8 @@ class SqliteRunLedger(SqlRunLedger):
                 yield conn.cursor()
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite ends it itself on some errors (SQLITE_FULL)
+                    conn.execute("ROLLBACK")
                 raise
 
     def _insert_next(self, statement: str, params: Sequence[Any]) -> int:

@@ -14,17 +14,19 @@ and the dedicated connection that holds a thread's lock) is made here, so they a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
 import os
+import re
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit
 
 if TYPE_CHECKING:  # psycopg is imported on first use, so SQLite-only processes start faster
     import psycopg
@@ -46,13 +48,45 @@ def is_postgres_url(url: str) -> bool:
     return urlsplit(url).scheme in ("postgresql", "postgres")
 
 
+_SECRET = re.compile(
+    r"""(?P<key>\b(?:ssl)?password\s*=\s*)(?!\*\*\*)(?P<value>'(?:[^'\\]|\\.)*'|[^\s&'"]*)""",
+    re.IGNORECASE,
+)
+"""A ``password=`` or ``sslpassword=`` value: in a URL's query string (up to the next ``&``)
+or in a key=value conninfo string (quoted, or up to the next space)."""
+_USERINFO = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s/]*@", re.IGNORECASE)
+"""The password of ``scheme://user:password@host``."""
+MASK = "***"
+
+
+def secrets_of(url: str) -> set[str]:
+    """The passwords a database URL (or conninfo string) carries, as given and decoded."""
+    found = {match["value"].strip("'") for match in _SECRET.finditer(url)}
+    with contextlib.suppress(ValueError):
+        password = urlsplit(url).password
+        if password:
+            found.add(password)
+    found |= {unquote_plus(value) for value in found}
+    return {value for value in found if value}
+
+
+def redact(text: str, url: str | None = None) -> str:
+    """``text`` with every password it may carry masked, for messages, logs and tracebacks.
+
+    Masks ``password=``/``sslpassword=`` values (URL query or conninfo), the password of a
+    URL's ``user:password@``, and, given the ``url`` in force, any literal occurrence of its
+    passwords (a driver's error text may quote the connection string it was given).
+    """
+    text = _SECRET.sub(lambda match: f"{match['key']}{MASK}", text)
+    text = _USERINFO.sub(rf"\g<head>{MASK}@", text)
+    for secret in sorted(secrets_of(url or ""), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
 def describe_url(url: str) -> str:
-    """The URL with any password replaced, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL (or conninfo string) with every password masked, for messages and logs."""
+    return redact(url, url)
 
 
 def application_name() -> str:
@@ -96,9 +130,17 @@ def open_pool(url: str, timeout: float = DEFAULT_TIMEOUT, max_size: int = 4) -> 
     pool's background reconnection (exponential backoff) also gives up after ``timeout``,
     so once the server is back the next request connects at once instead of waiting for
     a retry scheduled minutes ahead.
+
+    One direct connection is made first: the pool retries a refused connection with
+    backoff until ``timeout`` has passed, so a server that is not there at all (a closed
+    port, an unknown host) would take the whole timeout to report. The direct attempt
+    fails at once with the server's own reason; a server that does not answer still gets
+    ``timeout`` (its ``connect_timeout``).
     """
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    connect(url, timeout).close()
 
     pool: ConnectionPool[PgConnection] = ConnectionPool(
         url,

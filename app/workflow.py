@@ -20,7 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import BaseModel, ValidationError
 
-from app.backends import Backend, open_backend
+from app.backends import Backend, open_backend, storage_errors
 from app.errors import (
     DecisionRequired,
     InvalidDecision,
@@ -33,6 +33,7 @@ from app.errors import (
     UnknownArtifactName,
 )
 from app.ledger import RunLedgerBackend
+from app.postgres import describe_url
 from app.services import build_context
 from app.settings import Settings
 from contracts import (
@@ -114,12 +115,30 @@ def _one_writer(method: _Method) -> _Method:
     return cast(_Method, locked)
 
 
+def _storage(method: _Method) -> _Method:
+    """Report a damaged database or a full disk as the project's error, naming the file.
+
+    Every public method that reads or writes storage is wrapped; nested calls pass the
+    translated error through unchanged.
+    """
+
+    @functools.wraps(method)
+    def guarded(self: Workflow, *args: Any, **kwargs: Any) -> Any:
+        with storage_errors(self.settings):
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, guarded)
+
+
 class Workflow:
     """The workflow with its checkpointer and services; use as a context manager.
 
     ``Workflow(settings)`` reads locations from settings; ``database_url`` and
     ``artifact_dir`` override them for one instance (tests, scripts). ``wiring`` is the
-    graph's nodes and routers (``graphs.WIRING``, or an extended copy).
+    graph's nodes and routers (``graphs.WIRING``, or an extended copy). ``read_only``
+    opens the storage for inspection only (status, history, artifacts, threads): nothing
+    is set up or written, so it works on a full disk; running or editing needs a
+    Workflow that is not read-only.
     """
 
     def __init__(
@@ -130,6 +149,7 @@ class Workflow:
         artifact_dir: Path | None = None,
         context: RunContext | None = None,
         wiring: Wiring = WIRING,
+        read_only: bool = False,
     ) -> None:
         base = settings or Settings()
         overrides: dict[str, Any] = {}
@@ -139,6 +159,7 @@ class Workflow:
             overrides["artifact_dir"] = artifact_dir
         self.settings = base.with_overrides(**overrides) if overrides else base
         self.wiring = wiring
+        self.read_only = read_only
         self._context = context
         self._own_context = context is None
         self._stack: ExitStack | None = None
@@ -159,13 +180,16 @@ class Workflow:
     ) -> None:
         self.close()
 
+    @_storage
     def open(self) -> None:
         """Open the checkpointer and compile the graph with it."""
         if self._stack is not None:
             return
         stack = ExitStack()
         try:
-            self._backend = stack.enter_context(open_backend(self.settings))
+            self._backend = stack.enter_context(
+                open_backend(self.settings, read_only=self.read_only)
+            )
         except BaseException:
             stack.close()
             raise
@@ -237,6 +261,7 @@ class Workflow:
         fields.setdefault("task_id", f"task-{uuid.uuid4().hex[:12]}")
         return TaskSpec.model_validate({"objective": objective, **fields})
 
+    @_storage
     @_one_writer
     def run(
         self,
@@ -270,6 +295,7 @@ class Workflow:
                 agent = self.context.agent_for(spec) if spec.agent is not None else None
                 spec.fingerprint(agent, task)
 
+    @_storage
     @_one_writer
     def resume(
         self,
@@ -342,6 +368,7 @@ class Workflow:
             return HumanRequest.model_validate(pending.value)
         return None
 
+    @_storage
     def pending(self, thread_id: str) -> HumanRequest | None:
         """The open human request of a thread, or None if it is not waiting."""
         self._values(thread_id)
@@ -359,6 +386,7 @@ class Workflow:
                 for node, values in update.items():
                     on_progress(node, values if isinstance(values, dict) else {})
 
+    @_storage
     def threads_has(self, thread_id: str) -> bool:
         """Whether the checkpoint store has a thread with this id."""
         return self._exists(check_thread_id(thread_id))
@@ -375,9 +403,9 @@ class Workflow:
         return dict(snapshot.values)
 
     def _where(self) -> str:
-        url = self.settings.resolved_database_url()
-        return url.split("@")[-1] if "@" in url else url
+        return describe_url(self.settings.resolved_database_url())
 
+    @_storage
     def outcome(self, thread_id: str) -> RunOutcome:
         """The thread's recorded outcome; a thread that has not ended reports WORKING."""
         status = self.status(thread_id)
@@ -402,6 +430,7 @@ class Workflow:
             reason=f"next step: {', '.join(status.next_nodes) or 'none'}",
         )
 
+    @_storage
     def status(self, thread_id: str) -> ThreadStatus:
         """Current step, next nodes and outcome of a thread."""
         values = self._values(thread_id)
@@ -423,15 +452,18 @@ class Workflow:
             freshness=read(values, "freshness", FreshnessReport, node="workflow"),
         )
 
+    @_storage
     def checkpoint_count(self, thread_id: str) -> int:
         """How many checkpoints the thread has (every namespace)."""
         return sum(1 for _ in self.saver.list(self.config(thread_id)))
 
+    @_storage
     def history(self, thread_id: str) -> list[NodeRun]:
         """The audit log: one NodeRun per node attempt, oldest first."""
         self._values(thread_id)
         return self.context.ledger.runs(thread_id)
 
+    @_storage
     def state(self, thread_id: str) -> dict[str, Any]:
         """The thread's latest state values (contracts, validated)."""
         values = self._values(thread_id)
@@ -441,6 +473,7 @@ class Workflow:
             for channel, value in values.items()
         }
 
+    @_storage
     def artifact_ref(self, thread_id: str, name: str) -> ArtifactRef:
         """The reference the thread holds for a named artifact."""
         if name not in ARTIFACT_NAMES:
@@ -465,10 +498,12 @@ class Workflow:
             raise UnknownArtifactName(f"thread {thread_id!r} has no {name} artifact yet")
         return ref
 
+    @_storage
     def artifact(self, thread_id: str, name: str) -> bytes:
         """The bytes of a named artifact, verified against the hash the thread recorded."""
         return self.context.store.get(self.artifact_ref(thread_id, name))
 
+    @_storage
     @_one_writer
     def put_artifact(
         self, thread_id: str, name: str, content: bytes, *, editor: str = "human"
@@ -509,6 +544,7 @@ class Workflow:
         self.ledger.finish(thread_id, seq, edit)
         return ref
 
+    @_storage
     @_one_writer
     def cancel(self, thread_id: str, reason: str, *, decided_by: str = "human") -> RunOutcome:
         """End a thread deliberately: waiting, stuck after an error, or refused inputs.
@@ -564,6 +600,7 @@ class Workflow:
         self.ledger.finish(thread_id, self.ledger.start(thread_id, cancel), cancel)
         return outcome
 
+    @_storage
     def threads(self) -> list[str]:
         """Every thread id in the checkpoint store, sorted."""
         return sorted(

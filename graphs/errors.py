@@ -25,6 +25,8 @@ class ExitCode(IntEnum):
     THREAD_BUSY = 7
     INTEGRITY = 8
     DATABASE_UNAVAILABLE = 9
+    STORAGE_DAMAGED = 10
+    STORAGE_FULL = 11
 
 
 class HandoffError(Exception):

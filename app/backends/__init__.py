@@ -32,8 +32,9 @@ from app.backends.memory import MemoryBackend
 from app.backends.postgres import PostgresBackend
 from app.backends.sqlite import SqliteBackend, sqlite_path
 from app.ledger import RunLedgerBackend
-from app.postgres import DEFAULT_TIMEOUT
+from app.postgres import DEFAULT_TIMEOUT, describe_url
 from app.settings import Settings
+from graphs.errors import HandoffError
 
 __all__ = [
     "BACKENDS",
@@ -48,6 +49,7 @@ __all__ = [
     "open_backend",
     "open_checkpointer",
     "sqlite_path",
+    "storage_errors",
 ]
 
 BACKENDS: dict[str, StorageBackend] = {
@@ -66,7 +68,8 @@ def backend_for(url: str) -> StorageBackend:
     if backend is None:
         known = ", ".join(f"{name} ({kind.example})" for name, kind in sorted(BACKENDS.items()))
         raise UnsupportedDatabaseUrl(
-            f"unsupported database URL scheme {scheme!r} in {url!r}; registered schemes: {known}"
+            f"unsupported database URL scheme {scheme!r} in {describe_url(url)!r}; "
+            f"registered schemes: {known}"
         )
     return backend
 
@@ -89,17 +92,40 @@ def artifact_store_for(settings: Settings, pool: Any | None = None) -> ArtifactS
 
 
 @contextlib.contextmanager
-def open_backend(settings: Settings) -> Iterator[Backend]:
-    """Open (creating any missing table) the backend the settings name; close it on exit."""
+def storage_errors(settings: Settings) -> Iterator[None]:
+    """Turn a storage failure (damaged database, full disk) into the project's error.
+
+    Such failures surface as the database driver's or the OS's exceptions wherever a read
+    or write happens (setup, a node's audit record, a checkpoint); the backend of the
+    settings' URL says which of them are storage failures and names the file.
+    """
+    try:
+        yield
+    except HandoffError:
+        raise
+    except Exception as error:
+        failure = backend_for(settings.resolved_database_url()).failure(error, settings)
+        if failure is None:
+            raise
+        raise failure from error
+
+
+@contextlib.contextmanager
+def open_backend(settings: Settings, *, read_only: bool = False) -> Iterator[Backend]:
+    """Open (creating any missing table) the backend the settings name; close it on exit.
+
+    ``read_only``: for inspection only; nothing is set up or written where the backend can
+    avoid it (see :meth:`StorageBackend.open`).
+    """
     kind = backend_for(settings.resolved_database_url())
     with contextlib.ExitStack() as stack:
-        yield kind.open(settings, stack)
+        yield kind.open(settings, stack, read_only=read_only)
 
 
 def init_database(settings: Settings) -> list[str]:
     """Create every table the settings need (idempotent); returns what now exists."""
     kind = backend_for(settings.resolved_database_url())
-    with open_backend(settings) as backend:
+    with storage_errors(settings), open_backend(settings) as backend:
         found = kind.tables(backend)
         if isinstance(backend.store, FilesystemArtifactStore):
             found.append(f"artifacts in the folder {backend.store.root}")

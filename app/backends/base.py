@@ -22,8 +22,10 @@ from app.checkpointing import SingleWriterSaver
 from app.errors import DatabaseUnavailable
 from app.ledger import RunLedgerBackend
 from app.locks import ThreadLock
-from app.postgres import DEFAULT_TIMEOUT, describe_url, is_outage
+from app.postgres import DEFAULT_TIMEOUT, describe_url, is_outage, redact
 from app.settings import Settings
+from app.sqlite_files import NO_SPACE, full
+from graphs.errors import HandoffError
 
 ArtifactStoreBackend = FilesystemArtifactStore | PostgresArtifactStore
 
@@ -77,7 +79,7 @@ class Backend:
             raise
 
     def _unavailable(self, error: BaseException, thread_id: str) -> DatabaseUnavailable:
-        detail = " ".join(str(error).split())
+        detail = redact(" ".join(str(error).split()), self.url)
         reason = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
         return DatabaseUnavailable(
             f"database unavailable at {self.where} during thread {thread_id!r} ({reason}); "
@@ -105,8 +107,13 @@ class StorageBackend(ABC):
         """An async saver for the dev server, its tables created by the sync saver first."""
 
     @abstractmethod
-    def ledger(self, url: str, pool: Any | None = None) -> RunLedgerBackend:
-        """The audit ledger beside the checkpoints; opens nothing until first use."""
+    def ledger(
+        self, url: str, pool: Any | None = None, *, read_only: bool = False
+    ) -> RunLedgerBackend:
+        """The audit ledger beside the checkpoints; opens nothing until first use.
+
+        ``read_only``: the caller only reads, so nothing need be set up or written.
+        """
 
     @abstractmethod
     def lock(self, url: str, settings: Settings) -> ThreadLock:
@@ -141,19 +148,35 @@ class StorageBackend(ABC):
             return FilesystemArtifactStore(settings.resolved_artifact_dir())
         return self.database_artifact_store(settings, pool)
 
+    def failure(self, error: BaseException, settings: Settings) -> HandoffError | None:
+        """The project's error for a storage failure under these settings, else None.
+
+        Here: a disk (or quota) that is full. A backend adds what its database reports.
+        """
+        if isinstance(error, OSError) and error.errno in NO_SPACE:
+            where = error.filename or settings.data_dir
+            return full(where, error.strerror or "no space left on device")
+        return None
+
     def _storage(
-        self, settings: Settings, stack: contextlib.ExitStack
+        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
     ) -> tuple[BaseCheckpointSaver[str], Any | None]:
         """The bare saver, open for the stack's life, and a pool the other parts share."""
         url = settings.resolved_database_url()
         return stack.enter_context(self.checkpointer(url, timeout=settings.database_timeout)), None
 
-    def open(self, settings: Settings, stack: contextlib.ExitStack) -> Backend:
-        """Open every part (creating missing tables); ``stack`` closes them."""
+    def open(
+        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
+    ) -> Backend:
+        """Open every part (creating missing tables); ``stack`` closes them.
+
+        ``read_only``: the caller only inspects threads, so a backend that can opens its
+        database without setting anything up (an SQLite file then needs no free space).
+        """
         self.check(settings)
         url = settings.resolved_database_url()
-        inner, pool = self._storage(settings, stack)
-        ledger = self.ledger(url, pool)
+        inner, pool = self._storage(settings, stack, read_only=read_only)
+        ledger = self.ledger(url, pool, read_only=read_only)
         stack.callback(ledger.close)
         store = self.artifact_store(settings, pool)
         lock = self.lock(url, settings)

@@ -33,7 +33,9 @@ class MemoryBackend(StorageBackend):
         """A fresh in-memory saver (it serves async callers as well)."""
         yield InMemorySaver(serde=contract_serializer())
 
-    def ledger(self, url: str, pool: Any | None = None) -> RunLedgerBackend:
+    def ledger(
+        self, url: str, pool: Any | None = None, *, read_only: bool = False
+    ) -> RunLedgerBackend:
         """A ledger kept for the life of the process."""
         return MemoryRunLedger()
 

@@ -27,6 +27,7 @@ from app.postgres import (
     execute_script,
     is_outage,
     open_pool,
+    redact,
     schema_lock,
 )
 from app.serde import contract_serializer
@@ -83,7 +84,9 @@ class PostgresBackend(StorageBackend):
         finally:
             await pool.close()
 
-    def ledger(self, url: str, pool: Any | None = None) -> RunLedgerBackend:
+    def ledger(
+        self, url: str, pool: Any | None = None, *, read_only: bool = False
+    ) -> RunLedgerBackend:
         """The ledger table, on the shared pool or (without one) on a pool of its own."""
         return PostgresRunLedger(pool=pool) if pool is not None else PostgresRunLedger(url)
 
@@ -104,7 +107,7 @@ class PostgresBackend(StorageBackend):
         )
 
     def _storage(
-        self, settings: Settings, stack: contextlib.ExitStack
+        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
     ) -> tuple[BaseCheckpointSaver[str], Any | None]:
         """One pool for the backend's life, every table created through it."""
         url = settings.resolved_database_url()
@@ -118,7 +121,7 @@ class PostgresBackend(StorageBackend):
         except Exception as error:
             if not is_outage(error):
                 raise
-            reason = " ".join(str(error).split()) or type(error).__name__
+            reason = redact(" ".join(str(error).split()), url) or type(error).__name__
             raise DatabaseUnavailable(
                 f"database unavailable at {describe_url(url)}: {reason}"
             ) from error

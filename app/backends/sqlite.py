@@ -12,12 +12,16 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from app import sqlite_files
 from app.backends.base import Backend, StorageBackend, UnsupportedDatabaseUrl
 from app.ledger import RunLedgerBackend, SqliteRunLedger
 from app.locks import FileThreadLock, ThreadLock
 from app.postgres import DEFAULT_TIMEOUT
 from app.serde import contract_serializer
 from app.settings import Settings
+from graphs.errors import HandoffError
+
+SAVER_TABLES = ("checkpoints", "writes")
 
 
 def sqlite_path(url: str) -> Path:
@@ -36,20 +40,44 @@ class SqliteBackend(StorageBackend):
 
     example = "sqlite:///path/to/handoff.db"
 
-    @contextmanager
     def checkpointer(
         self, url: str, *, timeout: float = DEFAULT_TIMEOUT
-    ) -> Iterator[BaseCheckpointSaver[str]]:
+    ) -> contextlib.AbstractContextManager[BaseCheckpointSaver[str]]:
         """A SqliteSaver on its own connection, creating the file and tables if needed."""
-        path = sqlite_path(url)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        return self._saver(sqlite_path(url))
+
+    @contextmanager
+    def _saver(
+        self, path: Path, *, read_only: bool = False, artifact_dir: Path | None = None
+    ) -> Iterator[BaseCheckpointSaver[str]]:
+        """The saver on a checked connection; read-only ones skip setup (it would write)."""
+        conn = sqlite_files.connect(
+            path, read_only=read_only, needs=SAVER_TABLES, artifact_dir=artifact_dir
+        )
         try:
             saver = SqliteSaver(conn, serde=contract_serializer())
-            saver.setup()
+            if isinstance(conn, sqlite_files.ReadOnlyConnection):
+                saver.is_setup = True  # connect() found the tables
+            else:
+                saver.setup()
             yield saver
         finally:
             conn.close()
+
+    def _storage(
+        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
+    ) -> tuple[BaseCheckpointSaver[str], Any | None]:
+        """The saver, its file checked against the artifact folder too (see sqlite_files)."""
+        path = sqlite_path(settings.resolved_database_url())
+        saver = self._saver(
+            path, read_only=read_only, artifact_dir=settings.resolved_artifact_dir()
+        )
+        return stack.enter_context(saver), None
+
+    def failure(self, error: BaseException, settings: Settings) -> HandoffError | None:
+        """A damaged or full database file, or a full disk."""
+        path = sqlite_path(settings.resolved_database_url())
+        return sqlite_files.failure(error, path) or super().failure(error, settings)
 
     @asynccontextmanager
     async def async_checkpointer(self, url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
@@ -61,9 +89,11 @@ class SqliteBackend(StorageBackend):
         async with aiosqlite.connect(str(sqlite_path(url)), timeout=30) as conn:
             yield AsyncSqliteSaver(conn, serde=contract_serializer())
 
-    def ledger(self, url: str, pool: Any | None = None) -> RunLedgerBackend:
+    def ledger(
+        self, url: str, pool: Any | None = None, *, read_only: bool = False
+    ) -> RunLedgerBackend:
         """A table in the same file."""
-        return SqliteRunLedger(sqlite_path(url))
+        return SqliteRunLedger(sqlite_path(url), read_only=read_only)
 
     def lock(self, url: str, settings: Settings) -> ThreadLock:
         """``flock`` files beside the database: ``<file>-locks/<thread>.lock``."""

@@ -14,6 +14,8 @@ from app.errors import (
     InvalidDecision,
     InvalidThreadId,
     NotWaiting,
+    StorageDamaged,
+    StorageFull,
     ThreadBusy,
     ThreadExists,
     ThreadFinished,
@@ -65,6 +67,8 @@ EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (ThreadBusy("busy"), ExitCode.THREAD_BUSY),
     (IntegrityError("bytes changed"), ExitCode.INTEGRITY),
     (DatabaseUnavailable("gone"), ExitCode.DATABASE_UNAVAILABLE),
+    (StorageDamaged("not a database"), ExitCode.STORAGE_DAMAGED),
+    (StorageFull("no space"), ExitCode.STORAGE_FULL),
 ]
 
 

@@ -10,6 +10,7 @@ the failure: ``HANDOFF_DATABASE_TIMEOUT`` (2 s here) caps each connect and pool 
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from tests.app.test_concurrency import assert_single_writer_history
 from tests.backends import admin, require_postgres, with_search_path
+from tests.cli import handoff, one_line_error
 from tests.conftest import OBJECTIVE
 
 pytestmark = pytest.mark.postgres
@@ -161,3 +163,40 @@ def test_a_server_that_never_answers_fails_within_the_timeout(tmp_path: Path) ->
     with pytest.raises(DatabaseUnavailable, match="database unavailable at postgresql://"):
         Workflow(_settings(tmp_path, silent)).open()
     assert time.monotonic() - began < BOUND
+
+
+def test_a_refused_connection_fails_at_once_not_after_the_timeout(tmp_path: Path) -> None:
+    """A closed port is refused at once; only a server that does not answer gets the wait."""
+    timeout = 30.0
+    env = {
+        "HANDOFF_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/test",  # refused
+        "HANDOFF_DATABASE_TIMEOUT": str(timeout),
+    }
+    began = time.monotonic()
+    result = handoff("threads", data_dir=tmp_path, env=env)
+    elapsed = time.monotonic() - began
+    assert result.returncode == ExitCode.DATABASE_UNAVAILABLE, result.stderr
+    assert "Connection refused" in one_line_error(result)
+    assert elapsed < timeout / 3, f"{elapsed:.1f}s of a {timeout:.0f}s timeout"
+
+    settings = _settings(tmp_path, env["HANDOFF_DATABASE_URL"]).with_overrides(
+        database_timeout=timeout
+    )
+    began = time.monotonic()
+    with pytest.raises(DatabaseUnavailable, match="Connection refused"):
+        Workflow(settings).open()
+    elapsed = time.monotonic() - began
+    assert elapsed < timeout / 15, f"{elapsed:.1f}s of a {timeout:.0f}s timeout"
+
+
+def test_a_server_that_accepts_but_never_answers_still_gets_the_whole_timeout(
+    tmp_path: Path,
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never replies
+        port = silent.getsockname()[1]
+        url = f"postgresql://postgres@127.0.0.1:{port}/test"
+        began = time.monotonic()
+        with pytest.raises(DatabaseUnavailable, match="database unavailable at postgresql://"):
+            Workflow(_settings(tmp_path, url)).open()
+        elapsed = time.monotonic() - began
+    assert TIMEOUT * 0.9 <= elapsed < BOUND, f"{elapsed:.1f}s for a {TIMEOUT:.0f}s timeout"
