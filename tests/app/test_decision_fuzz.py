@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from app.cli_decisions import DecisionFlags, parse_decision
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import DecisionLog, HumanDecision, HumanRequest, TaskState
+from contracts import DecisionLog, HumanAction, HumanDecision, HumanRequest, TaskState
 from graphs.boundary import describe_validation_error
 from graphs.errors import ExitCode, HandoffError
 from graphs.human import as_decision, bound_id, decision_schema
@@ -162,17 +162,8 @@ def threads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Wait
 # What is generated: decisions near the valid ones, and junk far from them.
 
 OTHER_THREADS = ["fuzz-other", "t-0123456789abcdef", "3f1c2a9e-8b7d-4c6e-9a1b-2c3d4e5f6a7b"]
-ACTIONS = [
-    "approve",
-    "revise",
-    "reject",
-    "accept_partial",
-    "grant_round",
-    "abort",
-    "accept_new_revision",
-    "rerun_producer",
-]
-FIELDS = ["interrupt_id", "action", "reason", "answers", "constraints", "decided_by", "kind"]
+ACTIONS = list(get_args(HumanAction))
+FIELDS = list(HumanDecision.model_fields)
 
 
 def deep(depth: int, leaf: Any) -> Any:
