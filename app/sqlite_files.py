@@ -29,6 +29,7 @@ import errno
 import os
 import secrets
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any, cast
@@ -90,6 +91,34 @@ def full(where: Path | str, reason: str) -> StorageFull:
     )
 
 
+_HEADER_READERS: OrderedDict[tuple[int, int], int] = OrderedDict()
+"""Descriptors kept open, one per database file this process checked (see _read_header)."""
+_KEPT_READERS = 32
+"""How many are kept; the least recently checked file's is closed beyond that (a process
+using that many database files at once is not one this project runs)."""
+
+
+def _read_header(path: Path) -> bytes:
+    """The first 100 bytes of the file, read without ever closing a descriptor of it.
+
+    SQLite's locks on a database file are POSIX locks, and POSIX drops all of a process's
+    locks on a file when the process closes *any* descriptor of that file. Opening and
+    closing the file here, while a connection of this process (the dev server's, the
+    Workflow's other one) holds locks on it, would silently release them and break that
+    connection (SQLite reports "disk I/O error") or let another process corrupt the
+    file. So each file is opened once per process, and its descriptor kept.
+    """
+    stat = path.stat()
+    key = (stat.st_dev, stat.st_ino)
+    fd = _HEADER_READERS.get(key)
+    if fd is None:
+        fd = _HEADER_READERS[key] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        while len(_HEADER_READERS) > _KEPT_READERS:
+            os.close(_HEADER_READERS.popitem(last=False)[1])
+    _HEADER_READERS.move_to_end(key)
+    return os.pread(fd, 100, 0)
+
+
 def check_file(path: Path, artifact_dir: Path | None = None) -> None:
     """Refuse a database file that is visibly damaged, before SQLite opens (or writes) it.
 
@@ -106,8 +135,7 @@ def check_file(path: Path, artifact_dir: Path | None = None) -> None:
         if lock_folder(path).is_dir() or _wal_has_data(path) or _has_artifacts(artifact_dir):
             raise damaged(path, "the file is empty (0 bytes) but the store beside it was used")
         return
-    with open(path, "rb") as handle:
-        header = handle.read(100)
+    header = _read_header(path)
     if len(header) < 100 or not header.startswith(_MAGIC):
         raise damaged(path, "not an SQLite database: its header is missing or garbled")
     page_size = int.from_bytes(header[16:18], "big")

@@ -274,3 +274,35 @@ def test_a_full_disk_stops_a_run_with_one_line_and_the_thread_resumes_once_space
     ):
         article = stopped_once.artifact("t-full", "article")
         assert article == never_stopped.artifact("t-saved", "article")
+
+
+def test_checking_a_file_never_releases_the_locks_of_a_connection_in_this_process(
+    tmp_path: Path,
+) -> None:
+    """POSIX drops a process's locks on a file when any descriptor of it is closed."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    from app.sqlite_files import check_file
+
+    path = tmp_path / "held.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")  # a write lock, as a run in progress holds
+    try:
+        check_file(path)
+        check_file(path)
+        other = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0, "
+            "isolation_level=None)\n"
+            "try:\n    c.execute('BEGIN IMMEDIATE'); print('got the lock')\n"
+            "except sqlite3.OperationalError as e:\n    print(e)"
+        )
+        answer = subprocess.run(
+            [sys.executable, "-c", other, str(path)], capture_output=True, text=True, timeout=30
+        )
+        assert answer.stdout.strip() == "database is locked", answer
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
