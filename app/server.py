@@ -20,14 +20,14 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import ExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph, StateGraph
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.backends import backend_for, sqlite_path
 from app.errors import ThreadBusy, ThreadFinished
@@ -35,7 +35,7 @@ from app.locks import ThreadLock
 from app.postgres import describe_url
 from app.services import build_context
 from app.settings import PROJECT_ROOT, Settings
-from contracts import ErrorCode, RunOutcome
+from contracts import ErrorCode, RunChoices, RunOutcome, StalePolicy
 from graphs import RunContext, build_graph
 from graphs.errors import ExitCode, HandoffError
 
@@ -53,21 +53,57 @@ OFFLINE_DEFAULTS = {"LANGSMITH_TRACING": "false"}
 
 
 class ServerContext(BaseModel):
-    """Run context as the server sends it: JSON only, so it carries no services.
+    """What a run's context (a LangGraph Studio assistant's, an SDK client's) may choose.
 
-    LangGraph coerces a dict context into the graph's context schema, and ``RunContext``
-    holds Python objects that JSON cannot describe; the served graph declares this schema
-    instead, ignores whatever the server puts in it, and its nodes use the services built
-    from settings.
+    The server can only send JSON, so the context carries choices, not services: the
+    nodes use services built from settings (``server_context``), with these choices
+    applied. Every field left empty keeps the settings (models) or the task's own value
+    (policies, limits). What was chosen is written to the audit (``handoff history``).
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
+    agent_models: dict[str, str] = Field(
+        default_factory=dict,
+        description='Model per node, e.g. {"writer": "openai:gpt-4.1-mini"}; '
+        '"offline" for the built-in agent. Nodes not named keep HANDOFF_AGENT_MODELS.',
+    )
+    require_approval: bool | None = Field(
+        default=None, description="Ask a human to approve research before writing."
+    )
+    on_stale: StalePolicy | None = Field(
+        default=None, description="When a handed-off input changed: reevaluate, fail or ask."
+    )
+    max_review_rounds: int | None = Field(
+        default=None, ge=1, le=50, description="Most Writer→Reviewer rounds."
+    )
+
+    def choices(self) -> RunChoices | None:
+        """The task choices made, or None when the run keeps the task's own."""
+        chosen = RunChoices.model_validate(self.model_dump(exclude={"agent_models"}))
+        return chosen if chosen.describe() else None
+
+
+def server_context(chosen: Any = None) -> RunContext:
+    """The services of a served run: built once per process (and model choice) from settings.
+
+    ``chosen`` is the run's context as the server passes it (a ServerContext, a dict, or
+    nothing); its model choices pick the agents, its other choices travel with the run.
+    """
+    choice = ServerContext.model_validate(chosen or {})
+    services = _services(tuple(sorted(choice.agent_models.items())))
+    choices = choice.choices()
+    return services if choices is None else replace(services, choices=choices)
+
 
 @cache
-def server_context() -> RunContext:
-    """The services every served run uses, built once per server process from settings."""
-    return build_context(Settings())
+def _services(agent_models: tuple[tuple[str, str], ...]) -> RunContext:
+    settings = Settings()
+    if agent_models:
+        settings = settings.with_overrides(
+            agent_models={**settings.agent_models, **dict(agent_models)}
+        )
+    return build_context(settings)
 
 
 @cache

@@ -22,7 +22,7 @@ from contracts.provenance import Provenance
 from contracts.registry import registered, serializable_types
 from contracts.research import CONFIDENCE_RULE, Fact, Question, ResearchBundle, Source, Span
 from contracts.review import RequiredChange, ReviewResult, Verdict
-from contracts.task import Budget, Constraints, Policies, StalePolicy, TaskSpec
+from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolicy, TaskSpec
 
 __all__ = [
     "CONFIDENCE_RULE",
@@ -52,6 +52,7 @@ __all__ = [
     "NodeRun",
     "NodeStatus",
     "Policies",
+    "RunChoices",
     "Provenance",
     "Question",
     "RefCheck",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from contracts.base import Contract, Identifier, ProseText, UtcDatetime, VersionedContract
 
@@ -119,7 +121,11 @@ class TaskSpec(VersionedContract):
     """The workflow's input. Everything else in the run is derived from it."""
 
     kind: Literal["task_spec"] = Field(default="task_spec", description="Discriminator.")
-    task_id: Identifier = Field(description="Stable id of the task.")
+    task_id: Identifier = Field(
+        default="",
+        description="Stable id of the task. When none is given (a Studio or SDK client "
+        "sending only an objective) it is derived from the task's content: task-<12 hex>.",
+    )
     task_version: int = Field(
         default=1, ge=1, description="Bumped when the task changes; invalidates derived work."
     )
@@ -147,9 +153,74 @@ class TaskSpec(VersionedContract):
     def _strip_objective(cls, value: object) -> object:
         return value.strip() if isinstance(value, str) else value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_task_id(cls, data: Any) -> Any:
+        """Give a task without an id the same id every time it is read.
+
+        A served thread keeps its input as sent, and every node reads it again; an id drawn
+        at random would differ on each read. One derived from the content does not.
+        """
+        if not isinstance(data, dict) or data.get("task_id"):
+            return data
+        content = {key: value for key, value in data.items() if key != "task_id"}
+        canonical = json.dumps(content, sort_keys=True, default=str, ensure_ascii=False)
+        digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+        return {**data, "task_id": f"task-{digest[:12]}"}
+
     def research_questions(self) -> list[str]:
         """The questions research must answer: the explicit ones, else the objective."""
         return list(self.questions) or [self.objective]
 
 
-__all__ = ["Budget", "Constraints", "Identifier", "Policies", "StalePolicy", "TaskSpec"]
+class RunChoices(Contract):
+    """What an assistant (a run's context) may choose for the tasks it runs.
+
+    Each field left empty keeps the task's own value. Chosen values replace the task's
+    when a node of the run reads it, and the task with them is written back to the thread,
+    so routing, the audit and later resumes all see the same choice.
+    """
+
+    require_approval: bool | None = Field(
+        default=None, description="Ask a human to approve research before writing."
+    )
+    on_stale: StalePolicy | None = Field(
+        default=None, description="What to do when a handed-off input changed."
+    )
+    max_review_rounds: int | None = Field(
+        default=None, ge=1, le=50, description="Most Writer→Reviewer rounds."
+    )
+
+    def applied(self, task: TaskSpec) -> TaskSpec:
+        """The task with these choices in force (the same object when nothing changes)."""
+        policies = {
+            name: value
+            for name in ("require_approval", "on_stale")
+            if (value := getattr(self, name)) is not None
+        }
+        budget = (
+            {} if self.max_review_rounds is None else {"max_review_rounds": self.max_review_rounds}
+        )
+        chosen = task.model_copy(
+            update={
+                "policies": task.policies.model_copy(update=policies),
+                "budget": task.budget.model_copy(update=budget),
+            }
+        )
+        return task if chosen == task else chosen
+
+    def describe(self) -> str:
+        """The choices made, for the audit (e.g. ``max_review_rounds=1, require_approval=True``)."""
+        chosen = self.model_dump(exclude_none=True)
+        return ", ".join(f"{name}={value}" for name, value in chosen.items())
+
+
+__all__ = [
+    "Budget",
+    "Constraints",
+    "Identifier",
+    "Policies",
+    "RunChoices",
+    "StalePolicy",
+    "TaskSpec",
+]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from contracts import RunChoices
 from graphs.errors import MissingContext
 from graphs.ports import ArtifactStore, RunLedger, SourceProbe
 
@@ -38,6 +39,8 @@ class RunContext:
     sleep: Callable[[float], None] = field(default=time.sleep)
     backoff_seconds: float = 0.2
     """First retry delay after a transient error; doubles per attempt (capped at 5 s)."""
+    choices: RunChoices | None = None
+    """Policies and limits the caller chose for this run (e.g. a Studio assistant's)."""
 
     def agent_for(self, spec: NodeSpec) -> Any:
         """The agent for a declared node, checked against the protocol it declares."""

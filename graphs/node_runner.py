@@ -17,6 +17,7 @@ state the next node will see: the envelope always names the node that actually r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -52,7 +53,8 @@ from graphs.input_hash import input_hash
 from graphs.ports import StepInfo
 from graphs.state import RunnerWrites
 
-ContextFactory = Callable[[], RunContext]
+ContextFactory = Callable[[Any], RunContext]
+"""Services for a run given the context its caller passed (JSON choices from a server)."""
 Router = Callable[[Mapping[str, Any]], str]
 MAX_BACKOFF_SECONDS = 5.0
 
@@ -116,7 +118,7 @@ def resolve_context(
     if isinstance(context, RunContext):
         return context
     if fallback is not None:
-        return fallback()
+        return fallback(context)
     raise MissingContext(
         "no RunContext: pass context=RunContext(...) to invoke/stream (on every resume too), "
         "or build the graph with build_graph(default_context=...)"
@@ -261,7 +263,8 @@ class Visit:
 
 
 RUNNER_CHANNELS = channels_of(RunnerWrites)
-"""Channels the runner itself may write for any node: the envelope, and a stop outcome."""
+"""Channels the runner itself may write for any node: the envelope, a stop outcome, and
+the task when the run's choices changed it."""
 
 
 def reuse(visit: Visit) -> dict[str, Any] | None:
@@ -376,6 +379,32 @@ def _dump(update: dict[str, Any]) -> str:
     )
 
 
+def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo) -> TaskSpec:
+    """The task with the run's choices in force; a change is written to the audit.
+
+    The node that first applies a choice also writes the changed task back to the thread
+    (see ``run_node``), so every later node, router and resume sees the same task.
+    """
+    if ctx.choices is None:
+        return task
+    chosen = ctx.choices.applied(task)
+    if chosen is not task:
+        now = ctx.clock()
+        made = ctx.choices.describe()
+        record = NodeRun(
+            task_version=task.task_version,
+            node_id=f"choose: {made}"[:100],
+            attempt=1,
+            status="succeeded",
+            input_hash=hashlib.sha256(made.encode()).hexdigest(),
+            started_at=now,
+            ended_at=now,
+            duration_ms=0,
+        )
+        ctx.ledger.finish(step.thread_id, ctx.ledger.start(step.thread_id, record), record)
+    return chosen
+
+
 def run_node(
     spec: NodeSpec, route: Router, default_context: ContextFactory | None = None
 ) -> Callable[..., dict[str, Any]]:
@@ -389,8 +418,11 @@ def run_node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]
     ) -> dict[str, Any]:
         ctx = resolve_context(runtime, default_context)
-        task = require(state, "task", TaskSpec, node=spec.name)
-        step = step_info(config, spec.name, task, ctx.fault)
+        given = require(state, "task", TaskSpec, node=spec.name)
+        step = step_info(config, spec.name, given, ctx.fault)
+        task = chosen_task(ctx, given, step)
+        if task is not given:
+            state = {**state, "task": task}
         visit = Visit(
             spec=spec,
             route=route,
@@ -405,7 +437,7 @@ def run_node(
         update = reuse(visit) or over_budget(visit)
         if update is None:
             update = pause(visit) if spec.pauses else attempts(visit)
-        return update
+        return update if task is given else {**update, "task": task}
 
     node.__name__ = spec.name
     return node

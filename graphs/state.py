@@ -29,6 +29,8 @@ class RunnerWrites(TypedDict, total=False):
     """The envelope the node hands to the node the route picked, derived from state."""
     outcome: RunOutcome | None
     """Set when the run ends (or must stop: budget spent, retries exhausted)."""
+    task: TaskSpec
+    """The task again, when the run's choices (``RunContext.choices``) changed it."""
 
 
 class WorkflowOutput(TypedDict, total=False):

@@ -51,9 +51,9 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         monkeypatch.delenv(name)
     (tmp_path / ".env").write_text(f"HANDOFF_DATA_DIR={tmp_path / 'data'}\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    server.server_context.cache_clear()
+    server._services.cache_clear()
     yield tmp_path
-    server.server_context.cache_clear()
+    server._services.cache_clear()
 
 
 def graph_input(**policies: Any) -> dict[str, Any]:
