@@ -18,7 +18,8 @@ from typer.core import TyperGroup
 from app.cli_decisions import DecisionFlags, decision_for, prompt_decision, render_request
 from app.errors import ThreadFinished, UnknownContract
 from app.exit_codes import EXPECTED_ERRORS, for_error, for_outcome
-from app.postgres import redact
+from app.invocation import command
+from app.postgres import describe_url, redact
 from app.settings import Settings
 from app.terminal import TerminalConsole, visible
 from app.workflow import ARTIFACT_NAMES, Workflow
@@ -103,20 +104,33 @@ def _print_outcome(outcome: RunOutcome, settings: Settings, as_json: bool) -> No
         out.print_json(outcome.model_dump_json())
         return
     out.print(f"thread: {outcome.thread_id}", markup=False)
-    out.print(f"state: {outcome.state.value}  result: {outcome.result_status}", markup=False)
+    out.print(_state_line(outcome), markup=False)
     if outcome.article is not None:
         out.print(
             f"article: {outcome.article.uri} (revision {outcome.article.revision}, "
-            f"sha256 {outcome.article.sha256[:12]}…) in {settings.resolved_artifact_dir()}",
+            f"sha256 {outcome.article.sha256[:12]}…) in {_artifacts_where(settings)}",
             markup=False,
         )
-        out.print(f"read it: handoff show {outcome.thread_id} --artifact article", markup=False)
+        out.print(f"read it: {command()} show {outcome.thread_id}", markup=False)
     for error in outcome.errors:
         out.print(f"  {error.code.value}: {error.detail}", markup=False)
     if outcome.human_request is not None:
         render_request(outcome.human_request, outcome.thread_id, out)
     elif outcome.reason:
         out.print(f"reason: {outcome.reason}", markup=False)
+
+
+def _state_line(outcome: RunOutcome) -> str:
+    """The A2A state, and the business result once there is one."""
+    result = f"  result: {outcome.result_status}" if outcome.result_status else ""
+    return f"state: {outcome.state.value}{result}"
+
+
+def _artifacts_where(settings: Settings) -> str:
+    """Where the artifact store keeps its bytes: a folder, or the database."""
+    if settings.resolved_artifact_store() == "database":
+        return f"the database {describe_url(settings.resolved_database_url())}"
+    return str(settings.resolved_artifact_dir())
 
 
 def _progress(node: str, values: dict[str, Any]) -> None:
@@ -274,11 +288,12 @@ def status(
             "verdict": info.verdict,
             "fact_count": info.fact_count,
             "outcome": json.loads(outcome.model_dump_json()),
+            "freshness": json.loads(info.freshness.model_dump_json()) if info.freshness else None,
         }
         out.print_json(json.dumps(payload))
         return
     out.print(f"thread: {info.thread_id}", markup=False)
-    out.print(f"state: {outcome.state.value}  result: {outcome.result_status}", markup=False)
+    out.print(_state_line(outcome), markup=False)
     out.print(f"step: {info.step}  checkpoints: {info.checkpoints}", markup=False)
     out.print(f"next: {', '.join(info.next_nodes) or '(nothing: thread has ended)'}", markup=False)
     if info.fact_count is not None:

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.prompt import Prompt
 
+from app.invocation import command
 from app.workflow import Workflow
 from contracts import ErrorCode, HumanDecision, HumanRequest
 from graphs.errors import ExitCode, HandoffError
@@ -46,8 +47,10 @@ def render_request(request: HumanRequest, thread_id: str, console: Console) -> N
     }
     console.print("answer with:", markup=False)
     for action in request.allowed_actions:
-        console.print(f"  handoff resume {thread_id} {flags.get(action, action)}", markup=False)
-    console.print(f"  or: handoff resume {thread_id} --decision-file decision.json", markup=False)
+        console.print(f"  {command()} resume {thread_id} {flags.get(action, action)}", markup=False)
+    console.print(
+        f"  or: {command()} resume {thread_id} --decision-file decision.json", markup=False
+    )
 
 
 MAX_DECISION_FILE_BYTES = 1 << 20

@@ -1,0 +1,84 @@
+"""What the CLI points people to is where things are, and the commands it prints work."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from app.exit_codes import ExitCode
+from app.settings import Settings
+from app.workflow import Workflow
+from tests.backends import backend_env
+from tests.conftest import OBJECTIVE
+
+HANDOFF = Path(sys.executable).parent / "handoff"
+FRESH_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""A shell's PATH with no virtual environment activated."""
+
+
+def cli(settings: Settings, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``handoff`` as ``make demo`` runs it: by its path, the venv not activated."""
+    env = {**backend_env(settings), "PATH": FRESH_PATH}
+    return subprocess.run(
+        [str(HANDOFF), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def line(output: str, prefix: str) -> str:
+    [found] = [text for text in output.splitlines() if text.startswith(prefix)]
+    return found.removeprefix(prefix).strip()
+
+
+def test_the_printed_read_command_works_in_a_fresh_shell(
+    settings: Settings, tmp_path: Path
+) -> None:
+    run = cli(settings, tmp_path, "run", OBJECTIVE, "--thread", "t-pointer")
+    assert run.returncode == ExitCode.COMPLETED, run.stderr
+    command = line(run.stdout, "read it:")
+    env = {**backend_env(settings), "PATH": FRESH_PATH}
+    shown = subprocess.run(
+        command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0, (command, shown.stderr)
+    with Workflow(settings) as workflow:
+        assert shown.stdout.encode() == workflow.artifact("t-pointer", "article")
+
+
+def test_the_printed_location_of_the_article_is_where_its_bytes_are(
+    settings: Settings, tmp_path: Path
+) -> None:
+    run = cli(settings, tmp_path, "run", OBJECTIVE, "--thread", "t-where")
+    assert run.returncode == ExitCode.COMPLETED, run.stderr
+    where = line(run.stdout, "article:").split(") in ", 1)[1]
+    with Workflow(settings) as workflow:
+        ref = workflow.artifact_ref("t-where", "article")
+    if settings.resolved_artifact_store() == "database":
+        assert where.startswith("the database postgresql://"), where
+        assert ".handoff" not in run.stdout
+    else:
+        blob = (tmp_path / where).resolve() / "blobs" / ref.sha256[:2] / ref.sha256
+        assert blob.is_file(), where
+
+
+def test_status_says_no_result_until_there_is_one_and_its_json_has_the_freshness(
+    settings: Settings, tmp_path: Path
+) -> None:
+    run = cli(settings, tmp_path, "run", OBJECTIVE, "--thread", "t-st", "--require-approval")
+    assert run.returncode == ExitCode.WAITING_FOR_HUMAN, run.stderr
+    assert "result: None" not in run.stdout
+    status = cli(settings, tmp_path, "status", "t-st")
+    assert "result: None" not in status.stdout and "TASK_STATE_INPUT_REQUIRED" in status.stdout
+    resume = line(run.stdout, "answer with:") or ""
+    approve = [
+        text.strip() for text in run.stdout.splitlines() if text.strip().endswith("--approve")
+    ]
+    assert approve and not resume
+    env = {**backend_env(settings), "PATH": FRESH_PATH}
+    decided = subprocess.run(
+        approve[0], shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert decided.returncode == ExitCode.COMPLETED, (approve[0], decided.stderr)
+    payload = json.loads(cli(settings, tmp_path, "status", "t-st", "--json").stdout)
+    assert payload["freshness"]["verdict"] == "fresh", "the report the text view prints"
