@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 from typer.core import TyperGroup
 
 from app.cli_decisions import DecisionFlags, decision_for, prompt_decision, render_request
@@ -326,7 +326,16 @@ def history(
         out.print_json(json.dumps([json.loads(item.model_dump_json()) for item in runs]))
         return
     table = Table(
-        "node", "attempt", "status", "agent", "input", "ms", "tools", "tokens", "artifacts"
+        "node",
+        "attempt",
+        "status",
+        "agent",
+        "input",
+        "ms",
+        "tools",
+        "tokens",
+        Column("artifacts", overflow="fold"),
+        caption=f"artifact ids are shown without the thread's prefix {thread_id}-",
     )
     for item in runs:
         table.add_row(
@@ -338,7 +347,7 @@ def history(
             f"{item.duration_ms:.1f}" if item.duration_ms is not None else "",
             str(item.usage.tool_calls),
             str(item.usage.tokens),
-            " ".join(item.artifact_ids),
+            " ".join(name.removeprefix(f"{thread_id}-") for name in item.artifact_ids),
         )
     wide.print(table)
 
@@ -374,14 +383,40 @@ def edit(
 def threads(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """List every thread in the checkpoint store."""
+    """List every thread: its state, result, step, what runs next and when it last changed."""
     with _workflow(read_only=True) as workflow:
-        ids = workflow.threads()
+        rows = [
+            (workflow.status(thread_id), workflow.outcome(thread_id))
+            for thread_id in workflow.threads()
+        ]
     if as_json:
-        out.print_json(json.dumps(ids))
+        out.print_json(
+            json.dumps(
+                [
+                    {
+                        "thread_id": info.thread_id,
+                        "state": outcome.state.value,
+                        "result": outcome.result_status,
+                        "step": info.step,
+                        "next": list(info.next_nodes),
+                        "updated_at": info.updated_at,
+                    }
+                    for info, outcome in rows
+                ]
+            )
+        )
         return
-    for thread_id in ids:
-        out.print(thread_id, markup=False)
+    table = Table("thread", "state", "result", "step", "next", "updated")
+    for info, outcome in rows:
+        table.add_row(
+            info.thread_id,
+            outcome.state.value.removeprefix("TASK_STATE_"),
+            outcome.result_status or "",
+            "" if info.step is None else str(info.step),
+            ", ".join(info.next_nodes),
+            (info.updated_at or "")[:19].replace("T", " "),
+        )
+    wide.print(table)
 
 
 @cli.command()

@@ -91,6 +91,8 @@ class ThreadStatus:
     verdict: str | None
     fact_count: int | None
     freshness: FreshnessReport | None = None
+    updated_at: str | None = None
+    """When its latest checkpoint was written (ISO 8601, UTC)."""
 
 
 def _one_writer(method: _Method) -> _Method:
@@ -450,6 +452,7 @@ class Workflow:
             verdict=review.verdict if review else None,
             fact_count=len(bundle.facts) if bundle else None,
             freshness=read(values, "freshness", FreshnessReport, node="workflow"),
+            updated_at=snapshot.created_at,
         )
 
     @_storage

@@ -161,7 +161,7 @@ class TaskSpec(VersionedContract):
         A served thread keeps its input as sent, and every node reads it again; an id drawn
         at random would differ on each read. One derived from the content does not.
         """
-        if not isinstance(data, dict) or data.get("task_id"):
+        if not isinstance(data, dict) or data.get("task_id") not in (None, ""):
             return data
         content = {key: value for key, value in data.items() if key != "task_id"}
         canonical = json.dumps(content, sort_keys=True, default=str, ensure_ascii=False)

@@ -32,7 +32,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert result.returncode == ExitCode.COMPLETED, result.stderr
     assert "thread: t-cli" in result.stdout
     assert "artifact://article/t-cli-article" in result.stdout
-    assert "handoff show t-cli --artifact article" in result.stdout
+    assert "handoff show t-cli" in result.stdout
     return cwd
 
 
@@ -122,3 +122,20 @@ def test_debug_adds_the_traceback_and_keeps_the_exit_code(
     error_line = plain.stderr.strip().splitlines()[-1]
     assert error_line.startswith("error: ")
     assert debug.stderr.strip().splitlines()[-1] == error_line
+
+
+def test_every_help_page_names_values_plainly() -> None:
+    """No <bool>, <list[Path]> or {objective}: placeholders a person can read (typer < 0.27)."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    group = typer.main.get_command(cli)
+    assert isinstance(group, typer.main.TyperGroup)
+    runner = CliRunner()
+    for name in group.commands:
+        page = runner.invoke(cli, [name, "--help"], env={"COLUMNS": "120"}).output
+        assert "Usage: " in page, name
+        for placeholder in ("<bool>", "<str>", "<int>", "<list[", "<path>", "{"):
+            assert placeholder not in page, f"handoff {name} --help shows {placeholder}"

@@ -82,3 +82,24 @@ def test_status_says_no_result_until_there_is_one_and_its_json_has_the_freshness
     assert decided.returncode == ExitCode.COMPLETED, (approve[0], decided.stderr)
     payload = json.loads(cli(settings, tmp_path, "status", "t-st", "--json").stdout)
     assert payload["freshness"]["verdict"] == "fresh", "the report the text view prints"
+
+
+def test_threads_show_each_threads_state_and_history_names_artifacts_in_full(
+    settings: Settings, tmp_path: Path
+) -> None:
+    thread_id = "3f1c2a9e-8b7d-4c6e-9a1b-2c3d4e5f6a7b"  # a server's UUID thread id
+    with Workflow(settings) as workflow:
+        workflow.run(workflow.task(OBJECTIVE), thread_id)
+        workflow.run(workflow.task(OBJECTIVE, policies={"require_approval": True}), "t-waits")
+    rows = {
+        row["thread_id"]: row
+        for row in json.loads(cli(settings, tmp_path, "threads", "--json").stdout)
+    }
+    assert rows[thread_id]["state"] == "TASK_STATE_COMPLETED" and rows[thread_id]["next"] == []
+    assert rows["t-waits"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert rows["t-waits"]["next"] == ["approve_research"] and rows["t-waits"]["updated_at"]
+    table = cli(settings, tmp_path, "threads").stdout
+    assert "INPUT_REQUIRED" in table and "approve_research" in table
+    history = cli(settings, tmp_path, "history", thread_id).stdout
+    for name in ("notes@1", "draft@1", "review@1", "article@1"):
+        assert name in history, history
