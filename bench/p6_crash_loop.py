@@ -6,18 +6,19 @@ migration, between two statements of a checkpoint write, half way through an art
 fsync. Each trial is independent and ends with the same checks as the kill matrix.
 
 - **Reference**: first, per backend, ``REFERENCE_RUNS`` uninterrupted ``handoff run``s on
-  fresh stores (as many at once as the trials will run), timed from process start to exit.
-  Their articles must be identical; their median wall time is the *span* the kill moments
-  are drawn from (the median, so one run slowed by other load does not stretch it), and the
-  nodes their ledger shows succeeded are the nodes every trial must show.
+  fresh stores (as many at once as the trials will run), each timed in the CPU seconds its
+  process used from start to exit. Their articles must be identical; their median is the
+  *span* the kill moments are drawn from, and the nodes their ledger shows succeeded are
+  the nodes every trial must show.
 - **Trial**: a fresh SQLite file and artifact folder, or a fresh PostgreSQL schema (with the
   artifacts in it). ``handoff run OBJECTIVE --thread t-crash-loop`` on the bundled corpus
-  with the default policies (no human decision needed) is started and SIGKILLed after a
-  delay drawn uniformly from [0, span). Then ``handoff resume t-crash-loop`` (or ``handoff
-  run`` again, when the kill came before the thread existed) is started and killed the same
-  way, and so on until a process ends on its own or the trial has had ``MAX_KILLS`` kills,
-  after which the last resume runs uninterrupted. A process that exits ``THREAD_BUSY`` (a
-  killed process's PostgreSQL session not yet ended) is started again after a short pause.
+  with the default policies (no human decision needed) is started and SIGKILLed once it has
+  used a CPU time drawn uniformly from [0, span) (see ``launch`` for why CPU time). Then
+  ``handoff resume t-crash-loop`` (or ``handoff run`` again, when the kill came before the
+  thread existed) is started and killed the same way, and so on until a process ends on its
+  own or the trial has had ``MAX_KILLS`` kills, after which the last resume runs
+  uninterrupted. A process that exits ``THREAD_BUSY`` (a killed process's PostgreSQL
+  session not yet ended) is started again after a short pause.
 - **Checks** (after the last process): *completed* means the last process exited 0 (or 6,
   already finished, when the final checkpoint was written before the kill), the outcome is
   ``completed``, every reference node succeeded and no attempt is left ``running``;
@@ -46,6 +47,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -75,11 +77,14 @@ PROCESS_TIMEOUT = 300.0
 BUSY_PAUSE = 0.2
 BUSY_RETRIES = 50
 HANDOFF = Path(sys.executable).parent / "handoff"
+POLL = 0.005
+"""Seconds between two looks at a running process's CPU time (the kernel counts in 10 ms)."""
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
 class Reference:
-    """What an uninterrupted run produced and how long it took."""
+    """What an uninterrupted run produced and the CPU seconds it took."""
 
     article: bytes
     nodes: frozenset[str]
@@ -185,40 +190,62 @@ class Exit:
 
     code: int
     killed: bool
-    seconds: float
+    cpu: float
+    """CPU seconds the process used, user + system."""
     stderr: str
 
 
-def launch(settings: Settings, args: Sequence[str], kill_after: float | None) -> Exit:
-    """Run ``handoff *args`` on the settings' stores; SIGKILL it after ``kill_after`` s.
+def launch(settings: Settings, args: Sequence[str], kill_at: float | None) -> Exit:
+    """Run ``handoff *args`` on the settings' stores; SIGKILL it once it has used
+    ``kill_at`` seconds of CPU.
 
-    The process runs in the store's folder, so no ``.env`` of the caller's reaches it.
+    CPU time, not wall time: on a shared machine the wall time of one run swings several
+    fold with the other load (2.6 s to 11.3 s between two measurements here), so a wall-
+    clock moment drawn from one measurement lands in a different part of the next run;
+    the CPU a run needs hardly moves. The process runs in the store's folder, so no
+    ``.env`` of the caller's reaches it.
     """
     command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    began = time.perf_counter()
-    process = subprocess.Popen(
-        [*command, *args],
-        env=cli_env(settings),
-        cwd=settings.data_dir,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _, stderr = process.communicate(
-            timeout=PROCESS_TIMEOUT if kill_after is None else kill_after
+    deadline = time.monotonic() + PROCESS_TIMEOUT
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(
+            [*command, *args],
+            env=cli_env(settings),
+            cwd=settings.data_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            text=True,
         )
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, stderr = process.communicate()
-        if kill_after is None:
-            raise RuntimeError(
-                f"handoff {' '.join(args)} hung for {PROCESS_TIMEOUT:.0f} s"
-            ) from None
-    seconds = time.perf_counter() - began
-    return Exit(process.returncode, process.returncode == -signal.SIGKILL, seconds, stderr)
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            # os.kill, not Popen.kill: that one reaps an ended child, and wait4 is ours.
+            if kill_at is not None and cpu_seconds(process.pid) >= kill_at:
+                os.kill(process.pid, signal.SIGKILL)
+            elif time.monotonic() > deadline:
+                os.kill(process.pid, signal.SIGKILL)
+                raise RuntimeError(f"handoff {' '.join(args)} hung for {PROCESS_TIMEOUT:.0f} s")
+            time.sleep(POLL)
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        stderr.seek(0)
+        return Exit(
+            process.returncode,
+            process.returncode == -signal.SIGKILL,
+            usage.ru_utime + usage.ru_stime,
+            stderr.read(),
+        )
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except FileNotFoundError:  # ended between the two calls: wait4 reaps it next
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 # -- the reference and the checks ---------------------------------------------------------
@@ -253,7 +280,7 @@ def reference_run(backend: str, root: Path, name: str, server: str | None) -> Re
             nodes = frozenset(
                 run.node_id for run in workflow.history(THREAD) if run.status == "succeeded"
             )
-            return Reference(workflow.artifact(THREAD, "article"), nodes, ended.seconds)
+            return Reference(workflow.artifact(THREAD, "article"), nodes, ended.cpu)
 
 
 def measure_reference(
@@ -349,8 +376,8 @@ def kill_until_done(
     started = False
     while True:
         args = ["resume", THREAD] if started else ["run", OBJECTIVE, "--thread", THREAD]
-        kill_after = rng.random() * span if trial.kills < max_kills else None
-        ended = launch(settings, args, kill_after)
+        kill_at = rng.random() * span if trial.kills < max_kills else None
+        ended = launch(settings, args, kill_at)
         if ended.code == ExitCode.THREAD_BUSY and trial.busy < BUSY_RETRIES:
             trial.busy += 1
             time.sleep(BUSY_PAUSE)
@@ -363,7 +390,7 @@ def kill_until_done(
         mid_run = after != before
         trial.kills_mid_run += mid_run
         where = "mid-run" if mid_run else "start-up"
-        trial.steps.append(f"{args[0]} killed at {ended.seconds:.2f} s ({where})")
+        trial.steps.append(f"{args[0]} killed at {ended.cpu:.2f} s CPU ({where})")
         started, before = after[0], after
 
 
@@ -412,7 +439,7 @@ def print_summaries(summaries: Sequence[Summary], max_kills: int, jobs: int) -> 
             "kills",
             "kills mid-run",
             "busy retries",
-            "span s",
+            "span CPU s",
             "wall s",
             "seed",
         ],
