@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from bench import (
-    p1_overhead,
-    p2_checkpoint_bytes,
-    p3_context_growth,
-    p4_resume_cost,
-    p5_scaleout,
-)
+import bench
 from bench._common import Row, machine_description
 
-BENCHMARKS = (p1_overhead, p2_checkpoint_bytes, p3_context_growth, p4_resume_cost, p5_scaleout)
+
+def discover() -> tuple[ModuleType, ...]:
+    """Every benchmark module, ``bench/p<N>_<name>.py``, in the order of N.
+
+    Found rather than listed, so a new benchmark runs here and in the smoke test
+    (tests/bench) as soon as its file exists, and no list can forget it.
+    """
+    found = [
+        (int(match[1]), module.name)
+        for module in pkgutil.iter_modules(bench.__path__)
+        if (match := re.fullmatch(r"p(\d+)_\w+", module.name))
+    ]
+    return tuple(importlib.import_module(f"bench.{name}") for _, name in sorted(found))
+
+
+BENCHMARKS = discover()
 
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:

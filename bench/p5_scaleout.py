@@ -86,9 +86,9 @@ def with_search_path(url: str, schema: str) -> str:
 
 
 @contextmanager
-def fresh_schema(url: str) -> Iterator[str]:
+def fresh_schema(url: str, prefix: str = "handoff_p5") -> Iterator[str]:
     """A new schema on the server; yields a URL that uses it, then drops it."""
-    schema = f"handoff_p5_{uuid.uuid4().hex[:12]}"
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     try:

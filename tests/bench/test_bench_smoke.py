@@ -2,7 +2,8 @@
 
 No timing is asserted: this only keeps the scripts from rotting as the code changes.
 P5 needs PostgreSQL: it is skipped (loudly) when the test server is unreachable, and
-fails instead when HANDOFF_REQUIRE_POSTGRES=1 (tests/backends.py).
+fails instead when HANDOFF_REQUIRE_POSTGRES=1 (tests/backends.py). P6 SIGKILLs CLI
+processes, so its one-trial SQLite run is marked slow like the kill matrix.
 """
 
 from __future__ import annotations
@@ -11,37 +12,26 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from bench import (
-    p1_overhead,
-    p2_checkpoint_bytes,
-    p3_context_growth,
-    p4_resume_cost,
-    p5_scaleout,
-)
+from bench.__main__ import BENCHMARKS as MODULES
 from bench._common import Row
 from tests.backends import require_postgres
 
 BENCHMARKS: dict[str, Callable[[Sequence[str] | None], list[Row]]] = {
-    "p1_overhead": p1_overhead.main,
-    "p2_checkpoint_bytes": p2_checkpoint_bytes.main,
-    "p3_context_growth": p3_context_growth.main,
-    "p4_resume_cost": p4_resume_cost.main,
-    "p5_scaleout": p5_scaleout.main,
+    module.__name__.removeprefix("bench."): module.main for module in MODULES
 }
 NEEDS_POSTGRES = {"p5_scaleout"}
+MARKS = {"p5_scaleout": [pytest.mark.postgres], "p6_crash_loop": [pytest.mark.slow]}
+EXTRA_ARGS = {"p6_crash_loop": ["--trials", "1", "--backend", "sqlite"]}
 
 
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(name, marks=[pytest.mark.postgres] if name in NEEDS_POSTGRES else [])
-        for name in sorted(BENCHMARKS)
-    ],
+    [pytest.param(name, marks=MARKS.get(name, [])) for name in sorted(BENCHMARKS)],
 )
 def test_quick_run_yields_rows_of_positive_numbers(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["--quick"]
+    args = ["--quick", *EXTRA_ARGS.get(name, [])]
     if name in NEEDS_POSTGRES:
         args += ["--postgres-url", require_postgres()]  # skips, or fails when required
     rows = BENCHMARKS[name](args)
