@@ -242,9 +242,10 @@ def resume(
             decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
             if request is not None:
                 decision = decision_for(request, raw, from_file=decision_file is not None)
-                if decision is None and sys.stdin.isatty() and err.is_terminal and not as_json:
+                asks = decision is None and sys.stdin.isatty() and err.is_terminal and not as_json
+                if asks:  # a person at a terminal: ask (README: "Human decisions")
                     decision = prompt_decision(request, thread_id, err)
-                if decision is None:
+                elif decision is None:
                     render_request(request, thread_id, err)
             outcome = workflow.resume(
                 thread_id, decision, on_progress=None if as_json else _progress

@@ -229,8 +229,22 @@ def decision_for(
     return Workflow.check_decision(request, raw)
 
 
-def prompt_decision(request: HumanRequest, thread_id: str, console: Console) -> dict[str, Any]:
-    """Ask on the terminal: show the request, then the action and what it needs."""
+def prompt_decision(
+    request: HumanRequest, thread_id: str, console: Console
+) -> dict[str, Any] | None:
+    """Ask on the terminal: show the request, then the action and what it needs.
+
+    End of input (Ctrl-D) or Ctrl-C leaves the decision open: None, so the command ends
+    as it does without a terminal (exit 3, the thread still waiting), not "Aborted.".
+    """
+    try:
+        return _ask(request, thread_id, console)
+    except (EOFError, KeyboardInterrupt):
+        console.print("\nno decision given; the thread still waits", markup=False)
+        return None
+
+
+def _ask(request: HumanRequest, thread_id: str, console: Console) -> dict[str, Any]:
     render_request(request, thread_id, console)
     action = Prompt.ask("action", choices=list(request.allowed_actions), console=console)
     decision: dict[str, Any] = {"interrupt_id": request.interrupt_id, "action": action}

@@ -40,7 +40,10 @@ def describe_validation_error(error: ValidationError, prefix: str = "") -> str:
     for item in error.errors():
         path = ".".join(_loc_part(part) for part in item["loc"])
         where = ".".join(part for part in (prefix, path) if part) or "(input)"
-        parts.append(f"{where}: {item['msg']}")
+        message = item["msg"]
+        if item["type"] in ("value_error", "assertion_error"):  # our own validators' words
+            message = message.split(", ", 1)[-1]  # without "Value error, "
+        parts.append(f"{where}: {message}")
     return "; ".join(parts)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,13 @@ from app.cli_decisions import (
 )
 from app.errors import InvalidDecision
 from app.exit_codes import ExitCode, for_error
+from app.settings import Settings
+from app.workflow import Workflow
 from contracts import HumanRequest
 from graphs.human import bound_id
+from tests.app.test_human_in_the_loop import HANDOFF, handoff
+from tests.backends import backend_env
+from tests.conftest import OBJECTIVE
 
 REQUEST = HumanRequest(
     interrupt_id=bound_id("approve-research-s2", "t-mine"),
@@ -117,3 +124,34 @@ def test_valid_flags_and_files_become_a_checked_decision(tmp_path: Path) -> None
     )
     assert from_file is not None and from_file.action == "approve"
     assert parse_decision(REQUEST, DecisionFlags()) is None
+
+
+def test_the_terminal_prompt_ends_like_no_decision_when_input_ends(settings: Settings) -> None:
+    """On a TTY `handoff resume` asks; Ctrl-D leaves the thread waiting and exits 3."""
+    import os
+    import pty
+    import time
+
+    run = handoff(settings, "run", OBJECTIVE, "--thread", "t-tty", "--require-approval")
+    assert run.returncode == ExitCode.WAITING_FOR_HUMAN, run.stderr
+    primary, secondary = pty.openpty()
+    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
+    process = subprocess.Popen(
+        [*command, "resume", "t-tty"],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=backend_env(settings),
+        close_fds=True,
+    )
+    os.close(secondary)
+    shown = b""
+    deadline = time.monotonic() + 60
+    while b"action" not in shown and time.monotonic() < deadline:
+        shown += os.read(primary, 4096)
+    assert b"action" in shown, shown
+    os.write(primary, b"\x04")  # end of input
+    assert process.wait(timeout=60) == ExitCode.WAITING_FOR_HUMAN
+    os.close(primary)
+    with Workflow(settings) as workflow:
+        assert workflow.pending("t-tty") is not None, "the thread still waits"

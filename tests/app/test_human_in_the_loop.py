@@ -320,7 +320,7 @@ def test_handoff_resume_refuses_a_decision_file_written_for_another_thread_with_
     refused = handoff(settings, "resume", "t-mine", "--decision-file", str(for_theirs))
     assert refused.returncode == ExitCode.USAGE, refused.stderr
     assert refused.stderr.strip().splitlines() == [
-        f"error: invalid decision for {mine.interrupt_id!r}: interrupt_id: Value error, "
+        f"error: invalid decision for {mine.interrupt_id!r}: interrupt_id: "
         f"{theirs.interrupt_id!r} is a decision for thread 't-theirs', not for this thread "
         f"'t-mine', whose open request is {mine.interrupt_id!r}"
     ]

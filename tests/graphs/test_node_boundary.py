@@ -69,3 +69,15 @@ def test_invalid_writer_output_fails_naming_the_field_and_keeps_the_previous_che
         for channel, value in state.values.items():
             if value is not None:
                 workflow_channels()[channel].contract.model_validate(value)
+
+
+def test_errors_speak_in_the_projects_words_not_pydantics() -> None:
+    from pydantic import ValidationError
+
+    from contracts import HumanDecision
+    from graphs.boundary import describe_validation_error
+
+    with pytest.raises(ValidationError) as refused:
+        HumanDecision(interrupt_id="approve-research-s2", action="reject")
+    message = describe_validation_error(refused.value, "decision")
+    assert message == "decision: reason is required when action is 'reject'"
