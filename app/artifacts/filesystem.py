@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,12 +44,13 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _atomic_write(directory: str, name: str, content: bytes) -> None:
+def _atomic_write(directory: str, name: str, content: bytes, *, sync_dir: bool = True) -> None:
     """Readers see the old file or the new one; a crash leaves at most a stray temp file.
 
-    The bytes are fsynced before the rename and the directory after it, so once this
-    returns the new file survives a power loss, and a file it replaces is never seen
-    half-written. The temp name is random and opened ``O_EXCL | O_NOFOLLOW`` (what
+    The bytes are fsynced before the rename, so a file it replaces is never seen
+    half-written, even after a power loss; the directory is fsynced after it (unless the
+    caller does that later, for several files at once) so the new name survives one too.
+    The temp name is random and opened ``O_EXCL | O_NOFOLLOW`` (what
     ``tempfile.mkstemp`` does, without its per-call setup).
     """
     tmp = f"{directory}/.{name}.{secrets.token_hex(6)}.tmp"
@@ -66,7 +68,8 @@ def _atomic_write(directory: str, name: str, content: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(directory)
+    if sync_dir:
+        _fsync_dir(directory)
 
 
 def _read_fd(fd: int) -> bytes:
@@ -80,6 +83,10 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
 
     Nothing is touched until the first write, so constructing a store for a path that is
     only ever read (or never used) leaves the filesystem as it was.
+
+    A put is durable when it returns. Inside :meth:`batch` the fsync of the history
+    directory is taken once at the end of the block for all its puts instead (the node
+    runner batches one node's puts, before anything records their refs).
     """
 
     modified_where = "on disk"
@@ -88,6 +95,9 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
         self._root = Path(root)
         self._top = os.fspath(self._root)
         self._made: set[tuple[str, ...]] = set()
+        self._unsynced: set[str] = set()
+        self._sync_lock = threading.Lock()
+        self._batching = threading.local()
 
     @property
     def root(self) -> Path:
@@ -193,7 +203,47 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
 
     def _save_history(self, artifact_id: str, refs: list[ArtifactRef]) -> None:
         payload = json.dumps([ref.model_dump(mode="json") for ref in refs], indent=2)
-        _atomic_write(self._ensure_dir("refs"), f"{artifact_id}.json", payload.encode() + b"\n")
+        directory = self._ensure_dir("refs")
+        name = f"{artifact_id}.json"
+        _atomic_write(directory, name, payload.encode() + b"\n", sync_dir=not self._in_batch)
+
+    # -- batches -----------------------------------------------------------------------
+
+    @property
+    def _in_batch(self) -> bool:
+        return bool(getattr(self._batching, "depth", 0))
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Puts in this block share one fsync of the history directory, taken at its end.
+
+        Each history file is still fsynced before its rename, and each blob (file and
+        directory) before the history naming it is written, so the only thing deferred is
+        the durability of the new history names, which the caller must not record anywhere
+        before the block ends. The fsync runs only when the block ends normally; after an
+        exception it is left pending for the next block or :meth:`sync` (a failed node
+        records no refs). Blocks nest (the outermost one syncs) and are per thread.
+        """
+        depth = getattr(self._batching, "depth", 0)
+        self._batching.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._batching.depth = depth
+        if depth == 0:
+            self.sync()
+
+    def sync(self) -> None:
+        """Fsync every history directory a batched put left pending (any thread's).
+
+        Held under a lock so that a caller never returns while another thread is still
+        syncing a directory it took off the pending set.
+        """
+        with self._sync_lock:
+            while self._unsynced:
+                directory = min(self._unsynced)
+                _fsync_dir(directory)
+                self._unsynced.discard(directory)
 
     @contextlib.contextmanager
     def _locked(self, artifact_id: str) -> Iterator[None]:
@@ -244,6 +294,11 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
             ref = next_revision(first, head.kind if head else None, head)
             if ref is not head:
                 self._save_history(artifact_id, [*history, ref])
+            if self._in_batch:
+                # Even an unchanged head is synced at the end of the batch: its history may
+                # have been written by a batch (here or in another process) not synced yet.
+                with self._sync_lock:
+                    self._unsynced.add(self._dir("refs"))
             return ref
 
     def ids(self) -> list[str]:
