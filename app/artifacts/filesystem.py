@@ -6,8 +6,12 @@ Layout under the root::
     refs/<artifact_id>.json     the revision history, a JSON list of ArtifactRef, oldest first
     locks/<artifact_id>.lock    held with flock while a history is read and extended
 
-Every file is written to a temp file in its own directory and moved into place with
-``os.replace``, so a reader sees either the old or the new file, never half of one.
+Every file is written to a temp file in its own directory, fsynced, and moved into place
+with ``os.replace``, so a reader sees either the old or the new file, never half of one. A
+blob (file and directory) is durable before the history naming it is written; a history's
+new name is durable when ``put`` returns, or at the end of the enclosing :meth:`batch`.
+Paths are checked with one ``lstat`` per directory and ``O_NOFOLLOW`` opens: no link is
+followed, so nothing outside the root is read or written.
 """
 
 from __future__ import annotations
