@@ -17,6 +17,7 @@ state the next node will see: the envelope always names the node that actually r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -296,8 +297,9 @@ def pause(visit: Visit) -> dict[str, Any]:
     Such a node re-runs from its start on every resume, so it records nothing before the
     decision arrives (the ``interrupt()`` inside the body raises until then).
     """
-    result = visit.spec.body(visit.call(visit.step))
-    update = visit.hand_over(result)
+    with batched_puts(visit.ctx):
+        result = visit.spec.body(visit.call(visit.step))
+        update = visit.hand_over(result)
     Attempt(visit, visit.step).finish(result, update=update)
     return update
 
@@ -320,8 +322,9 @@ def attempts(visit: Visit) -> dict[str, Any]:
         current = Attempt(visit, step)
         try:
             ctx.fault(f"{spec.name}:attempt")
-            result = spec.body(visit.call(step))
-            update = visit.hand_over(result)
+            with batched_puts(ctx):
+                result = spec.body(visit.call(step))
+                update = visit.hand_over(result)
         except TransientError as error:
             current.finish(usage=_spent(error), error=("transient", error.message))
             if rules and rules.transient and attempt < task.budget.max_attempts:
@@ -354,6 +357,21 @@ def attempts(visit: Visit) -> dict[str, Any]:
         current.finish(result, update=update)
         ctx.fault(f"{spec.name}:before_return")
         return update
+
+
+def batched_puts(ctx: RunContext) -> contextlib.AbstractContextManager[object]:
+    """One node's artifact puts made durable together, before its ledger row names them.
+
+    A store with a ``batch()`` block (the filesystem store) defers what it can share
+    across puts (one directory fsync instead of one per put) to the block's end; every
+    other store already makes each put durable on its own.
+    """
+    batch = getattr(ctx.store, "batch", None)
+    if callable(batch):
+        block = batch()
+        if isinstance(block, contextlib.AbstractContextManager):
+            return block
+    return contextlib.nullcontext()
 
 
 def _stopped(

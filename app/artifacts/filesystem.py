@@ -6,18 +6,25 @@ Layout under the root::
     refs/<artifact_id>.json     the revision history, a JSON list of ArtifactRef, oldest first
     locks/<artifact_id>.lock    held with flock while a history is read and extended
 
-Every file is written to a temp file in its own directory and moved into place with
-``os.replace``, so a reader sees either the old or the new file, never half of one.
+Every file is written to a temp file in its own directory, fsynced, and moved into place
+with ``os.replace``, so a reader sees either the old or the new file, never half of one. A
+blob (file and directory) is durable before the history naming it is written; a history's
+new name is durable when ``put`` returns, or at the end of the enclosing :meth:`batch`.
+Paths are checked with one ``lstat`` per directory and ``O_NOFOLLOW`` opens: no link is
+followed, so nothing outside the root is read or written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
-import tempfile
+import secrets
+import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +39,7 @@ _SHA_PATTERN = re.compile(r"[0-9a-f]{64}")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def _fsync_dir(directory: Path) -> None:
+def _fsync_dir(directory: str) -> None:
     """Make a rename durable: the new directory entry must reach the disk too."""
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -41,25 +48,36 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _atomic_write(path: Path, content: bytes) -> None:
-    """Readers see the old file or the new one; a crash leaves at most a stray temp file."""
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _atomic_write(directory: str, name: str, content: bytes, *, sync_dir: bool = True) -> None:
+    """Readers see the old file or the new one; a crash leaves at most a stray temp file.
+
+    The bytes are fsynced before the rename, so a file it replaces is never seen
+    half-written, even after a power loss; the directory is fsynced after it (unless the
+    caller does that later, for several files at once) so the new name survives one too.
+    The temp name is random and opened ``O_EXCL | O_NOFOLLOW`` (what
+    ``tempfile.mkstemp`` does, without its per-call setup).
+    """
+    tmp = f"{directory}/.{name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, f"{directory}/{name}")
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
+            os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    if sync_dir:
+        _fsync_dir(directory)
 
 
-def _read_nofollow(path: Path) -> bytes:
-    """Read without following a symlink swapped in after the path was checked."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+def _read_fd(fd: int) -> bytes:
+    """Every byte of an open file, then closed."""
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
 
@@ -69,14 +87,21 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
 
     Nothing is touched until the first write, so constructing a store for a path that is
     only ever read (or never used) leaves the filesystem as it was.
+
+    A put is durable when it returns. Inside :meth:`batch` the fsync of the history
+    directory is taken once at the end of the block for all its puts instead (the node
+    runner batches one node's puts, before anything records their refs).
     """
 
     modified_where = "on disk"
 
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
-        self._resolved_root: Path | None = None
+        self._top = os.fspath(self._root)
         self._made: set[tuple[str, ...]] = set()
+        self._unsynced: set[str] = set()
+        self._sync_lock = threading.Lock()
+        self._batching = threading.local()
 
     @property
     def root(self) -> Path:
@@ -85,41 +110,69 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
 
     # -- paths -----------------------------------------------------------------------
 
-    def _path(self, *parts: str) -> Path:
-        """Build a path under the root, refusing symlinks and anything resolving outside it.
+    def _refuse_link(self, relative: str) -> InvalidArtifactId:
+        return InvalidArtifactId(
+            f"refusing store path {relative!r}: it is a symlink, and the store never "
+            "follows links that could lead outside it"
+        )
 
-        Ids are validated before they get here; this is the second line of defence against
-        a link planted inside the store redirecting reads or writes elsewhere.
+    def _dir(self, *parts: str) -> str:
+        """A directory under the root, refusing it if any of its components is a symlink.
+
+        Every part is a fixed name, a validated id or two hex digits (no separators, no
+        '..'), so with no component a link the path cannot lead outside the root; one
+        ``lstat`` per component checks that, and files inside are then opened with
+        ``O_NOFOLLOW`` (see :meth:`_open`), so a link planted as the file is refused too.
+        A missing component raises FileNotFoundError.
         """
-        path = self._root
-        for part in parts:
-            path = path / part
-            if path.is_symlink():
-                relative = "/".join(path.relative_to(self._root).parts)
-                raise InvalidArtifactId(
-                    f"refusing store path {relative!r}: it is a symlink, and the store never "
-                    "follows links that could lead outside it"
-                )
-        if self._resolved_root is None:
-            self._resolved_root = self._root.resolve()
-        # Every part is a validated name (no separators, no '..') and no component is a
-        # link, so only the deepest existing directory needs resolving to confirm it.
-        parent = path.parent
-        if parts and not parent.resolve().is_relative_to(self._resolved_root):
-            raise InvalidArtifactId(
-                f"refusing store path {'/'.join(parts)!r}: it resolves outside the store root"
-            )
+        path = self._top
+        for depth, part in enumerate(parts, 1):
+            path = f"{path}/{part}"
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                raise self._refuse_link("/".join(parts[:depth]))
         return path
 
-    def _ensure_dir(self, *parts: str) -> Path:
-        """Create directories one level at a time, checking each for links as it goes."""
-        if parts in self._made and self._path(*parts).is_dir():
-            return self._path(*parts)
-        self._root.mkdir(parents=True, exist_ok=True)
-        for depth in range(1, len(parts) + 1):
-            self._path(*parts[:depth]).mkdir(exist_ok=True)
+    def _open(self, directory: str, relative: str, flags: int, mode: int = 0o644) -> int:
+        """Open a file of ``directory`` without following a link planted in its place.
+
+        ``relative`` is the file's store path, for the refusal message: a link is refused
+        like a linked directory, not followed and not reported as an OS error.
+        """
+        try:
+            return os.open(f"{directory}/{relative.rsplit('/', 1)[-1]}", flags | _NOFOLLOW, mode)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise self._refuse_link(relative) from None
+            raise
+
+    def _ensure_dir(self, *parts: str) -> str:
+        """The directory, created one level at a time (each checked for links as it goes).
+
+        A directory this store created is fsynced into its parent, so a blob or history
+        fsynced inside it cannot vanish with its directory on power loss. Directories seen
+        before are only re-checked (one ``lstat`` each), and re-made if someone removed them.
+        """
+        if parts in self._made:
+            with contextlib.suppress(FileNotFoundError):
+                return self._dir(*parts)
+            self._made.discard(parts)
+        if not os.path.isdir(self._top):
+            self._root.mkdir(parents=True, exist_ok=True)
+            _fsync_dir(os.fspath(self._root.parent))
+        path = self._top
+        for depth, part in enumerate(parts, 1):
+            parent, path = path, f"{path}/{part}"
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(path)
+                mode = os.lstat(path).st_mode
+                _fsync_dir(parent)
+            if stat.S_ISLNK(mode):
+                raise self._refuse_link("/".join(parts[:depth]))
         self._made.add(parts)
-        return self._path(*parts)
+        return path
 
     @staticmethod
     def _blob_parts(sha256: str) -> tuple[str, str, str]:
@@ -136,9 +189,9 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
     # -- history ---------------------------------------------------------------------
 
     def _load_history(self, session: None, artifact_id: str) -> list[ArtifactRef]:
-        path = self._path("refs", f"{artifact_id}.json")
+        name = f"{artifact_id}.json"
         try:
-            raw = _read_nofollow(path)
+            raw = _read_fd(self._open(self._dir("refs"), f"refs/{name}", os.O_RDONLY))
         except FileNotFoundError:
             return []
         try:
@@ -148,22 +201,59 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
             refs = [ArtifactRef.model_validate(entry) for entry in entries]
         except (ValueError, TypeError, ValidationError) as exc:
             raise IntegrityError(
-                f"history of artifact {artifact_id!r} (refs/{artifact_id}.json) is unreadable: "
-                f"{exc}"
+                f"history of artifact {artifact_id!r} (refs/{name}) is unreadable: {exc}"
             ) from exc
         return [check_entry(artifact_id, position, ref) for position, ref in enumerate(refs, 1)]
 
     def _save_history(self, artifact_id: str, refs: list[ArtifactRef]) -> None:
-        self._ensure_dir("refs")
         payload = json.dumps([ref.model_dump(mode="json") for ref in refs], indent=2)
-        _atomic_write(self._path("refs", f"{artifact_id}.json"), payload.encode() + b"\n")
+        directory = self._ensure_dir("refs")
+        name = f"{artifact_id}.json"
+        _atomic_write(directory, name, payload.encode() + b"\n", sync_dir=not self._in_batch)
+
+    # -- batches -----------------------------------------------------------------------
+
+    @property
+    def _in_batch(self) -> bool:
+        return bool(getattr(self._batching, "depth", 0))
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Puts in this block share one fsync of the history directory, taken at its end.
+
+        Each history file is still fsynced before its rename, and each blob (file and
+        directory) before the history naming it is written, so the only thing deferred is
+        the durability of the new history names, which the caller must not record anywhere
+        before the block ends. The fsync runs only when the block ends normally; after an
+        exception it is left pending for the next block or :meth:`sync` (a failed node
+        records no refs). Blocks nest (the outermost one syncs) and are per thread.
+        """
+        depth = getattr(self._batching, "depth", 0)
+        self._batching.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._batching.depth = depth
+        if depth == 0:
+            self.sync()
+
+    def sync(self) -> None:
+        """Fsync every history directory a batched put left pending (any thread's).
+
+        Held under a lock so that a caller never returns while another thread is still
+        syncing a directory it took off the pending set.
+        """
+        with self._sync_lock:
+            while self._unsynced:
+                directory = min(self._unsynced)
+                _fsync_dir(directory)
+                self._unsynced.discard(directory)
 
     @contextlib.contextmanager
     def _locked(self, artifact_id: str) -> Iterator[None]:
         """Serialise read-modify-write of one history across threads and processes."""
-        self._ensure_dir("locks")
-        path = self._path("locks", f"{artifact_id}.lock")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+        relative = f"locks/{artifact_id}.lock"
+        fd = self._open(self._ensure_dir("locks"), relative, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -175,18 +265,20 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
     def _write_blob(self, sha256: str, content: bytes) -> None:
         """Write bytes once; a blob already there is kept unless its bytes were damaged."""
         parts = self._blob_parts(sha256)
-        self._ensure_dir(*parts[:2])
-        path = self._path(*parts)
+        directory = self._ensure_dir(*parts[:2])
         try:
-            if sha256_hex(_read_nofollow(path)) == sha256:
-                return
+            fd = self._open(directory, "/".join(parts), os.O_RDONLY)
         except FileNotFoundError:
             pass
-        _atomic_write(path, content)
+        else:
+            if sha256_hex(_read_fd(fd)) == sha256:
+                return
+        _atomic_write(directory, sha256, content)
 
     def _fetch_blob(self, session: None, sha256: str) -> bytes | None:
+        parts = self._blob_parts(sha256)
         try:
-            return _read_nofollow(self._path(*self._blob_parts(sha256)))
+            return _read_fd(self._open(self._dir(*parts[:2]), "/".join(parts), os.O_RDONLY))
         except FileNotFoundError:
             return None
 
@@ -206,13 +298,17 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
             ref = next_revision(first, head.kind if head else None, head)
             if ref is not head:
                 self._save_history(artifact_id, [*history, ref])
+            if self._in_batch:
+                # Even an unchanged head is synced at the end of the batch: its history may
+                # have been written by a batch (here or in another process) not synced yet.
+                with self._sync_lock:
+                    self._unsynced.add(self._dir("refs"))
             return ref
 
     def ids(self) -> list[str]:
         """Every stored artifact id, sorted."""
         try:
-            refs_dir = self._path("refs")
-            names = [entry.name for entry in refs_dir.iterdir()]
+            names = os.listdir(self._dir("refs"))
         except FileNotFoundError:
             return []
         found: list[str] = []

@@ -182,3 +182,33 @@ def test_outcome_is_recorded_in_state_not_only_returned(workflow: Workflow) -> N
     stored = workflow.state("t-recorded")["outcome"]
     assert isinstance(stored, RunOutcome)
     assert stored == returned
+
+
+def test_a_nodes_artifacts_are_synced_before_its_ledger_row_names_them(
+    workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The filesystem store batches a node's history fsyncs; the batch ends before finish."""
+    from app.artifacts import FilesystemArtifactStore
+
+    store, ledger = workflow.context.store, workflow.context.ledger
+    if not isinstance(store, FilesystemArtifactStore):
+        pytest.skip("only the filesystem store batches its fsyncs")
+    events: list[str] = []
+
+    def recording(name: str, method: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            events.append(name)
+            return result
+
+        return wrapper
+
+    monkeypatch.setattr(store, "put", recording("put", store.put))
+    monkeypatch.setattr(store, "sync", recording("sync", store.sync))
+    monkeypatch.setattr(ledger, "finish", recording("finish", ledger.finish))
+    assert workflow.run(OBJECTIVE, "t-batched").result_status == "completed"
+    assert events.count("put") >= 4
+    for position, event in enumerate(events):
+        if event == "finish" and "put" in events[:position]:
+            since_put = events[:position][::-1]
+            assert since_put.index("sync") < since_put.index("put"), events

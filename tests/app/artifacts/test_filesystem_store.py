@@ -363,6 +363,61 @@ def test_a_symlinked_history_file_cannot_redirect_a_write(
     assert target.read_text() == "[]"
 
 
+def _count_dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import app.artifacts.filesystem as filesystem
+
+    synced: list[str] = []
+    real = filesystem._fsync_dir
+
+    def counting(directory: str) -> None:
+        synced.append(Path(directory).name)
+        real(directory)
+
+    monkeypatch.setattr(filesystem, "_fsync_dir", counting)
+    return synced
+
+
+def test_a_put_outside_a_batch_syncs_its_history_directory_before_returning(
+    store: FilesystemArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put("t1-warm", "draft", b"warm", MD)  # creates (and syncs) the directories
+    synced = _count_dir_fsyncs(monkeypatch)
+    store.put("t1-draft", "draft", b"one", MD)
+    store.put("t1-notes", "notes", b"two", MD)
+    assert synced.count("refs") == 2
+
+
+def test_a_batch_syncs_the_history_directory_once_at_its_end(
+    store: FilesystemArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put("t1-warm", "draft", b"warm", MD)
+    synced = _count_dir_fsyncs(monkeypatch)
+    with store.batch():
+        for number in range(5):
+            store.put(f"t1-src-{number}", "source", f"source {number}".encode(), MD)
+        with store.batch():
+            store.put("t1-notes", "notes", b"notes", MD)
+        assert synced.count("refs") == 0
+        # Blobs are still synced before the history that names them is written.
+        assert len([name for name in synced if name not in ("refs", "blobs")]) == 6
+    assert synced.count("refs") == 1
+    assert [ref.artifact_id for ref in map(store.head, store.ids()) if ref] == store.ids()
+
+
+def test_a_failed_batch_leaves_its_sync_pending_for_the_next(
+    store: FilesystemArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put("t1-warm", "draft", b"warm", MD)
+    synced = _count_dir_fsyncs(monkeypatch)
+    with pytest.raises(RuntimeError), store.batch():
+        store.put("t1-draft", "draft", b"one", MD)
+        raise RuntimeError("the node failed after its put")
+    assert synced.count("refs") == 0
+    with store.batch():
+        assert store.put("t1-draft", "draft", b"one", MD).revision == 1  # unchanged head
+    assert synced.count("refs") == 1
+
+
 def test_parse_artifact_uri_splits_kind_and_id() -> None:
     assert parse_artifact_uri("artifact://draft/t1-draft.v2") == ("draft", "t1-draft.v2")
 
