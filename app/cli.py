@@ -407,6 +407,9 @@ def threads(
             )
         )
         return
+    if not rows:
+        err.print(f"no threads yet; start one: {command()} run OBJECTIVE", markup=False)
+        return
     table = Table("thread", "state", "result", "step", "next", "updated")
     for info, outcome in rows:
         table.add_row(
