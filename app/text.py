@@ -6,16 +6,30 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from graphs.markdown import CITATION, WORD, word_count
+from graphs.markdown import CITATION, CJK, WORD, word_count
 
-_SENTENCE = re.compile(r"\S.*?[.!?](?=[\"')\]]*(?:\s|$))", re.DOTALL)
+FULL_STOPS = "。！？．"
+"""Sentence ends in Chinese and Japanese: no space follows them."""
+_CLOSERS = "」』）〕】”’"
+_SENTENCE = re.compile(
+    rf"\S.*?(?:[.!?](?=[\"')\]]*(?:\s|$))|[{FULL_STOPS}][{_CLOSERS}]*)", re.DOTALL
+)
 _WORD = WORD
+_CJK_RUN = re.compile(rf"[{CJK}]+")
 _CITATION_GROUP = re.compile(r"\s*(?:\[claim-[0-9]+\]\s*)+")
+_CJK_MARKS = "、，：；「『（"
+_SPACE_IN_CJK = re.compile(
+    rf"(?<=[{CJK}{FULL_STOPS}{_CLOSERS}{_CJK_MARKS}])\s+(?=[{CJK}{FULL_STOPS}{_CLOSERS}{_CJK_MARKS}])"
+)
+_ENDING = re.compile(rf"(?:[.!?]|[{FULL_STOPS}][{_CLOSERS}]*)$")
 
 __all__ = [
     "CITATION",
     "Sentence",
+    "cite",
     "headings",
+    "join_sentences",
+    "normalize_space",
     "sentences",
     "strip_citations",
     "terms",
@@ -85,14 +99,63 @@ def sentences(text: str) -> list[Sentence]:
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased content words, stopwords removed; the unit of matching and ranking."""
-    words = (match.group(0).lower().replace("’", "'") for match in _WORD.finditer(text))
-    return [word for word in words if word not in STOPWORDS and len(word) > 1]
+    """Lower-cased content words, stopwords removed; the unit of matching and ranking.
+
+    Chinese and Japanese runs become overlapping character pairs (a run of one character
+    stays itself): with no spaces to find words by, pairs are what search engines index
+    for these scripts, and one character alone matches far too much.
+    """
+    latin = _CJK_RUN.sub(" ", text)
+    words = (match.group(0).lower().replace("’", "'") for match in _WORD.finditer(latin))
+    found = [word for word in words if word not in STOPWORDS and len(word) > 1]
+    return found + [pair for run in _CJK_RUN.findall(text) for pair in _pairs(run)]
+
+
+def _pairs(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def normalize_space(text: str) -> str:
+    """One space between words, none between Chinese or Japanese characters.
+
+    Line breaks inside a CJK sentence are not word breaks; turning them into spaces (as
+    for Latin text) would put stray spaces inside the quoted sentence.
+    """
+    return _SPACE_IN_CJK.sub("", " ".join(text.split()))
 
 
 def strip_citations(text: str) -> str:
     """A sentence without its [claim-N] markers."""
-    return re.sub(r"\s+([.!?])", r"\1", _CITATION_GROUP.sub(" ", text)).strip()
+    spaced = _CITATION_GROUP.sub(" ", text)
+    return normalize_space(re.sub(rf"\s+([.!?{FULL_STOPS}])", r"\1", spaced)).strip()
+
+
+def cite(claim: str, claim_id: str) -> str:
+    """The claim as a sentence ending in its citation marker, before its final stop.
+
+    ``It rained [claim-3].`` in Latin text; ``下雨了[claim-3]。`` in Chinese and Japanese,
+    where the marker sits before the full-width stop with no space and no extra period.
+    A claim without a stop gets one in its own script.
+    """
+    text = strip_citations(claim)
+    ending = _ENDING.search(text)
+    if ending is None:
+        last_is_cjk = bool(text) and _CJK_RUN.fullmatch(text[-1]) is not None
+        return f"{text}[{claim_id}]。" if last_is_cjk else f"{text} [{claim_id}]."
+    body, end = text[: ending.start()], ending.group(0)
+    if end[0] in FULL_STOPS:
+        return f"{body}[{claim_id}]{end}"
+    return f"{body} [{claim_id}]{end}"
+
+
+def join_sentences(parts: list[str]) -> str:
+    """Sentences as one paragraph: a space after a Latin stop, none after a full-width one."""
+    text = ""
+    for part in parts:
+        if text and not text.endswith(tuple(FULL_STOPS + _CLOSERS)):
+            text += " "
+        text += part
+    return text
 
 
 def headings(markdown: str) -> list[str]:

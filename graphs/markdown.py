@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 
 CITATION = re.compile(r"\[(claim-[0-9]+)\]")
-WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+CJK = "\u3005\u3041-\u3096\u30a1-\u30fa\u30fc\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+"""Kana and Han ideographs: scripts written without spaces between words."""
+WORD = re.compile(rf"[{CJK}]|[^\W_{CJK}]+(?:['’][^\W_{CJK}]+)?", re.UNICODE)
+"""A word: a run of letters or digits, or one kana or Han character.
+
+Chinese and Japanese put no spaces between words, so a whole run would count as one
+"word" and a word limit would mean nothing; one character per word is how word counters
+for these languages count (a Chinese word averages under two characters).
+"""
 
 
 def cited_claims(markdown: str) -> list[str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.text import strip_citations, terms, word_count
+from app.text import FULL_STOPS, join_sentences, strip_citations, terms, word_count
+from app.text import cite as cite_claim
 from contracts import (
     DraftArticle,
     ErrorCode,
@@ -23,9 +24,7 @@ DEFAULT_MAX_WORDS = 600
 
 def cite(fact: Fact) -> str:
     """The fact's claim as a sentence ending in its citation marker."""
-    claim = strip_citations(" ".join(fact.statement.split()))
-    body, end = (claim[:-1], claim[-1]) if claim[-1:] in ".!?" else (claim, ".")
-    return f"{body} [{fact.id}]{end}"
+    return cite_claim(fact.statement, fact.id)
 
 
 def addressed_changes(review: ReviewResult | None) -> list[str]:
@@ -124,13 +123,13 @@ class OfflineWriterAgent:
                     continue
                 chosen[title].append(facts[position])
                 used += words
-        lines = [f"# {strip_citations(task.objective).rstrip('.?!')}", ""]
+        lines = [f"# {strip_citations(task.objective).rstrip('.?!' + FULL_STOPS)}", ""]
         cited: list[str] = []
         for title, _ in sections:
             lines += [f"## {title}", ""]
             facts = sorted(chosen[title], key=_reading_order)
             if facts:
-                lines += [" ".join(cite(fact) for fact in facts), ""]
+                lines += [join_sentences([cite(fact) for fact in facts]), ""]
             cited += [fact.id for fact in facts]
         return "\n".join(lines).rstrip() + "\n", cited
 
