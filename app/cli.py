@@ -243,7 +243,7 @@ def resume(
             if request is not None:
                 decision = decision_for(request, raw, from_file=decision_file is not None)
                 asks = decision is None and sys.stdin.isatty() and err.is_terminal and not as_json
-                if asks:  # a person at a terminal: ask (README: "Human decisions")
+                if asks:  # a person at a terminal: ask (docs/human-decisions.md)
                     decision = prompt_decision(request, thread_id, err)
                 elif decision is None:
                     render_request(request, thread_id, err)

@@ -13,7 +13,7 @@ from contracts import ErrorCode
 
 
 class ExitCode(IntEnum):
-    """What a script can rely on; documented in the README."""
+    """What a script can rely on; documented in docs/cli.md."""
 
     COMPLETED = 0
     FAILED = 1

@@ -1,4 +1,4 @@
-"""The README's "Adapt the template" walk-through, built through the public API.
+"""The walk-through of docs/adapt.md, built through the public API.
 
 In a clone the three parts below go to three files: the contract to
 ``contracts/fact_check.py``, the node to ``graphs/nodes/fact_check.py``, and the wiring

@@ -1,4 +1,4 @@
-"""A node added as the README's "Adapt the template" says runs, is audited, resumes after a
+"""A node added as docs/adapt.md says runs, is audited, resumes after a
 kill, and shows in status; a declaration that is left incomplete fails the build."""
 
 from __future__ import annotations

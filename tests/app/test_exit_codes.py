@@ -44,7 +44,7 @@ def _validation_error() -> ValidationError:
 
 FINISHED = _outcome(TaskState.COMPLETED, "completed")
 
-# The README's "Exit codes" table, one raised error per row (and the foreign exceptions).
+# The exit code table of docs/cli.md, one raised error per row (and the foreign exceptions).
 EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (ContractViolation("bad", node="writer", channel="draft", fields=["body"]), ExitCode.FAILED),
     (ArtifactNotFound("blob missing"), ExitCode.FAILED),
