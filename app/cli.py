@@ -16,14 +16,21 @@ from rich.table import Column, Table
 from typer.core import TyperGroup
 
 from app.cli_decisions import DecisionFlags, decision_for, prompt_decision, render_request
-from app.errors import ThreadFinished, UnknownContract
+from app.errors import (
+    QueueUnavailable,
+    SubmitUsage,
+    ThreadFinished,
+    ThreadNotFound,
+    UnknownContract,
+)
 from app.exit_codes import EXPECTED_ERRORS, for_error, for_outcome
+from app.fleet import JobState
 from app.invocation import command
-from app.postgres import describe_url, redact
+from app.postgres import describe_url, is_postgres_url, redact
 from app.settings import Settings
 from app.terminal import TerminalConsole, visible
 from app.workflow import ARTIFACT_NAMES, Workflow
-from contracts import Constraints, RunOutcome, VersionedContract
+from contracts import Constraints, RunOutcome, TaskSpec, VersionedContract
 from graphs.boundary import describe_validation_error
 from graphs.errors import HandoffError
 
@@ -150,45 +157,115 @@ def _progress(node: str, values: dict[str, Any]) -> None:
     err.print(f"{mark}{escape(line)}", markup=err.is_terminal)
 
 
-@cli.command()
-def run(
-    objective: Annotated[str, typer.Argument(help="What the article must explain.")],
-    corpus: Annotated[
-        list[Path] | None, typer.Option("--corpus", help="Folder or file to research.")
-    ] = None,
-    thread: Annotated[str | None, typer.Option("--thread", help="Thread id to use.")] = None,
-    max_words: Annotated[int | None, typer.Option("--max-words", help="Word limit.")] = None,
-    section: Annotated[
-        list[str] | None, typer.Option("--section", help="Required section (repeatable).")
-    ] = None,
-    max_rounds: Annotated[int | None, typer.Option("--max-rounds", help="Review rounds.")] = None,
-    question: Annotated[
-        list[str] | None, typer.Option("--question", help="Sub-question to research (repeatable).")
-    ] = None,
-    require_approval: Annotated[
-        bool, typer.Option("--require-approval", help="Pause for approval after research.")
-    ] = False,
-    ask_on_review: Annotated[
-        bool,
-        typer.Option("--ask-on-review", help="Ask a human when review cannot approve in budget."),
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
-) -> None:
-    """Run a new task on a new thread and print where the article is."""
+# Options `run` and `submit` share (a task), and `resume` and `submit --resume` (a decision).
+Objective = Annotated[str, typer.Argument(help="What the article must explain.")]
+CorpusOpt = Annotated[
+    list[Path] | None, typer.Option("--corpus", help="Folder or file to research.")
+]
+ThreadOpt = Annotated[str | None, typer.Option("--thread", help="Thread id to use.")]
+MaxWordsOpt = Annotated[int | None, typer.Option("--max-words", help="Word limit.")]
+SectionOpt = Annotated[
+    list[str] | None, typer.Option("--section", help="Required section (repeatable).")
+]
+MaxRoundsOpt = Annotated[int | None, typer.Option("--max-rounds", help="Review rounds.")]
+QuestionOpt = Annotated[
+    list[str] | None, typer.Option("--question", help="Sub-question to research (repeatable).")
+]
+ApprovalOpt = Annotated[
+    bool, typer.Option("--require-approval", help="Pause for approval after research.")
+]
+AskOnReviewOpt = Annotated[
+    bool, typer.Option("--ask-on-review", help="Ask a human when review cannot approve in budget.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")]
+ApproveOpt = Annotated[bool, typer.Option("--approve", help="Approve the request.")]
+RejectOpt = Annotated[bool, typer.Option("--reject", help="Reject (needs --reason).")]
+AcceptPartialOpt = Annotated[
+    bool, typer.Option("--accept-partial", help="Accept the draft as partial.")
+]
+GrantRoundOpt = Annotated[bool, typer.Option("--grant-round", help="Grant another review round.")]
+AbortOpt = Annotated[bool, typer.Option("--abort", help="Abort (needs --reason).")]
+ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Why.")]
+AnswerOpt = Annotated[
+    list[str] | None, typer.Option("--answer", help="QID=TEXT answer (repeatable).")
+]
+ConstraintOpt = Annotated[
+    list[str] | None, typer.Option("--constraint", help="Constraint to add (repeatable).")
+]
+DecisionFileOpt = Annotated[
+    Path | None, typer.Option("--decision-file", help="HumanDecision as JSON.")
+]
+
+
+def _decision_options(params: dict[str, Any]) -> DecisionFlags:
+    """The decision options of a command (``resume``, ``submit``), from its parameters."""
+    return DecisionFlags(
+        approve=params["approve"],
+        reject=params["reject"],
+        accept_partial=params["accept_partial"],
+        grant_round=params["grant_round"],
+        abort=params["abort"],
+        reason=params["reason"],
+        answers=tuple(params["answer"] or ()),
+        constraints=tuple(params["constraint"] or ()),
+        decision_file=params["decision_file"],
+    )
+
+
+def _task(
+    workflow: Workflow,
+    objective: str,
+    *,
+    corpus: list[Path] | None,
+    max_words: int | None,
+    section: list[str] | None,
+    max_rounds: int | None,
+    question: list[str] | None,
+    require_approval: bool,
+    ask_on_review: bool,
+) -> TaskSpec:
+    """The TaskSpec the task options describe."""
     budget: dict[str, Any] = {}
     if max_rounds is not None:
         budget["max_review_rounds"] = max_rounds
+    return workflow.task(
+        objective,
+        corpus=[str(path) for path in corpus or []],
+        constraints=Constraints(max_words=max_words, required_sections=section or []),
+        budget=budget,
+        questions=question or [],
+        policies={
+            "require_approval": require_approval,
+            "on_review_exhausted": "ask" if ask_on_review else "end",
+        },
+    )
+
+
+@cli.command()
+def run(
+    objective: Objective,
+    corpus: CorpusOpt = None,
+    thread: ThreadOpt = None,
+    max_words: MaxWordsOpt = None,
+    section: SectionOpt = None,
+    max_rounds: MaxRoundsOpt = None,
+    question: QuestionOpt = None,
+    require_approval: ApprovalOpt = False,
+    ask_on_review: AskOnReviewOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a new task on a new thread and print where the article is."""
     with _workflow() as workflow:
-        task = workflow.task(
+        task = _task(
+            workflow,
             objective,
-            corpus=[str(path) for path in corpus or []],
-            constraints=Constraints(max_words=max_words, required_sections=section or []),
-            budget=budget,
-            questions=question or [],
-            policies={
-                "require_approval": require_approval,
-                "on_review_exhausted": "ask" if ask_on_review else "end",
-            },
+            corpus=corpus,
+            max_words=max_words,
+            section=section,
+            max_rounds=max_rounds,
+            question=question,
+            require_approval=require_approval,
+            ask_on_review=ask_on_review,
         )
         outcome = workflow.run(task, thread, on_progress=None if as_json else _progress)
         _print_outcome(outcome, workflow.settings, as_json)
@@ -198,44 +275,23 @@ def run(
 @cli.command()
 def resume(
     thread_id: Annotated[str, typer.Argument(help="Thread id.")],
-    approve: Annotated[bool, typer.Option("--approve", help="Approve the request.")] = False,
-    reject: Annotated[bool, typer.Option("--reject", help="Reject (needs --reason).")] = False,
-    accept_partial: Annotated[
-        bool, typer.Option("--accept-partial", help="Accept the draft as partial.")
-    ] = False,
-    grant_round: Annotated[
-        bool, typer.Option("--grant-round", help="Grant another review round.")
-    ] = False,
-    abort: Annotated[bool, typer.Option("--abort", help="Abort (needs --reason).")] = False,
-    reason: Annotated[str | None, typer.Option("--reason", help="Why.")] = None,
-    answer: Annotated[
-        list[str] | None, typer.Option("--answer", help="QID=TEXT answer (repeatable).")
-    ] = None,
-    constraint: Annotated[
-        list[str] | None, typer.Option("--constraint", help="Constraint to add (repeatable).")
-    ] = None,
-    decision_file: Annotated[
-        Path | None, typer.Option("--decision-file", help="HumanDecision as JSON.")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    approve: ApproveOpt = False,
+    reject: RejectOpt = False,
+    accept_partial: AcceptPartialOpt = False,
+    grant_round: GrantRoundOpt = False,
+    abort: AbortOpt = False,
+    reason: ReasonOpt = None,
+    answer: AnswerOpt = None,
+    constraint: ConstraintOpt = None,
+    decision_file: DecisionFileOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Continue a thread: after a crash, or with a decision when it waits for a human.
 
     The decision options are checked before the thread is opened, then against the
     request the thread waits on; a refused decision changes nothing and exits 2.
     """
-    flags = DecisionFlags(
-        approve=approve,
-        reject=reject,
-        accept_partial=accept_partial,
-        grant_round=grant_round,
-        abort=abort,
-        reason=reason,
-        answers=tuple(answer or ()),
-        constraints=tuple(constraint or ()),
-        decision_file=decision_file,
-    )
-    raw = flags.raw()
+    raw = _decision_options(locals()).raw()
     try:
         with _workflow() as workflow:
             request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
@@ -258,6 +314,98 @@ def resume(
 
 
 @cli.command()
+def submit(
+    objective: Annotated[
+        str | None, typer.Argument(help="What the article must explain (not with --resume).")
+    ] = None,
+    resume_id: Annotated[
+        str | None, typer.Option("--resume", help="Queue a decision for this waiting thread.")
+    ] = None,
+    corpus: CorpusOpt = None,
+    thread: ThreadOpt = None,
+    max_words: MaxWordsOpt = None,
+    section: SectionOpt = None,
+    max_rounds: MaxRoundsOpt = None,
+    question: QuestionOpt = None,
+    require_approval: ApprovalOpt = False,
+    ask_on_review: AskOnReviewOpt = False,
+    approve: ApproveOpt = False,
+    reject: RejectOpt = False,
+    accept_partial: AcceptPartialOpt = False,
+    grant_round: GrantRoundOpt = False,
+    abort: AbortOpt = False,
+    reason: ReasonOpt = None,
+    answer: AnswerOpt = None,
+    constraint: ConstraintOpt = None,
+    decision_file: DecisionFileOpt = None,
+) -> None:
+    """Queue a task (or, with --resume, a decision) for the worker fleet; prints the thread id.
+
+    Needs PostgreSQL and the queue extra; `handoff worker` processes run the jobs. The task
+    or decision is checked now, as `run` and `resume` check it, and nothing is queued when
+    it is refused.
+    """
+    raw = _decision_options(locals()).raw()
+    if (objective is None) == (resume_id is None):
+        raise SubmitUsage("give an OBJECTIVE to queue a new thread, or --resume ID, not both")
+    with _workflow() as workflow:
+        if resume_id is not None:
+            request = workflow.pending(resume_id)
+            decision = (
+                None
+                if request is None
+                else decision_for(request, raw, from_file=decision_file is not None)
+            )
+            if request is not None and decision is None:
+                raise SubmitUsage(
+                    "--resume needs a decision: --approve, --reject --reason …, --answer …, "
+                    "--constraint …, --accept-partial, --grant-round, --abort --reason … "
+                    "or --decision-file"
+                )
+            checked = workflow.submit_decision(resume_id, decision)
+            out.print(f"queued: {checked.action} for thread {resume_id}", markup=False)
+            out.print(resume_id, markup=False)
+            return
+        if raw is not None:
+            raise SubmitUsage("decision options go with --resume ID")
+        assert objective is not None
+        task = _task(
+            workflow,
+            objective,
+            corpus=corpus,
+            max_words=max_words,
+            section=section,
+            max_rounds=max_rounds,
+            question=question,
+            require_approval=require_approval,
+            ask_on_review=ask_on_review,
+        )
+        thread_id = workflow.submit(task, thread)
+    out.print(thread_id, markup=False)
+
+
+@cli.command()
+def worker(
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=64, help="Jobs this worker runs at once.")
+    ] = 1,
+    burst: Annotated[
+        bool, typer.Option("--burst", help="Stop once the queue is empty instead of waiting.")
+    ] = False,
+) -> None:
+    """Run queued jobs until stopped (Ctrl-C or SIGTERM finish the jobs in hand first)."""
+    from app.fleet import Fleet
+
+    settings = Settings()
+    fleet = Fleet(settings)
+    err.print(
+        f"worker: {concurrency} at once on {describe_url(settings.resolved_database_url())}",
+        markup=False,
+    )
+    fleet.work(concurrency, burst=burst)
+
+
+@cli.command()
 def cancel(
     thread_id: Annotated[str, typer.Argument(help="Thread id.")],
     reason: Annotated[str, typer.Option("--reason", help="Why the thread ends (required).")],
@@ -275,10 +423,17 @@ def status(
     thread_id: Annotated[str, typer.Argument(help="Thread id.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Show a thread's current step, what comes next, and its outcome."""
+    """Show a thread's current step, what comes next, and its outcome (and its fleet job)."""
     with _workflow(read_only=True) as workflow:
-        info = workflow.status(thread_id)
-        outcome = workflow.outcome(thread_id)
+        job = workflow.job(thread_id)
+        try:
+            info = workflow.status(thread_id)
+            outcome = workflow.outcome(thread_id)
+        except ThreadNotFound:
+            if job is None:
+                raise
+            _print_queued(thread_id, job, as_json)
+            return
     if as_json:
         payload = {
             "thread_id": info.thread_id,
@@ -290,12 +445,15 @@ def status(
             "fact_count": info.fact_count,
             "outcome": json.loads(outcome.model_dump_json()),
             "freshness": json.loads(info.freshness.model_dump_json()) if info.freshness else None,
+            "job": None if job is None else _job_json(job),
         }
         out.print_json(json.dumps(payload))
         return
     out.print(f"thread: {info.thread_id}", markup=False)
     out.print(_state_line(outcome), markup=False)
     out.print(f"step: {info.step}  checkpoints: {info.checkpoints}", markup=False)
+    if job is not None:
+        out.print(f"job: {_job_line(job)}", markup=False)
     out.print(f"next: {', '.join(info.next_nodes) or '(nothing: thread has ended)'}", markup=False)
     if info.fact_count is not None:
         out.print(f"facts: {info.fact_count}", markup=False)
@@ -313,6 +471,24 @@ def status(
             out.print(f"  {check.name}: {check.status}", markup=False)
     if outcome.human_request is not None:
         render_request(outcome.human_request, thread_id, out)
+
+
+def _job_json(job: JobState) -> dict[str, Any]:
+    return {"id": job.job_id, "task": job.task, "state": job.label, "attempts": job.attempts}
+
+
+def _job_line(job: JobState) -> str:
+    kind = job.task.removeprefix("handoff.")
+    return f"{job.label} ({kind} job {job.job_id}, attempts {job.attempts})"
+
+
+def _print_queued(thread_id: str, job: JobState, as_json: bool) -> None:
+    """A submitted thread no worker has started yet: it has a job, not a checkpoint."""
+    if as_json:
+        out.print_json(json.dumps({"thread_id": thread_id, "job": _job_json(job)}))
+        return
+    out.print(f"thread: {thread_id}", markup=False)
+    out.print(f"job: {_job_line(job)}; no step saved yet", markup=False)
 
 
 @cli.command()
@@ -476,6 +652,14 @@ def db_init() -> None:
 
     settings = Settings()
     found = init_database(settings)
+    if is_postgres_url(settings.resolved_database_url()):
+        from app.fleet import Fleet
+
+        try:
+            created = Fleet(settings).ensure_schema()
+            found.append(f"worker queue: {'created' if created else 'present'} (Procrastinate)")
+        except QueueUnavailable:
+            found.append("worker queue: not set up (install the queue extra to use workers)")
     out.print(f"database ready: {describe_url(settings.resolved_database_url())}", markup=False)
     for line in found:
         out.print(f"  {line}", markup=False)

@@ -120,3 +120,17 @@ class UnknownContract(HandoffError, LookupError):
 
     code = ErrorCode.INVALID_INPUT
     exit_code = ExitCode.USAGE
+
+
+class QueueUnavailable(HandoffError, RuntimeError):
+    """The worker fleet was asked for where it cannot run (no PostgreSQL, no queue extra)."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
+
+
+class SubmitUsage(HandoffError, ValueError):
+    """``handoff submit`` given options that do not make one task or one decision."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE

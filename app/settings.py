@@ -72,6 +72,20 @@ class Settings(BaseSettings):
         le=3600,
         description="Seconds reading one corpus file may take before it is given up.",
     )
+    worker_heartbeat_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="Seconds between a fleet worker's heartbeats; a worker silent for three "
+        "of them is taken for dead and its job is queued again.",
+    )
+    worker_max_attempts: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description="Attempts a fleet job gets when its thread is busy elsewhere or the "
+        "database is unavailable.",
+    )
 
     fault: str | None = Field(
         default=None,

@@ -27,13 +27,15 @@ from app.errors import (
     InvalidEdit,
     InvalidThreadId,
     NotWaiting,
+    QueueUnavailable,
     ThreadExists,
     ThreadFinished,
     ThreadNotFound,
     UnknownArtifactName,
 )
+from app.fleet import Fleet, JobState
 from app.ledger import RunLedgerBackend
-from app.postgres import describe_url
+from app.postgres import describe_url, is_postgres_url
 from app.services import build_context
 from app.settings import Settings
 from contracts import (
@@ -273,6 +275,50 @@ class Workflow:
         on_progress: ProgressCallback | None = None,
     ) -> RunOutcome:
         """Start a new thread for ``task`` and run it to its end (or first pause)."""
+        spec, thread = self._new_thread(task, thread_id)
+        self._drive({"task": spec}, thread, on_progress)
+        return self.outcome(thread)
+
+    @_storage
+    def submit(self, task: TaskSpec | str, thread_id: str | None = None) -> str:
+        """Queue a new thread for the worker fleet (PostgreSQL); returns its id.
+
+        The task is checked as ``run`` checks it before anything is queued; a worker starts
+        the thread. Submitting an id that exists or is already queued is refused.
+        """
+        spec, thread = self._new_thread(task, thread_id)
+        Fleet(self.settings).submit_run(thread, spec)
+        return thread
+
+    @_storage
+    def submit_decision(self, thread_id: str, decision: Any) -> HumanDecision:
+        """Queue a decision for a waiting thread, checked now against its open request."""
+        request = self.pending(check_thread_id(thread_id))
+        if request is None:
+            raise NotWaiting(
+                f"thread {thread_id!r} is not waiting for a decision; nothing was queued "
+                f"(see `handoff status {thread_id}`)"
+            )
+        checked = as_asked_on(self.check_decision(request, decision), request, thread_id)
+        Fleet(self.settings).submit_decision(thread_id, checked)
+        return checked
+
+    def job(self, thread_id: str) -> JobState | None:
+        """The thread's latest worker-fleet job (queued, running, done), or None if none.
+
+        A submitted thread has a job before it has a checkpoint: this is how ``status``
+        tells "queued" from "unknown".
+        """
+        if not is_postgres_url(self.settings.resolved_database_url()):
+            return None
+        try:
+            fleet = Fleet(self.settings)
+        except QueueUnavailable:  # the queue extra is not installed: no job was ever queued
+            return None
+        return fleet.job_of(check_thread_id(thread_id))
+
+    def _new_thread(self, task: TaskSpec | str, thread_id: str | None) -> tuple[TaskSpec, str]:
+        """The checked task and a thread id no thread has yet; refused before any write."""
         spec = self.task(task) if isinstance(task, str) else TaskSpec.model_validate(task)
         thread = new_thread_id() if thread_id is None else check_thread_id(thread_id)
         if self._exists(thread):
@@ -281,8 +327,7 @@ class Workflow:
                 f"`handoff status {thread}`"
             )
         self.admit(spec)
-        self._drive({"task": spec}, thread, on_progress)
-        return self.outcome(thread)
+        return spec, thread
 
     def admit(self, task: TaskSpec) -> None:
         """Refuse, before the thread has anything saved, a task its first steps would refuse.

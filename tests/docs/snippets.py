@@ -18,7 +18,7 @@ DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 ATTRIBUTES: dict[str, frozenset[str]] = {
     "text": frozenset(),  # not code: diagrams, synopses, layouts; `handoff` lines are checked
     "bash": frozenset({"ci", "serve", "postgres", "adapted", "project"}),
-    "python": frozenset({"server", "file"}),
+    "python": frozenset({"server", "file", "postgres"}),
     "diff": frozenset(),
     "dotenv": frozenset(),
 }

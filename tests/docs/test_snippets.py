@@ -126,6 +126,30 @@ def test_a_block_without_a_known_language_or_attribute_is_refused() -> None:
     assert parse_info("python file=a/b.py", "page.md:1")[2] == {"file": "a/b.py"}
 
 
+HANDLED = {
+    ("text", ()),
+    ("dotenv", ()),
+    ("diff", ()),
+    ("bash", ()),
+    ("bash", ("ci",)),
+    ("bash", ("project",)),
+    ("bash", ("postgres",)),
+    ("bash", ("serve",)),
+    ("bash", ("adapted",)),
+    ("python", ()),
+    ("python", ("file",)),
+    ("python", ("postgres",)),
+    ("python", ("server",)),
+}
+"""Each kind of block a test below carries out; a block of any other kind would be skipped."""
+
+
+def test_every_block_is_of_a_kind_a_test_carries_out() -> None:
+    for snippet in SNIPPETS:
+        kind = (snippet.language, tuple(sorted(snippet.words | set(snippet.options))))
+        assert kind in HANDLED, f"{snippet.id}: no test runs a {kind} block"
+
+
 def test_the_exit_code_table_lists_every_exit_code_once() -> None:
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| (\d+) \| (.+) \|$", page, re.MULTILINE)
@@ -210,14 +234,14 @@ def test_the_test_command_is_the_one_ci_runs(snippet: Snippet) -> None:
     assert steps[-1] == command, f".ci/run ends with {steps[-1]!r}, the page says {command!r}"
 
 
-def python(snippet: Snippet, cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def python(snippet: Snippet, cwd: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     """The block saved as a script and run by the project's Python in ``cwd``."""
     script = cwd.parent / f"{cwd.name}-snippet.py"
     script.write_text(snippet.text, encoding="utf-8")
     return subprocess.run(
         [sys.executable, str(script), *argv],
         cwd=cwd,
-        env=reader_env(PYTHONPATH=str(ROOT)),
+        env=reader_env(PYTHONPATH=str(ROOT), **env),
         capture_output=True,
         text=True,
         timeout=SECONDS,
@@ -227,6 +251,12 @@ def python(snippet: Snippet, cwd: Path, *argv: str) -> subprocess.CompletedProce
 @pytest.mark.parametrize("snippet", chosen("python"))
 def test_a_python_block_runs(snippet: Snippet, tmp_path: Path) -> None:
     succeeded(python(snippet, tmp_path), snippet)
+
+
+@pytest.mark.parametrize("snippet", chosen("python", having="postgres", marks=("postgres",)))
+def test_a_postgres_python_block_runs_on_postgres(snippet: Snippet, tmp_path: Path) -> None:
+    with postgres_schema("handoff_doc") as url:
+        succeeded(python(snippet, tmp_path, HANDOFF_DATABASE_URL=url), snippet)
 
 
 # -- blocks that start the server --------------------------------------------------------

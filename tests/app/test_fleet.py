@@ -1,0 +1,240 @@
+"""The worker fleet: two `handoff worker` processes on one fresh PostgreSQL schema run 20
+submitted threads, one worker is SIGKILLed inside a node, and every thread still finishes
+with each node's work done once and the article a single process writes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.exit_codes import ExitCode
+from app.settings import BUNDLED_CORPUS, Settings
+from app.workflow import Workflow
+from contracts import TaskSpec, TaskState
+from tests.backends import admin, postgres_schema, sqlite_settings
+from tests.conftest import OBJECTIVE
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+HANDOFF = Path(sys.executable).parent / "handoff"
+THREADS = 20
+APPROVAL_EVERY = 4
+"""Every fourth thread waits for approval, decided with `handoff submit --resume`."""
+SECONDS = 240.0
+
+
+def task(index: int) -> TaskSpec:
+    return TaskSpec(
+        task_id=f"fleet-{index}",
+        objective=OBJECTIVE,
+        policies={"require_approval": index % APPROVAL_EVERY == 0},
+    )
+
+
+@pytest.fixture
+def fleet_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A fresh schema, and the environment every worker and command of the test uses."""
+    with postgres_schema("handoff_fleet") as url:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+        env |= {
+            "HANDOFF_DATABASE_URL": url,
+            "HANDOFF_DATA_DIR": str(tmp_path / "data"),
+            "HANDOFF_CORPUS": f'["{BUNDLED_CORPUS}"]',
+            "HANDOFF_WORKER_HEARTBEAT_SECONDS": "1",
+        }
+        yield env
+
+
+def settings_of(env: dict[str, str]) -> Settings:
+    return Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=env["HANDOFF_DATABASE_URL"],
+        data_dir=Path(env["HANDOFF_DATA_DIR"]),
+        corpus=[BUNDLED_CORPUS],
+    )
+
+
+def start_worker(env: dict[str, str], log: Path, **extra: str) -> subprocess.Popen[bytes]:
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [str(HANDOFF), "worker", "--concurrency", "2"],
+            env={**env, **extra},
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def schema_of(url: str) -> str:
+    return url.rsplit("%3D", 1)[1]
+
+
+def jobs(url: str) -> list[dict[str, object]]:
+    with admin() as conn:
+        conn.execute(f'SET search_path TO "{schema_of(url)}"')
+        cursor = conn.execute(
+            "SELECT id, lock, status::text, attempts, worker_id FROM procrastinate_jobs"
+        )
+        names = [column.name for column in cursor.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def wait_for(condition: object, what: str, timeout: float = SECONDS) -> None:
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def baseline_articles(tmp_path: Path) -> dict[bool, bytes]:
+    """The article one process writes for each kind of task (with and without approval)."""
+    found: dict[bool, bytes] = {}
+    with Workflow(sqlite_settings(tmp_path / "baseline")) as workflow:
+        for approval in (False, True):
+            spec = TaskSpec(
+                task_id="baseline", objective=OBJECTIVE, policies={"require_approval": approval}
+            )
+            thread = f"baseline-{approval}"
+            outcome = workflow.run(spec, thread)
+            if approval:
+                request = workflow.pending(thread)
+                assert request is not None
+                outcome = workflow.resume(
+                    thread, {"interrupt_id": request.interrupt_id, "action": "approve"}
+                )
+            assert outcome.result_status == "completed"
+            found[approval] = workflow.artifact(thread, "article")
+    return found
+
+
+def test_two_workers_finish_twenty_threads_when_one_is_killed_inside_a_node(
+    fleet_env: dict[str, str], tmp_path: Path
+) -> None:
+    url = fleet_env["HANDOFF_DATABASE_URL"]
+    settings = settings_of(fleet_env)
+    threads = [f"fleet-{index}" for index in range(THREADS)]
+    with Workflow(settings) as workflow:
+        for index, thread in enumerate(threads):
+            assert workflow.submit(task(index), thread) == thread
+        assert {job.label for job in map(workflow.job, threads) if job} == {"queued"}
+
+    # Worker A holds every writer attempt it starts at a gate that never opens, so it is
+    # killed inside a node, with its jobs half done; worker B works normally.
+    gate = tmp_path / "never"
+    doomed = start_worker(fleet_env, tmp_path / "a.log", HANDOFF_FAULT=f"wait:writer:{gate}")
+    wait_for(lambda: any(job["status"] == "doing" for job in jobs(url)), "worker A to take a job")
+    survivor = start_worker(fleet_env, tmp_path / "b.log")
+    try:
+        with Workflow(settings) as workflow:
+            wait_for(
+                lambda: any(
+                    run.node_id == "writer" and run.status == "running"
+                    for thread in threads
+                    if workflow.threads_has(thread)
+                    for run in workflow.history(thread)
+                ),
+                "worker A to be inside the writer",
+            )
+        held = [job for job in jobs(url) if job["status"] == "doing"]
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait(timeout=30)
+
+        decided: set[str] = set()
+
+        def decide_waiting() -> bool:
+            with Workflow(settings) as workflow:
+                for index, thread in enumerate(threads):
+                    if index % APPROVAL_EVERY or thread in decided:
+                        continue
+                    if workflow.threads_has(thread) and workflow.pending(thread) is not None:
+                        job = workflow.job(thread)
+                        assert job is not None and job.label == "succeeded", (
+                            f"{thread} waits for a person, yet its job is {job}"
+                        )
+                        result = subprocess.run(
+                            [str(HANDOFF), "submit", "--resume", thread, "--approve"],
+                            env=fleet_env,
+                            capture_output=True,
+                            text=True,
+                            timeout=60,
+                        )
+                        assert result.returncode == 0, result.stderr
+                        decided.add(thread)
+                return all(
+                    workflow.threads_has(thread)
+                    and workflow.outcome(thread).state == TaskState.COMPLETED
+                    for thread in threads
+                )
+
+        wait_for(decide_waiting, "every thread to finish")
+    finally:
+        for process in (doomed, survivor):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        survivor.wait(timeout=60)
+    assert survivor.returncode == 0, (tmp_path / "b.log").read_text()
+    assert decided == {t for i, t in enumerate(threads) if i % APPROVAL_EVERY == 0}
+
+    # The killed worker's jobs were taken again (attempts > 1) and every job succeeded.
+    by_id = {job["id"]: job for job in jobs(url)}
+    assert held and all(by_id[job["id"]]["attempts"] >= 2 for job in held)
+    assert {job["status"] for job in by_id.values()} == {"succeeded"}
+
+    articles = baseline_articles(tmp_path)
+    with Workflow(settings) as workflow:
+        for index, thread in enumerate(threads):
+            outcome = workflow.outcome(thread)
+            assert outcome.result_status == "completed", (thread, outcome)
+            succeeded = Counter(
+                (run.node_id, run.input_hash)
+                for run in workflow.history(thread)
+                if run.status == "succeeded"
+            )
+            assert succeeded and max(succeeded.values()) == 1, (thread, succeeded)
+            approval = index % APPROVAL_EVERY == 0
+            assert workflow.artifact(thread, "article") == articles[approval], thread
+
+    with admin() as conn:
+        conn.execute(f'SET search_path TO "{schema_of(url)}"')
+        duplicates = conn.execute(
+            "SELECT artifact_id, sha256, count(*) FROM handoff_artifact_revisions "
+            "GROUP BY artifact_id, sha256 HAVING count(*) > 1"
+        ).fetchall()
+    assert duplicates == []
+
+
+def test_submit_refuses_what_it_cannot_queue_and_queues_nothing(
+    fleet_env: dict[str, str],
+) -> None:
+    def submit(*args: str, env: dict[str, str] = fleet_env) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(HANDOFF), "submit", *args], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    first = submit(OBJECTIVE, "--thread", "q-1")
+    assert first.returncode == 0 and first.stdout.strip() == "q-1", first.stderr
+    again = submit(OBJECTIVE, "--thread", "q-1")
+    assert again.returncode == ExitCode.USAGE and "already queued" in again.stderr
+    both = submit(OBJECTIVE, "--resume", "q-1", "--approve")
+    assert both.returncode == ExitCode.USAGE and "not both" in both.stderr
+    stray = submit(OBJECTIVE, "--approve")
+    assert stray.returncode == ExitCode.USAGE and "--resume" in stray.stderr
+    unknown = submit("--resume", "nobody", "--approve")
+    assert unknown.returncode == ExitCode.NOT_FOUND, unknown.stderr
+    sqlite = {k: v for k, v in fleet_env.items() if k != "HANDOFF_DATABASE_URL"}
+    embedded = submit(OBJECTIVE, env=sqlite)
+    assert embedded.returncode == ExitCode.USAGE and "PostgreSQL" in embedded.stderr
+    status = subprocess.run(
+        [str(HANDOFF), "status", "q-1"], env=fleet_env, capture_output=True, text=True
+    )
+    assert status.returncode == 0 and "queued" in status.stdout, status.stderr
+    assert [job["lock"] for job in jobs(fleet_env["HANDOFF_DATABASE_URL"])] == ["q-1"]
