@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,8 @@ from contracts import DecisionLog, HumanDecision, TaskSpec
 
 if TYPE_CHECKING:
     import procrastinate
+
+    from app.workflow import Workflow
 
 __all__ = [
     "DECIDE",
@@ -77,11 +80,45 @@ class JobState:
         return {"todo": "queued", "doing": "running"}.get(self.status, self.status)
 
 
+class _Workflows:
+    """One open Workflow per worker thread, kept for the worker's life.
+
+    Opening a Workflow (connection pool, tables checked, graph compiled) costs about as much
+    as running a short thread, so a job reuses its thread's; the pool replaces connections
+    a server restart killed. ``close_all`` runs when the worker stops.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._opened: list[Workflow] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def current(self) -> Iterator[Workflow]:
+        from app.workflow import Workflow
+
+        workflow: Workflow | None = getattr(self._local, "workflow", None)
+        if workflow is None:
+            workflow = Workflow(Settings())
+            workflow.open()
+            self._local.workflow = workflow
+            with self._lock:
+                self._opened.append(workflow)
+        yield workflow
+
+    def close_all(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for workflow in opened:
+            workflow.close()
+
+
+WORKFLOWS = _Workflows()
+
+
 def run_thread(thread_id: str, task: dict[str, Any]) -> str:
     """Job body: start the thread, or continue it from its last checkpoint (a retried job)."""
-    from app.workflow import Workflow
-
-    with Workflow(Settings()) as workflow:
+    with WORKFLOWS.current() as workflow:
         try:
             if workflow.threads_has(thread_id):
                 outcome = workflow.resume(thread_id)
@@ -96,9 +133,7 @@ def run_thread(thread_id: str, task: dict[str, Any]) -> str:
 
 def decide_thread(thread_id: str, decision: dict[str, Any]) -> str:
     """Job body: apply a queued decision, or, if a killed attempt already did, continue."""
-    from app.workflow import Workflow
-
-    with Workflow(Settings()) as workflow:
+    with WORKFLOWS.current() as workflow:
         request = workflow.pending(thread_id)
         asked = decision["interrupt_id"]
         try:
@@ -144,6 +179,7 @@ class Fleet:
             ) from error
         self.settings = settings
         self.url = url
+        self._open = False
         retry = procrastinate.RetryStrategy(
             max_attempts=settings.worker_max_attempts,
             wait=1,
@@ -182,14 +218,37 @@ class Fleet:
 
     @contextlib.contextmanager
     def _opened(self) -> Iterator[procrastinate.App]:
+        """The app with its connection pool open; nested uses share the outermost one."""
+        if self._open:
+            yield self.app
+            return
         self.ensure_schema()
         with self.app.open() as app:
-            yield app
+            self._open = True
+            try:
+                yield app
+            finally:
+                self._open = False
 
     def submit_run(self, thread_id: str, task: TaskSpec) -> int:
         """Queue a new thread's run; refused if the thread is already queued."""
-        refusal = f"thread {thread_id!r} is already queued; see `handoff status {thread_id}`"
-        return self._defer(RUN, thread_id, ThreadExists(refusal), task=task.model_dump(mode="json"))
+        [job] = self.submit_runs([(thread_id, task)])
+        return job
+
+    def submit_runs(self, runs: list[tuple[str, TaskSpec]]) -> list[int]:
+        """Queue many threads' runs on one connection (batches); stops at one already queued."""
+        with self._opened():
+            return [
+                self._defer(
+                    RUN,
+                    thread_id,
+                    ThreadExists(
+                        f"thread {thread_id!r} is already queued; see `handoff status {thread_id}`"
+                    ),
+                    task=task.model_dump(mode="json"),
+                )
+                for thread_id, task in runs
+            ]
 
     def submit_decision(self, thread_id: str, decision: HumanDecision) -> int:
         """Queue a decision already checked against the thread's open request."""
@@ -272,6 +331,7 @@ class Fleet:
                 recovery.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await recovery
+                WORKFLOWS.close_all()
 
     async def _recover_stalled(self, heartbeat: float) -> None:
         """Put back in the queue the jobs of workers that stopped sending heartbeats.
