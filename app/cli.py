@@ -566,6 +566,8 @@ def threads(
             (workflow.status(thread_id), workflow.outcome(thread_id))
             for thread_id in workflow.threads()
         ]
+        started = {info.thread_id for info, _ in rows}
+        waiting = [job for key, job in sorted(workflow.queued().items()) if key not in started]
     if as_json:
         out.print_json(
             json.dumps(
@@ -580,10 +582,14 @@ def threads(
                     }
                     for info, outcome in rows
                 ]
+                + [
+                    {"thread_id": job.thread_id, "state": job.label.upper(), "job": _job_json(job)}
+                    for job in waiting
+                ]
             )
         )
         return
-    if not rows:
+    if not rows and not waiting:
         err.print(f"no threads yet; start one: {command()} run OBJECTIVE", markup=False)
         return
     table = Table("thread", "state", "result", "step", "next", "updated")
@@ -596,6 +602,8 @@ def threads(
             ", ".join(info.next_nodes),
             (info.updated_at or "")[:19].replace("T", " "),
         )
+    for job in waiting:  # submitted to the fleet, no step saved yet
+        table.add_row(job.thread_id, job.label.upper(), "", "", "", "")
     wide.print(table)
 
 

@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 class JobState:
     """A thread's most recent job, as the queue sees it."""
 
+    thread_id: str
     job_id: int
     task: str
     status: str  # todo | doing | succeeded | failed | cancelled | aborted
@@ -274,35 +275,39 @@ class Fleet:
 
     # -- looking up ------------------------------------------------------------------------
 
+    _JOB_COLUMNS = "lock, id, task_name, status::text AS status, attempts, worker_id"
+
+    def _jobs(self, where: str, params: tuple[Any, ...]) -> list[JobState]:
+        """Jobs of the queue matching ``where``, latest per thread first; [] if no queue yet."""
+        with connect(self.url, self.settings.database_timeout) as conn:
+            row = conn.execute("SELECT to_regclass('procrastinate_jobs') AS found").fetchone()
+            if not row or not row["found"]:
+                return []
+            rows = conn.execute(
+                f"SELECT DISTINCT ON (lock) {self._JOB_COLUMNS} FROM procrastinate_jobs "
+                f"WHERE queue_name = %s AND {where} ORDER BY lock, id DESC",
+                (QUEUE, *params),
+            ).fetchall()
+        return [
+            JobState(r["lock"], r["id"], r["task_name"], r["status"], r["attempts"], r["worker_id"])
+            for r in rows
+        ]
+
     def job_of(self, thread_id: str) -> JobState | None:
         """The thread's latest job, or None if it never had one (or the queue is not set up)."""
-        with connect(self.url, self.settings.database_timeout) as conn:
-            row = conn.execute("SELECT to_regclass('procrastinate_jobs') AS found").fetchone()
-            if not row or not row["found"]:
-                return None
-            job = conn.execute(
-                "SELECT id, task_name, status::text AS status, attempts, worker_id "
-                "FROM procrastinate_jobs WHERE lock = %s ORDER BY id DESC LIMIT 1",
-                (thread_id,),
-            ).fetchone()
-        if job is None:
-            return None
-        return JobState(
-            job["id"], job["task_name"], job["status"], job["attempts"], job["worker_id"]
-        )
+        found = self._jobs("lock = %s", (thread_id,))
+        return found[0] if found else None
 
-    def counts(self) -> dict[str, int]:
-        """Jobs per status: how much the fleet has queued, running and done."""
-        with connect(self.url, self.settings.database_timeout) as conn:
-            row = conn.execute("SELECT to_regclass('procrastinate_jobs') AS found").fetchone()
-            if not row or not row["found"]:
-                return {}
-            rows = conn.execute(
-                "SELECT status::text AS status, count(*) AS n FROM procrastinate_jobs "
-                "WHERE queue_name = %s GROUP BY status",
-                (QUEUE,),
-            ).fetchall()
-        return {row["status"]: int(row["n"]) for row in rows}
+    def unstarted(self) -> dict[str, JobState]:
+        """Threads whose latest job is queued or running, by id.
+
+        A submitted thread has a job before a worker saves its first step.
+        """
+        return {
+            job.thread_id: job
+            for job in self._jobs("true", ())
+            if job.label in ("queued", "running")
+        }
 
     # -- working ---------------------------------------------------------------------------
 

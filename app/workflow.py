@@ -309,13 +309,22 @@ class Workflow:
         A submitted thread has a job before it has a checkpoint: this is how ``status``
         tells "queued" from "unknown".
         """
+        fleet = self._fleet()
+        return None if fleet is None else fleet.job_of(check_thread_id(thread_id))
+
+    def queued(self) -> dict[str, JobState]:
+        """Threads submitted to the fleet whose job is queued or running, by id."""
+        fleet = self._fleet()
+        return {} if fleet is None else fleet.unstarted()
+
+    def _fleet(self) -> Fleet | None:
+        """The fleet on this database, or None where none can have run (SQLite, no extra)."""
         if not is_postgres_url(self.settings.resolved_database_url()):
             return None
         try:
-            fleet = Fleet(self.settings)
+            return Fleet(self.settings)
         except QueueUnavailable:  # the queue extra is not installed: no job was ever queued
             return None
-        return fleet.job_of(check_thread_id(thread_id))
 
     def _new_thread(self, task: TaskSpec | str, thread_id: str | None) -> tuple[TaskSpec, str]:
         """The checked task and a thread id no thread has yet; refused before any write."""

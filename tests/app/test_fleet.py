@@ -237,4 +237,8 @@ def test_submit_refuses_what_it_cannot_queue_and_queues_nothing(
         [str(HANDOFF), "status", "q-1"], env=fleet_env, capture_output=True, text=True
     )
     assert status.returncode == 0 and "queued" in status.stdout, status.stderr
+    listed = subprocess.run(
+        [str(HANDOFF), "threads"], env=fleet_env, capture_output=True, text=True
+    )
+    assert listed.returncode == 0 and "q-1" in listed.stdout and "QUEUED" in listed.stdout
     assert [job["lock"] for job in jobs(fleet_env["HANDOFF_DATABASE_URL"])] == ["q-1"]
