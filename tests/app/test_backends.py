@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import psycopg
 import pytest
+from procrastinate.schema import SchemaManager
 
 from app.artifacts import FilesystemArtifactStore, PostgresArtifactStore
 from app.backends import (
@@ -29,6 +31,9 @@ from tests.backends import backend_env, postgres_schema, sqlite_settings
 from tests.conftest import OBJECTIVE
 
 HANDOFF = Path(sys.executable).parent / "handoff"
+QUEUE_TABLES = set(re.findall(r"CREATE TABLE (procrastinate_\w+)", SchemaManager.get_schema()))
+"""The worker fleet's tables, as Procrastinate's schema names them (`db init` creates them)."""
+
 TABLES = {
     "checkpoint_blobs",
     "checkpoint_migrations",
@@ -67,9 +72,14 @@ def test_db_init_creates_every_table_in_the_urls_schema_and_can_run_again(
         assert first.returncode == 0, first.stderr
         schema = _schema_of(url)
         assert f"table {schema}.handoff_node_runs" in first.stdout
-        assert _tables(url, schema) == TABLES
+        assert "worker queue: created (Procrastinate)" in first.stdout
+        assert _tables(url, schema) == TABLES | QUEUE_TABLES
         assert init_database(settings) == init_database(settings)  # idempotent
-        assert _tables(url, schema) == TABLES
+        again = subprocess.run(
+            [*command, "db", "init"], env=backend_env(settings), capture_output=True, text=True
+        )
+        assert again.returncode == 0 and "worker queue: present" in again.stdout, again.stderr
+        assert _tables(url, schema) == TABLES | QUEUE_TABLES
 
 
 def test_db_init_on_sqlite_creates_the_file_and_its_tables(tmp_path: Path) -> None:
