@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from app.backends.postgres import unavailable
 from app.errors import (
     DatabaseUnavailable,
     DecisionRequired,
@@ -36,9 +37,10 @@ from app.errors import (
     ThreadExists,
     ThreadFinished,
 )
-from app.postgres import application_name, connect, is_postgres_url, schema_lock
+from app.postgres import application_name, connect, is_outage, is_postgres_url, schema_lock
 from app.settings import Settings
 from contracts import DecisionLog, HumanDecision, TaskSpec
+from graphs.errors import HandoffError
 
 if TYPE_CHECKING:
     import procrastinate
@@ -202,13 +204,29 @@ class Fleet:
         self.app.task(name=RUN, queue=QUEUE, retry=retry, pass_context=False)(run_thread)
         self.app.task(name=DECIDE, queue=QUEUE, retry=retry, pass_context=False)(decide_thread)
 
+    @contextlib.contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Report a server that cannot be reached as DatabaseUnavailable (exit code 9)."""
+        try:
+            yield
+        except HandoffError:
+            raise
+        except Exception as error:
+            if not is_outage(error):
+                raise
+            raise unavailable(self.url, error) from error
+
     # -- schema ----------------------------------------------------------------------------
 
     def ensure_schema(self) -> bool:
         """Create Procrastinate's tables in the database's schema once; True if it did."""
         from procrastinate.schema import SchemaManager
 
-        with connect(self.url, self.settings.database_timeout) as conn, schema_lock(conn):
+        with (
+            self._reachable(),
+            connect(self.url, self.settings.database_timeout) as conn,
+            schema_lock(conn),
+        ):
             row = conn.execute("SELECT to_regclass('procrastinate_jobs') AS found").fetchone()
             if row and row["found"]:
                 return False
@@ -224,7 +242,7 @@ class Fleet:
             yield self.app
             return
         self.ensure_schema()
-        with self.app.open() as app:
+        with self._reachable(), self.app.open() as app:
             self._open = True
             try:
                 yield app
@@ -279,7 +297,7 @@ class Fleet:
 
     def _jobs(self, where: str, params: tuple[Any, ...]) -> list[JobState]:
         """Jobs of the queue matching ``where``, latest per thread first; [] if no queue yet."""
-        with connect(self.url, self.settings.database_timeout) as conn:
+        with self._reachable(), connect(self.url, self.settings.database_timeout) as conn:
             row = conn.execute("SELECT to_regclass('procrastinate_jobs') AS found").fetchone()
             if not row or not row["found"]:
                 return []
@@ -315,9 +333,12 @@ class Fleet:
         """Run jobs until stopped (SIGINT/SIGTERM finish the jobs in hand first).
 
         ``burst`` stops once no job is left instead of waiting for more (batch runs, CI).
+        A database that cannot be reached is reported as the project's error, password
+        masked, as every other command reports it.
         """
-        self.ensure_schema()
-        asyncio.run(self._work(concurrency, burst))
+        with self._reachable():
+            self.ensure_schema()
+            asyncio.run(self._work(concurrency, burst))
 
     async def _work(self, concurrency: int, burst: bool) -> None:
         heartbeat = self.settings.worker_heartbeat_seconds

@@ -121,10 +121,7 @@ class PostgresBackend(StorageBackend):
         except Exception as error:
             if not is_outage(error):
                 raise
-            reason = redact(" ".join(str(error).split()), url) or type(error).__name__
-            raise DatabaseUnavailable(
-                f"database unavailable at {describe_url(url)}: {reason}"
-            ) from error
+            raise unavailable(url, error) from error
         return saver, pool
 
     def tables(self, backend: Backend) -> list[str]:
@@ -137,3 +134,9 @@ class PostgresBackend(StorageBackend):
                 "ORDER BY table_name"
             ).fetchall()
         return [f"table {row['schema']}.{row['table_name']}" for row in rows]
+
+
+def unavailable(url: str, error: BaseException) -> DatabaseUnavailable:
+    """The project's error for a server that cannot be reached, its password masked."""
+    reason = redact(" ".join(str(error).split()), url) or type(error).__name__
+    return DatabaseUnavailable(f"database unavailable at {describe_url(url)}: {reason}")

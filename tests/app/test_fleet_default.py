@@ -3,6 +3,7 @@ Procrastinate, and asking for the fleet there says what it needs."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import QueueUnavailable
+from app.exit_codes import ExitCode
 from app.fleet import Fleet
 from app.workflow import Workflow
 from tests.backends import sqlite_settings
@@ -49,3 +51,21 @@ def test_the_fleet_on_sqlite_is_refused_with_what_it_needs(tmp_path: Path) -> No
         workflow.submit("Explain how the Rosetta Stone was deciphered", "queued")
     with Workflow(settings, read_only=True) as workflow:
         assert workflow.threads() == []
+
+
+def test_a_worker_whose_database_refuses_connections_exits_9_in_one_masked_line(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+    env["HANDOFF_DATABASE_URL"] = "postgresql://fleet:s3cret-pw@127.0.0.1:1/nowhere"
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "handoff"), "worker"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == ExitCode.DATABASE_UNAVAILABLE, result.stderr
+    assert "Traceback" not in result.stderr and "s3cret-pw" not in result.stderr
+    assert "error: database unavailable at postgresql://fleet:***@127.0.0.1:1" in result.stderr
