@@ -212,31 +212,22 @@ def _decision_options(params: dict[str, Any]) -> DecisionFlags:
     )
 
 
-def _task(
-    workflow: Workflow,
-    objective: str,
-    *,
-    corpus: list[Path] | None,
-    max_words: int | None,
-    section: list[str] | None,
-    max_rounds: int | None,
-    question: list[str] | None,
-    require_approval: bool,
-    ask_on_review: bool,
-) -> TaskSpec:
-    """The TaskSpec the task options describe."""
+def _task(workflow: Workflow, objective: str, params: dict[str, Any]) -> TaskSpec:
+    """The TaskSpec a command's task options (``run``, ``submit``) describe."""
     budget: dict[str, Any] = {}
-    if max_rounds is not None:
-        budget["max_review_rounds"] = max_rounds
+    if params["max_rounds"] is not None:
+        budget["max_review_rounds"] = params["max_rounds"]
     return workflow.task(
         objective,
-        corpus=[str(path) for path in corpus or []],
-        constraints=Constraints(max_words=max_words, required_sections=section or []),
+        corpus=[str(path) for path in params["corpus"] or []],
+        constraints=Constraints(
+            max_words=params["max_words"], required_sections=params["section"] or []
+        ),
         budget=budget,
-        questions=question or [],
+        questions=params["question"] or [],
         policies={
-            "require_approval": require_approval,
-            "on_review_exhausted": "ask" if ask_on_review else "end",
+            "require_approval": params["require_approval"],
+            "on_review_exhausted": "ask" if params["ask_on_review"] else "end",
         },
     )
 
@@ -255,18 +246,9 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a new task on a new thread and print where the article is."""
+    params = locals()  # the task options, by name
     with _workflow() as workflow:
-        task = _task(
-            workflow,
-            objective,
-            corpus=corpus,
-            max_words=max_words,
-            section=section,
-            max_rounds=max_rounds,
-            question=question,
-            require_approval=require_approval,
-            ask_on_review=ask_on_review,
-        )
+        task = _task(workflow, objective, params)
         outcome = workflow.run(task, thread, on_progress=None if as_json else _progress)
         _print_outcome(outcome, workflow.settings, as_json)
     raise typer.Exit(int(for_outcome(outcome)))
@@ -345,7 +327,8 @@ def submit(
     or decision is checked now, as `run` and `resume` check it, and nothing is queued when
     it is refused.
     """
-    raw = _decision_options(locals()).raw()
+    params = locals()  # the task and decision options, by name
+    raw = _decision_options(params).raw()
     if (objective is None) == (resume_id is None):
         raise SubmitUsage("give an OBJECTIVE to queue a new thread, or --resume ID, not both")
     with _workflow() as workflow:
@@ -369,17 +352,7 @@ def submit(
         if raw is not None:
             raise SubmitUsage("decision options go with --resume ID")
         assert objective is not None
-        task = _task(
-            workflow,
-            objective,
-            corpus=corpus,
-            max_words=max_words,
-            section=section,
-            max_rounds=max_rounds,
-            question=question,
-            require_approval=require_approval,
-            ask_on_review=ask_on_review,
-        )
+        task = _task(workflow, objective, params)
         thread_id = workflow.submit(task, thread)
     out.print(thread_id, markup=False)
 

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from app.errors import (
 )
 from app.postgres import application_name, connect, is_outage, is_postgres_url, schema_lock
 from app.settings import Settings
-from contracts import DecisionLog, HumanDecision, TaskSpec
+from contracts import DecisionLog, HumanDecision, RunOutcome, TaskSpec
 from graphs.errors import HandoffError
 
 if TYPE_CHECKING:
@@ -96,8 +96,8 @@ class _Workflows:
         self._opened: list[Workflow] = []
         self._lock = threading.Lock()
 
-    @contextlib.contextmanager
-    def current(self) -> Iterator[Workflow]:
+    def current(self) -> Workflow:
+        """The calling thread's open Workflow, opened on first use."""
         from app.workflow import Workflow
 
         workflow: Workflow | None = getattr(self._local, "workflow", None)
@@ -107,7 +107,7 @@ class _Workflows:
             self._local.workflow = workflow
             with self._lock:
                 self._opened.append(workflow)
-        yield workflow
+        return workflow
 
     def close_all(self) -> None:
         with self._lock:
@@ -119,41 +119,43 @@ class _Workflows:
 WORKFLOWS = _Workflows()
 
 
+def _as_far_as_it_goes(step: Callable[[Workflow], RunOutcome]) -> str:
+    """Run a job's step; a pause for a person or a thread already ended also end the job."""
+    try:
+        return step(WORKFLOWS.current()).state.value
+    except DecisionRequired:
+        return "waiting"
+    except ThreadFinished as finished:
+        return finished.outcome.state.value
+
+
 def run_thread(thread_id: str, task: dict[str, Any]) -> str:
     """Job body: start the thread, or continue it from its last checkpoint (a retried job)."""
-    with WORKFLOWS.current() as workflow:
-        try:
-            if workflow.threads_has(thread_id):
-                outcome = workflow.resume(thread_id)
-            else:
-                outcome = workflow.run(TaskSpec.model_validate(task), thread_id)
-        except DecisionRequired:
-            return "waiting"
-        except ThreadFinished as finished:
-            return finished.outcome.state.value
-    return outcome.state.value
+
+    def step(workflow: Workflow) -> RunOutcome:
+        if workflow.threads_has(thread_id):
+            return workflow.resume(thread_id)
+        return workflow.run(TaskSpec.model_validate(task), thread_id)
+
+    return _as_far_as_it_goes(step)
 
 
 def decide_thread(thread_id: str, decision: dict[str, Any]) -> str:
     """Job body: apply a queued decision, or, if a killed attempt already did, continue."""
-    with WORKFLOWS.current() as workflow:
+    asked = decision["interrupt_id"]
+
+    def step(workflow: Workflow) -> RunOutcome:
         request = workflow.pending(thread_id)
-        asked = decision["interrupt_id"]
-        try:
-            if request is not None and request.interrupt_id == asked:
-                outcome = workflow.resume(thread_id, decision)
-            elif asked in recorded_decisions(workflow.state(thread_id)):
-                outcome = workflow.resume(thread_id)  # an earlier attempt recorded it, then died
-            else:
-                raise NotWaiting(
-                    f"decision for {asked!r} not used: thread {thread_id!r} no longer waits "
-                    "on that request (another decision answered it)"
-                )
-        except DecisionRequired:
-            return "waiting"
-        except ThreadFinished as finished:
-            return finished.outcome.state.value
-    return outcome.state.value
+        if request is not None and request.interrupt_id == asked:
+            return workflow.resume(thread_id, decision)
+        if asked in recorded_decisions(workflow.state(thread_id)):
+            return workflow.resume(thread_id)  # an earlier attempt recorded it, then died
+        raise NotWaiting(
+            f"decision for {asked!r} not used: thread {thread_id!r} no longer waits "
+            "on that request (another decision answered it)"
+        )
+
+    return _as_far_as_it_goes(step)
 
 
 def recorded_decisions(values: dict[str, Any]) -> set[str]:
