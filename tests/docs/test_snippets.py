@@ -373,3 +373,15 @@ def test_a_walkthrough_applied_to_a_copy_of_the_project_runs(page: Path, tmp_pat
             succeeded(bash(snippet.text, copy, reader_env(PYTHONPATH=str(copy))), snippet)
             ran += 1
     assert ran, f"{page.name} changes the project but runs nothing afterwards"
+
+
+def test_every_setting_is_in_env_example_and_the_configuration_table_and_nothing_else() -> None:
+    fields = {f"HANDOFF_{name.upper()}" for name in Settings.model_fields}
+    example = (ROOT / ".env.example").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^#?\s*(HANDOFF_[A-Z_]+)=", example, re.MULTILINE))
+    table = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(HANDOFF_[A-Z_]+)` \|", table, re.MULTILINE))
+    assert listed == fields, f".env.example: missing {fields - listed}, unknown {listed - fields}"
+    assert documented == fields, (
+        f"docs/configuration.md: missing {fields - documented}, unknown {documented - fields}"
+    )
