@@ -68,9 +68,14 @@ def _wal_has_data(path: Path) -> bool:
 
 
 def _has_artifacts(artifact_dir: Path | None) -> bool:
-    if artifact_dir is None or not (artifact_dir / "refs").is_dir():
+    """A blob (or, in the layout before histories moved into the database, a history)."""
+    if artifact_dir is None:
         return False
-    return next((artifact_dir / "refs").rglob("*.json"), None) is not None
+    return any(
+        (artifact_dir / folder).is_dir()
+        and next((artifact_dir / folder).rglob(pattern), None) is not None
+        for folder, pattern in (("blobs", "*/*"), ("refs", "*.json"))
+    )
 
 
 def damaged(path: Path, reason: str) -> StorageDamaged:

@@ -362,8 +362,8 @@ def attempts(visit: Visit) -> dict[str, Any]:
 def batched_puts(ctx: RunContext) -> contextlib.AbstractContextManager[object]:
     """One node's artifact puts made durable together, before its ledger row names them.
 
-    A store with a ``batch()`` block (the filesystem store) defers what it can share
-    across puts (one directory fsync instead of one per put) to the block's end; every
+    A store with a ``batch()`` block (the ones that keep blobs in files) defers what it
+    can share across puts (one fsync instead of one per put) to the block's end; every
     other store already makes each put durable on its own.
     """
     batch = getattr(ctx.store, "batch", None)

@@ -3,10 +3,12 @@
 from app.artifacts.filesystem import FilesystemArtifactStore
 from app.artifacts.postgres import PostgresArtifactStore
 from app.artifacts.records import Verification, parse_artifact_uri
+from app.artifacts.sqlite import SqliteArtifactStore
 
 __all__ = [
     "FilesystemArtifactStore",
     "PostgresArtifactStore",
+    "SqliteArtifactStore",
     "Verification",
     "parse_artifact_uri",
 ]

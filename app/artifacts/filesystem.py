@@ -31,6 +31,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from app.artifacts.base import ArtifactStoreBase
+from app.artifacts.batching import BatchedSyncs
 from app.artifacts.records import candidate, check_entry, check_id, next_revision, sha256_hex
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError, InvalidArtifactId
@@ -82,26 +83,21 @@ def _read_fd(fd: int) -> bytes:
         return handle.read()
 
 
-class FilesystemArtifactStore(ArtifactStoreBase[None]):
-    """Revisioned, hash-verified artifact storage in one directory, safe across processes.
+class FolderBlobs:
+    """Content-addressed blobs in a folder: written once, fsynced, never read through a link.
 
-    Nothing is touched until the first write, so constructing a store for a path that is
-    only ever read (or never used) leaves the filesystem as it was.
-
-    A put is durable when it returns. Inside :meth:`batch` the fsync of the history
-    directory is taken once at the end of the block for all its puts instead (the node
-    runner batches one node's puts, before anything records their refs).
+    Nothing is touched until the first write, so constructing one for a path that is only
+    ever read (or never used) leaves the filesystem as it was. The stores that keep their
+    blobs in a folder add where their revision histories live.
     """
 
     modified_where = "on disk"
+    """Where damaged bytes were changed, for messages."""
 
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
         self._top = os.fspath(self._root)
         self._made: set[tuple[str, ...]] = set()
-        self._unsynced: set[str] = set()
-        self._sync_lock = threading.Lock()
-        self._batching = threading.local()
 
     @property
     def root(self) -> Path:
@@ -183,6 +179,46 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
     def _blob_name(self, sha256: str) -> str:
         return f"blobs/{sha256[:2]}/{sha256}"
 
+    # -- blobs -----------------------------------------------------------------------
+
+    def _write_blob(self, sha256: str, content: bytes) -> None:
+        """Write bytes once; a blob already there is kept unless its bytes were damaged."""
+        parts = self._blob_parts(sha256)
+        directory = self._ensure_dir(*parts[:2])
+        try:
+            fd = self._open(directory, "/".join(parts), os.O_RDONLY)
+        except FileNotFoundError:
+            pass
+        else:
+            if sha256_hex(_read_fd(fd)) == sha256:
+                return
+        _atomic_write(directory, sha256, content)
+
+    def _fetch_blob(self, session: object, sha256: str) -> bytes | None:
+        parts = self._blob_parts(sha256)
+        try:
+            return _read_fd(self._open(self._dir(*parts[:2]), "/".join(parts), os.O_RDONLY))
+        except FileNotFoundError:
+            return None
+
+
+class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]):
+    """Revisioned, hash-verified artifact storage in one directory, safe across processes.
+
+    Nothing is touched until the first write, so constructing a store for a path that is
+    only ever read (or never used) leaves the filesystem as it was.
+
+    A put is durable when it returns. Inside :meth:`batch` the fsync of the history
+    directory is taken once at the end of the block for all its puts instead (the node
+    runner batches one node's puts, before anything records their refs).
+    """
+
+    def __init__(self, root: Path) -> None:
+        FolderBlobs.__init__(self, root)
+        BatchedSyncs.__init__(self)
+        self._unsynced: set[str] = set()
+        self._sync_lock = threading.Lock()
+
     def _session(self) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
@@ -213,30 +249,6 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
 
     # -- batches -----------------------------------------------------------------------
 
-    @property
-    def _in_batch(self) -> bool:
-        return bool(getattr(self._batching, "depth", 0))
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """Puts in this block share one fsync of the history directory, taken at its end.
-
-        Each history file is still fsynced before its rename, and each blob (file and
-        directory) before the history naming it is written, so the only thing deferred is
-        the durability of the new history names, which the caller must not record anywhere
-        before the block ends. The fsync runs only when the block ends normally; after an
-        exception it is left pending for the next block or :meth:`sync` (a failed node
-        records no refs). Blocks nest (the outermost one syncs) and are per thread.
-        """
-        depth = getattr(self._batching, "depth", 0)
-        self._batching.depth = depth + 1
-        try:
-            yield
-        finally:
-            self._batching.depth = depth
-        if depth == 0:
-            self.sync()
-
     def sync(self) -> None:
         """Fsync every history directory a batched put left pending (any thread's).
 
@@ -260,28 +272,6 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
         finally:
             os.close(fd)  # closing releases the flock
 
-    # -- blobs -----------------------------------------------------------------------
-
-    def _write_blob(self, sha256: str, content: bytes) -> None:
-        """Write bytes once; a blob already there is kept unless its bytes were damaged."""
-        parts = self._blob_parts(sha256)
-        directory = self._ensure_dir(*parts[:2])
-        try:
-            fd = self._open(directory, "/".join(parts), os.O_RDONLY)
-        except FileNotFoundError:
-            pass
-        else:
-            if sha256_hex(_read_fd(fd)) == sha256:
-                return
-        _atomic_write(directory, sha256, content)
-
-    def _fetch_blob(self, session: None, sha256: str) -> bytes | None:
-        parts = self._blob_parts(sha256)
-        try:
-            return _read_fd(self._open(self._dir(*parts[:2]), "/".join(parts), os.O_RDONLY))
-        except FileNotFoundError:
-            return None
-
     # -- public API --------------------------------------------------------------------
 
     def put(
@@ -304,6 +294,9 @@ class FilesystemArtifactStore(ArtifactStoreBase[None]):
                 with self._sync_lock:
                     self._unsynced.add(self._dir("refs"))
             return ref
+
+    def close(self) -> None:
+        """Nothing is held open between calls."""
 
     def ids(self) -> list[str]:
         """Every stored artifact id, sorted."""

@@ -17,10 +17,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 from app.artifacts.base import ArtifactStoreBase
-from app.artifacts.records import candidate, check_entry, next_revision
+from app.artifacts.records import candidate, check_entry, next_revision, parse_entry
 from app.postgres import PostgresTables
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError
@@ -66,23 +64,13 @@ class PostgresArtifactStore(PostgresTables, ArtifactStoreBase["PgConnection"]):
 
     # -- records ---------------------------------------------------------------------
 
-    @staticmethod
-    def _parse(artifact_id: str, revision: int, raw: str) -> ArtifactRef:
-        try:
-            ref = ArtifactRef.model_validate_json(raw)
-        except (ValueError, ValidationError) as exc:
-            raise IntegrityError(
-                f"history of artifact {artifact_id!r} is unreadable at revision {revision}: {exc}"
-            ) from exc
-        return check_entry(artifact_id, revision, ref)
-
     def _load_history(self, session: PgConnection, artifact_id: str) -> list[ArtifactRef]:
         rows = session.execute(
             "SELECT revision, ref FROM handoff_artifact_revisions WHERE artifact_id = %s "
             "ORDER BY revision",
             (artifact_id,),
         ).fetchall()
-        refs = [self._parse(artifact_id, row["revision"], row["ref"]) for row in rows]
+        refs = [parse_entry(artifact_id, row["revision"], row["ref"]) for row in rows]
         return [check_entry(artifact_id, position, ref) for position, ref in enumerate(refs, 1)]
 
     def _fetch_blob(self, session: PgConnection, sha256: str) -> bytes | None:
@@ -131,7 +119,7 @@ class PostgresArtifactStore(PostgresTables, ArtifactStoreBase["PgConnection"]):
                         f"history of artifact {artifact_id!r} is inconsistent: the head "
                         f"revision {head_revision} is not recorded"
                     )
-                head = self._parse(artifact_id, head_revision, head_row["ref"])
+                head = parse_entry(artifact_id, head_revision, head_row["ref"])
             ref = next_revision(first, row["kind"], head)
             if ref is head:
                 return ref

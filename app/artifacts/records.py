@@ -9,6 +9,8 @@ import hashlib
 import re
 from typing import Literal, cast, get_args
 
+from pydantic import ValidationError
+
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError, InvalidArtifactId
 
@@ -105,6 +107,17 @@ def recorded_revision(ref: ArtifactRef, history: list[ArtifactRef]) -> ArtifactR
             f"{recorded.sha256}, ref sha256 {ref.sha256})"
         )
     return recorded
+
+
+def parse_entry(artifact_id: str, revision: int, raw: str) -> ArtifactRef:
+    """A history row stored as JSON, checked to be the revision it is stored as."""
+    try:
+        ref = ArtifactRef.model_validate_json(raw)
+    except (ValueError, ValidationError) as exc:
+        raise IntegrityError(
+            f"history of artifact {artifact_id!r} is unreadable at revision {revision}: {exc}"
+        ) from exc
+    return check_entry(artifact_id, revision, ref)
 
 
 def check_entry(artifact_id: str, position: int, ref: ArtifactRef) -> ArtifactRef:

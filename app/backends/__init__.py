@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from app.artifacts import FilesystemArtifactStore
+from app.artifacts.filesystem import FolderBlobs
 from app.backends.base import (
     ArtifactStoreBackend,
     Backend,
@@ -127,6 +127,6 @@ def init_database(settings: Settings) -> list[str]:
     kind = backend_for(settings.resolved_database_url())
     with storage_errors(settings), open_backend(settings) as backend:
         found = kind.tables(backend)
-        if isinstance(backend.store, FilesystemArtifactStore):
+        if isinstance(backend.store, FolderBlobs):
             found.append(f"artifacts in the folder {backend.store.root}")
         return found

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from app.artifacts import FilesystemArtifactStore, PostgresArtifactStore
+from app.artifacts import FilesystemArtifactStore, PostgresArtifactStore, SqliteArtifactStore
 from app.checkpointing import SingleWriterSaver
 from app.errors import DatabaseUnavailable
 from app.ledger import RunLedgerBackend
@@ -27,7 +27,7 @@ from app.settings import Settings
 from app.sqlite_files import NO_SPACE, full
 from graphs.errors import HandoffError
 
-ArtifactStoreBackend = FilesystemArtifactStore | PostgresArtifactStore
+ArtifactStoreBackend = FilesystemArtifactStore | PostgresArtifactStore | SqliteArtifactStore
 
 
 class UnsupportedDatabaseUrl(ValueError):
@@ -141,12 +141,23 @@ class StorageBackend(ABC):
         """Artifacts kept in the database itself; a backend that ``hosts_artifacts`` says how."""
         raise NotImplementedError(f"{type(self).__name__} does not host artifacts")
 
-    def artifact_store(self, settings: Settings, pool: Any | None = None) -> ArtifactStoreBackend:
-        """The artifact store the settings name; a database store shares ``pool`` if given."""
+    def artifact_store(
+        self, settings: Settings, pool: Any | None = None, *, read_only: bool = False
+    ) -> ArtifactStoreBackend:
+        """The artifact store the settings name; a database store shares ``pool`` if given.
+
+        ``read_only``: the caller only reads, so a store that can avoids setting anything up.
+        """
         self.check(settings)
         if settings.resolved_artifact_store() == "filesystem":
-            return FilesystemArtifactStore(settings.resolved_artifact_dir())
+            return self.folder_artifact_store(settings, read_only=read_only)
         return self.database_artifact_store(settings, pool)
+
+    def folder_artifact_store(
+        self, settings: Settings, *, read_only: bool = False
+    ) -> ArtifactStoreBackend:
+        """Blobs in the artifact folder; the histories too, unless the backend keeps them."""
+        return FilesystemArtifactStore(settings.resolved_artifact_dir())
 
     def failure(self, error: BaseException, settings: Settings) -> HandoffError | None:
         """The project's error for a storage failure under these settings, else None.
@@ -178,7 +189,8 @@ class StorageBackend(ABC):
         inner, pool = self._storage(settings, stack, read_only=read_only)
         ledger = self.ledger(url, pool, read_only=read_only)
         stack.callback(ledger.close)
-        store = self.artifact_store(settings, pool)
+        store = self.artifact_store(settings, pool, read_only=read_only)
+        stack.callback(store.close)
         lock = self.lock(url, settings)
         stack.callback(lock.close)
         return Backend(

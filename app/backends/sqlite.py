@@ -13,7 +13,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from app import sqlite_files
-from app.backends.base import Backend, StorageBackend, UnsupportedDatabaseUrl
+from app.artifacts import SqliteArtifactStore
+from app.backends.base import (
+    ArtifactStoreBackend,
+    Backend,
+    StorageBackend,
+    UnsupportedDatabaseUrl,
+)
 from app.ledger import RunLedgerBackend, SqliteRunLedger
 from app.locks import FileThreadLock, ThreadLock
 from app.postgres import DEFAULT_TIMEOUT
@@ -36,7 +42,7 @@ def sqlite_path(url: str) -> Path:
 
 
 class SqliteBackend(StorageBackend):
-    """Checkpoints and audit in the file, artifacts in a folder, ``flock`` thread locks."""
+    """Checkpoints, audit and artifact histories in the file, blobs in a folder, ``flock``."""
 
     example = "sqlite:///path/to/handoff.db"
 
@@ -95,6 +101,16 @@ class SqliteBackend(StorageBackend):
         """A table in the same file."""
         return SqliteRunLedger(sqlite_path(url), read_only=read_only)
 
+    def folder_artifact_store(
+        self, settings: Settings, *, read_only: bool = False
+    ) -> ArtifactStoreBackend:
+        """Blobs in the artifact folder, histories in the file (see app.artifacts.sqlite)."""
+        return SqliteArtifactStore(
+            settings.resolved_artifact_dir(),
+            sqlite_path(settings.resolved_database_url()),
+            read_only=read_only,
+        )
+
     def lock(self, url: str, settings: Settings) -> ThreadLock:
         """``flock`` files beside the database: ``<file>-locks/<thread>.lock``."""
         return FileThreadLock.beside(sqlite_path(url))
@@ -103,6 +119,8 @@ class SqliteBackend(StorageBackend):
         """The tables in the file (the ledger's is created first, as it is lazily)."""
         assert isinstance(backend.ledger, SqliteRunLedger)
         backend.ledger.setup()
+        if isinstance(backend.store, SqliteArtifactStore):
+            backend.store.setup()
         path = backend.ledger.path
         with contextlib.closing(sqlite3.connect(str(path))) as conn:
             names = conn.execute(

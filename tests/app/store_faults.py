@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.artifacts import FilesystemArtifactStore
+from app.artifacts.filesystem import FolderBlobs
 from contracts import ArtifactRef
 
 
 def tamper(store: Any, ref: ArtifactRef) -> None:
     """Change the stored bytes of a revision without changing its recorded hash."""
-    if isinstance(store, FilesystemArtifactStore):
+    if isinstance(store, FolderBlobs):
         path = store.root / "blobs" / ref.sha256[:2] / ref.sha256
         path.chmod(0o644)
         path.write_bytes(path.read_bytes() + b"\nInjected sentence that nobody wrote.\n")
@@ -24,7 +24,7 @@ def tamper(store: Any, ref: ArtifactRef) -> None:
 
 def restore(store: Any, ref: ArtifactRef, content: bytes) -> None:
     """Put back the bytes a revision was recorded with (an operator's restore from backup)."""
-    if isinstance(store, FilesystemArtifactStore):
+    if isinstance(store, FolderBlobs):
         (store.root / "blobs" / ref.sha256[:2] / ref.sha256).write_bytes(content)
         return
     with store._session() as conn:
@@ -36,7 +36,7 @@ def restore(store: Any, ref: ArtifactRef, content: bytes) -> None:
 
 def delete(store: Any, ref: ArtifactRef) -> None:
     """Remove the stored bytes of a revision."""
-    if isinstance(store, FilesystemArtifactStore):
+    if isinstance(store, FolderBlobs):
         (store.root / "blobs" / ref.sha256[:2] / ref.sha256).unlink()
         return
     with store._session() as conn:  # the whole artifact, as a purge by an operator would

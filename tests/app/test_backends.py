@@ -136,7 +136,7 @@ def test_an_unknown_scheme_is_refused_naming_every_registered_scheme(tmp_path: P
     ("scheme", "ledger", "lock", "store"),
     [
         ("memory", "MemoryRunLedger", "MemoryThreadLock", "FilesystemArtifactStore"),
-        ("sqlite", "SqliteRunLedger", "FileThreadLock", "FilesystemArtifactStore"),
+        ("sqlite", "SqliteRunLedger", "FileThreadLock", "SqliteArtifactStore"),
         pytest.param(
             "postgresql",
             "PostgresRunLedger",

@@ -187,12 +187,12 @@ def test_outcome_is_recorded_in_state_not_only_returned(workflow: Workflow) -> N
 def test_a_nodes_artifacts_are_synced_before_its_ledger_row_names_them(
     workflow: Workflow, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The filesystem store batches a node's history fsyncs; the batch ends before finish."""
-    from app.artifacts import FilesystemArtifactStore
+    """The stores with artifact files batch a node's fsyncs; the batch ends before finish."""
+    from app.artifacts import FilesystemArtifactStore, SqliteArtifactStore
 
     store, ledger = workflow.context.store, workflow.context.ledger
-    if not isinstance(store, FilesystemArtifactStore):
-        pytest.skip("only the filesystem store batches its fsyncs")
+    if not isinstance(store, FilesystemArtifactStore | SqliteArtifactStore):
+        pytest.skip("only the stores with artifact files batch their fsyncs")
     events: list[str] = []
 
     def recording(name: str, method: Any) -> Any:

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from app.artifacts import FilesystemArtifactStore
+from app.backends import artifact_store_for
 from app.server import GRAPH_ID, OFFLINE_DEFAULTS, OFFLINE_ENV, free_port
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
@@ -221,8 +221,11 @@ def check_article(server: RunningServer, thread_id: str, outcome: RunOutcome) ->
     assert ref.uri == f"artifact://article/{thread_id}-article"
     with Workflow(server.settings) as workflow:
         data = workflow.context.store.get(ref)
-    if server.settings.resolved_artifact_store() == "filesystem":
-        assert FilesystemArtifactStore(server.settings.resolved_artifact_dir()).get(ref) == data
+    second = artifact_store_for(server.settings)
+    try:
+        assert second.get(ref) == data, "a second store reads it too"
+    finally:
+        second.close()
     assert hashlib.sha256(data).hexdigest() == ref.sha256
     assert len(data) == ref.size_bytes
     return data

@@ -1,7 +1,8 @@
 """The artifact stores against real files and a real PostgreSQL schema.
 
 Every behaviour of the ArtifactStore contract (revisions, integrity, verification, URIs,
-concurrent puts from several processes) runs on both FilesystemArtifactStore and
+concurrent puts from several processes) runs on FilesystemArtifactStore,
+SqliteArtifactStore (blobs in a folder, histories in an SQLite file) and
 PostgresArtifactStore through a ``harness`` that knows how to damage each one. Path and
 symlink safety is the filesystem store's alone and runs on it only.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +22,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.artifacts import FilesystemArtifactStore, PostgresArtifactStore, parse_artifact_uri
+from app.artifacts import (
+    FilesystemArtifactStore,
+    PostgresArtifactStore,
+    SqliteArtifactStore,
+    parse_artifact_uri,
+)
 from contracts import ArtifactRef
 from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError, InvalidArtifactId
 from graphs.ports import ArtifactStore
 from tests.backends import postgres_schema
 
 MD = "text/markdown"
-AnyStore = FilesystemArtifactStore | PostgresArtifactStore
+AnyStore = FilesystemArtifactStore | SqliteArtifactStore | PostgresArtifactStore
 
 
 @pytest.fixture
@@ -35,7 +42,7 @@ def store(tmp_path: Path) -> FilesystemArtifactStore:
     return FilesystemArtifactStore(tmp_path / "store")
 
 
-def _blob_path(store: FilesystemArtifactStore, ref: ArtifactRef) -> Path:
+def _blob_path(store: FilesystemArtifactStore | SqliteArtifactStore, ref: ArtifactRef) -> Path:
     return store.root / "blobs" / ref.sha256[:2] / ref.sha256
 
 
@@ -53,6 +60,14 @@ class Harness:
     store: Any
     url: str | None = None
 
+    @property
+    def blobs_in_files(self) -> bool:
+        return self.kind in ("filesystem", "sqlite")
+
+    def _sqlite(self, statement: str, args: tuple[object, ...]) -> list[Any]:
+        with sqlite3.connect(self.store.database) as conn:
+            return conn.execute(statement, args).fetchall()
+
     def _sql(self, *statements: tuple[str, tuple[object, ...]]) -> list[Any]:
         import psycopg
 
@@ -62,10 +77,12 @@ class Harness:
             return [cursor.fetchall() if cursor.description else [] for cursor in cursors]
 
     def location(self) -> str:
+        if self.kind == "sqlite":
+            return f"{self.store.root}|{self.store.database}"
         return str(self.store.root) if self.kind == "filesystem" else str(self.url)
 
     def tamper(self, ref: ArtifactRef, content: bytes) -> None:
-        if self.kind == "filesystem":
+        if self.blobs_in_files:
             _blob_path(self.store, ref).write_bytes(content)
         else:
             self._sql(
@@ -76,7 +93,7 @@ class Harness:
             )
 
     def drop_blob(self, ref: ArtifactRef) -> None:
-        if self.kind == "filesystem":
+        if self.blobs_in_files:
             _blob_path(self.store, ref).unlink()
         else:  # past the foreign key, as a damaged database would be
             self._sql(
@@ -87,6 +104,10 @@ class Harness:
     def forget(self, artifact_id: str) -> None:
         if self.kind == "filesystem":
             (self.store.root / "refs" / f"{artifact_id}.json").unlink()
+        elif self.kind == "sqlite":
+            self._sqlite(
+                "DELETE FROM handoff_artifact_revisions WHERE artifact_id = ?", (artifact_id,)
+            )
         else:
             self._sql(
                 (
@@ -102,6 +123,11 @@ class Harness:
     def corrupt_history(self, artifact_id: str) -> None:
         if self.kind == "filesystem":
             (self.store.root / "refs" / f"{artifact_id}.json").write_text("{not json")
+        elif self.kind == "sqlite":
+            self._sqlite(
+                "UPDATE handoff_artifact_revisions SET ref = '{not json' WHERE artifact_id = ?",
+                (artifact_id,),
+            )
         else:
             self._sql(
                 (
@@ -115,6 +141,12 @@ class Harness:
         """Revisions as stored (not through the store's API)."""
         if self.kind == "filesystem":
             return len(_history_entries(self.store, artifact_id))
+        if self.kind == "sqlite":
+            [(count,)] = self._sqlite(
+                "SELECT count(*) FROM handoff_artifact_revisions WHERE artifact_id = ?",
+                (artifact_id,),
+            )
+            return int(count)
         [[(count,)]] = self._sql(
             (
                 "SELECT count(*) FROM handoff_artifact_revisions WHERE artifact_id = %s",
@@ -127,6 +159,12 @@ class Harness:
         """Nothing was written: no folder, or no row in any artifact table."""
         if self.kind == "filesystem":
             return not self.store.root.exists()
+        if self.kind == "sqlite":
+            if self.store.root.exists():
+                return False
+            return not self.store.database.exists() or not self._sqlite(
+                "SELECT 1 FROM handoff_artifact_revisions LIMIT 1", ()
+            )
         [[(rows,)]] = self._sql(
             (
                 "SELECT (SELECT count(*) FROM handoff_artifact_blobs) "
@@ -141,13 +179,25 @@ class Harness:
 def open_store(kind: str, location: str) -> AnyStore:
     if kind == "filesystem":
         return FilesystemArtifactStore(Path(location))
+    if kind == "sqlite":
+        root, database = location.split("|")
+        return SqliteArtifactStore(Path(root), Path(database))
     return PostgresArtifactStore(location, timeout=10)
 
 
-@pytest.fixture(params=["filesystem", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=["filesystem", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     if request.param == "filesystem":
         yield Harness("filesystem", FilesystemArtifactStore(tmp_path / "store"))
+        return
+    if request.param == "sqlite":
+        store = SqliteArtifactStore(tmp_path / "store", tmp_path / "handoff.db")
+        try:
+            yield Harness("sqlite", store)
+        finally:
+            store.close()
         return
     with postgres_schema() as url:
         store = PostgresArtifactStore(url, timeout=10)
@@ -495,8 +545,7 @@ def _put_from_process(kind: str, location: str, artifact_id: str, content: bytes
     try:
         return store.put(artifact_id, "notes", content, MD).revision
     finally:
-        if isinstance(store, PostgresArtifactStore):
-            store.close()
+        store.close()
 
 
 def test_concurrent_puts_from_four_processes_yield_revisions_one_to_n(harness: Harness) -> None:
