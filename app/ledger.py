@@ -248,6 +248,14 @@ class SqliteRunLedger(SqlRunLedger):
     One connection serves every thread of the process (guarded by a mutex); a new
     sequence number is taken inside ``BEGIN IMMEDIATE``, which locks out every other
     writer of the file until it commits, so no two processes can take the same one.
+
+    An attempt's start row is committed without an fsync of its own (``synchronous``
+    NORMAL; every other write is FULL). A killed process loses nothing by it: the commit
+    is in the write-ahead log, which the OS holds. Against a power loss the row is durable
+    as soon as any later commit of the file is, because the log is one file written in
+    commit order and SQLite recovers a valid prefix of it: the attempt's finish row (or
+    the checkpoint after it) makes its start row durable too. What a power loss can take
+    is the record of an attempt that was still running, together with everything it did.
     ``read_only`` ledgers (for inspection) open the file without setting anything up, so
     reading the audit needs no free space (see ``app.sqlite_files``).
     """
@@ -257,6 +265,7 @@ class SqliteRunLedger(SqlRunLedger):
         self.read_only = read_only
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._synchronous = ""
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -275,12 +284,19 @@ class SqliteRunLedger(SqlRunLedger):
     @contextmanager
     def _cursor(self) -> Iterator[_Cursor]:
         with self._lock:
-            yield self._connection().cursor()
+            yield self._synced(self._connection(), "FULL").cursor()
+
+    def _synced(self, conn: sqlite3.Connection, synchronous: str) -> sqlite3.Connection:
+        """The connection with its next commits fsynced (FULL) or not (NORMAL)."""
+        if self._synchronous != synchronous:
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            self._synchronous = synchronous
+        return conn
 
     @contextmanager
-    def _transaction(self) -> Iterator[_Cursor]:
+    def _transaction(self, *, synchronous: str = "FULL") -> Iterator[_Cursor]:
         with self._lock:
-            conn = self._connection()
+            conn = self._synced(self._connection(), synchronous)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn.cursor()
@@ -291,7 +307,7 @@ class SqliteRunLedger(SqlRunLedger):
                 raise
 
     def _insert_next(self, statement: str, params: Sequence[Any]) -> int:
-        with self._transaction() as cursor:
+        with self._transaction(synchronous="NORMAL") as cursor:  # a start row: see above
             (seq,) = cursor.execute(statement, params).fetchall()[0]
         return int(seq)
 
@@ -301,6 +317,7 @@ class SqliteRunLedger(SqlRunLedger):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+                self._synchronous = ""
 
 
 def _abandoned(run: NodeRun, detail: str) -> NodeRun:

@@ -464,10 +464,11 @@ class Workflow:
     @_storage
     def outcome(self, thread_id: str) -> RunOutcome:
         """The thread's recorded outcome; a thread that has not ended reports WORKING."""
-        status = self.status(thread_id)
-        if status.outcome is not None:
-            return status.outcome
         values = self._values(thread_id)
+        ended = read(values, "outcome", RunOutcome, node="workflow")
+        if ended is not None:  # read alone: the full status lists every checkpoint
+            return ended
+        status = self.status(thread_id)
         task = read(values, "task", TaskSpec, node="workflow")
         request = self.pending(thread_id)
         if request is not None:

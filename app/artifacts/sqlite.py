@@ -168,11 +168,16 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
         with self._mutex:
             if not self._unsynced:
                 return
+            # Only the log is opened: SQLite locks the database file with POSIX locks,
+            # which closing any descriptor of it in this process would drop.
             log = self._database.with_name(f"{self._database.name}-wal")
             try:
                 fd = os.open(log, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:  # checkpointed into the database file and removed
-                fd = os.open(self._database, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                # No log: a checkpoint moved its commits into the database file, and a
+                # checkpoint fsyncs the log before and the database file after it.
+                self._unsynced = False
+                return
             try:
                 os.fsync(fd)
             finally:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -77,3 +80,45 @@ def test_concurrent_starts_from_many_ledgers_take_distinct_numbers(open_ledger: 
         seqs = list(pool.map(lambda i: ledgers[i % 4].start("t", _run()), range(40)))
     assert sorted(seqs) == list(range(1, 41))
     assert len(ledgers[0].runs("t")) == 40
+
+
+def _synchronous(ledger: SqliteRunLedger) -> int:
+    assert ledger._conn is not None
+    [(level,)] = ledger._conn.execute("PRAGMA synchronous").fetchall()
+    return int(level)
+
+
+def test_sqlite_start_rows_skip_their_own_fsync_and_every_other_write_takes_one(
+    tmp_path: Path,
+) -> None:
+    ledger = SqliteRunLedger(tmp_path / "handoff.db")
+    try:
+        seq = ledger.start("t", _run())
+        assert _synchronous(ledger) == 1, "NORMAL: made durable by the next FULL commit"
+        ledger.finish("t", seq, _run("succeeded"), result="{}")
+        assert _synchronous(ledger) == 2, "FULL"
+        ledger.start("t", _run())
+        assert ledger.abandon_running("t", "killed") == 1
+        assert _synchronous(ledger) == 2
+    finally:
+        ledger.close()
+
+
+def test_a_start_row_survives_its_process_being_killed_right_after_it(tmp_path: Path) -> None:
+    database = tmp_path / "handoff.db"
+    code = (
+        "import os, signal\n"
+        "from pathlib import Path\n"
+        "from app.ledger import SqliteRunLedger\n"
+        "from contracts import NodeRun\n"
+        f"run = NodeRun.model_validate_json({_run().model_dump_json()!r})\n"
+        f"SqliteRunLedger(Path({str(database)!r})).start('t-killed', run)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    ledger = SqliteRunLedger(database)
+    try:
+        assert [run.status for run in ledger.runs("t-killed")] == ["running"]
+    finally:
+        ledger.close()

@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 
 from app import server
-from app.backends import UnsupportedDatabaseUrl
+from app.backends import UnsupportedDatabaseUrl, artifact_store_for
 from app.server_checkpointer import checkpointer, open_async_checkpointer
 from app.settings import Settings
 from app.workflow import Workflow
@@ -160,7 +160,13 @@ def test_an_unsupported_database_url_is_refused_by_name() -> None:
 
 def test_services_come_from_settings_once_per_process(served: Path) -> None:
     context = server.server_context()
-    context.store.put("probe", "notes", b"x", "text/plain")
-    assert (Settings().resolved_artifact_dir() / "refs" / "probe.json").is_file()
-    assert Settings().resolved_artifact_dir() == served / "data" / "artifacts"
+    ref = context.store.put("probe", "notes", b"x", "text/plain")
+    folder = Settings().resolved_artifact_dir()
+    assert folder == served / "data" / "artifacts"
+    assert (folder / "blobs" / ref.sha256[:2] / ref.sha256).is_file()
+    elsewhere = artifact_store_for(Settings())
+    try:
+        assert elsewhere.head("probe") == ref, "the history is where the settings say"
+    finally:
+        elsewhere.close()
     assert server.server_context() is context
