@@ -10,6 +10,7 @@ plus one byte or runs past the time limit. A source re-read later to check it is
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -53,6 +54,11 @@ class CorpusPolicy:
     max_bytes: int
     read_seconds: float
 
+    @functools.cached_property
+    def _prefixes(self) -> tuple[tuple[str, str], ...]:
+        """Each root as a string and as the prefix of what lies below it."""
+        return tuple((str(root), str(root).rstrip("/") + "/") for root in self.roots)
+
     def describe_roots(self) -> str:
         """The roots, for error messages."""
         return ", ".join(str(root) for root in self.roots)
@@ -64,11 +70,13 @@ class CorpusPolicy:
         nothing about what lies outside the roots.
         """
         try:
-            resolved = path.resolve()
+            # What Path.resolve() does, without building a Path per component.
+            real = os.path.realpath(path)
         except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop (3.11)
             raise SourceRefused(f"{what} {path} cannot be resolved: {error}") from error
-        if any(resolved.is_relative_to(root) for root in self.roots):
-            return resolved
+        if any(real == root or real.startswith(prefix) for root, prefix in self._prefixes):
+            return Path(real)
+        resolved = Path(real)
         shown = str(path) if resolved == path.absolute() else f"{path} (resolves to {resolved})"
         raise SourceRefused(
             f"{what} {shown} is outside the corpus roots ({self.describe_roots()}); "

@@ -143,8 +143,13 @@ class SqlRunLedger(ABC):
         return statement.replace("?", self.placeholder)
 
     @abstractmethod
-    def _cursor(self) -> AbstractContextManager[_Cursor]:
-        """A cursor whose every statement commits on its own."""
+    def _cursor(self, *, fsync: bool = True) -> AbstractContextManager[_Cursor]:
+        """A cursor whose every statement commits on its own.
+
+        ``fsync=False``: the commit may wait for the next fsynced one of the database, for
+        a row something durable is about to follow (a database that cannot tell the
+        difference commits durably).
+        """
 
     @abstractmethod
     def _transaction(self) -> AbstractContextManager[_Cursor]:
@@ -182,7 +187,8 @@ class SqlRunLedger(ABC):
     def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
         """Store the attempt's final record (and result) in one committed statement."""
         record = NodeRun.model_validate(run)
-        with self._cursor() as cursor:
+        # A succeeded attempt's checkpoint is committed (fsynced) right after it.
+        with self._cursor(fsync=record.status != "succeeded") as cursor:
             cursor.execute(
                 self._sql(
                     "UPDATE handoff_node_runs SET status = ?, record = ?, result = ? "
@@ -249,13 +255,15 @@ class SqliteRunLedger(SqlRunLedger):
     sequence number is taken inside ``BEGIN IMMEDIATE``, which locks out every other
     writer of the file until it commits, so no two processes can take the same one.
 
-    An attempt's start row is committed without an fsync of its own (``synchronous``
-    NORMAL; every other write is FULL). A killed process loses nothing by it: the commit
-    is in the write-ahead log, which the OS holds. Against a power loss the row is durable
-    as soon as any later commit of the file is, because the log is one file written in
-    commit order and SQLite recovers a valid prefix of it: the attempt's finish row (or
-    the checkpoint after it) makes its start row durable too. What a power loss can take
-    is the record of an attempt that was still running, together with everything it did.
+    An attempt's start row, and the finish row of one that succeeded, are committed
+    without an fsync of their own (``synchronous`` NORMAL); a failed or paused attempt's
+    finish row and every other write are fsynced (FULL). A killed process loses nothing by
+    it: the commit is in the write-ahead log, which the OS holds. Against a power loss a
+    row is durable as soon as any later commit of the file is, because the log is one file
+    written in commit order and SQLite recovers a valid prefix of it: after a node
+    succeeds LangGraph commits its writes and checkpoint (fsynced) to this same file
+    before the next node starts. What a power loss can take is the last node's work since
+    then, which a resume redoes; never a row without the rows before it.
     ``read_only`` ledgers (for inspection) open the file without setting anything up, so
     reading the audit needs no free space (see ``app.sqlite_files``).
     """
@@ -282,9 +290,9 @@ class SqliteRunLedger(SqlRunLedger):
         return self._conn
 
     @contextmanager
-    def _cursor(self) -> Iterator[_Cursor]:
+    def _cursor(self, *, fsync: bool = True) -> Iterator[_Cursor]:
         with self._lock:
-            yield self._synced(self._connection(), "FULL").cursor()
+            yield self._synced(self._connection(), "FULL" if fsync else "NORMAL").cursor()
 
     def _synced(self, conn: sqlite3.Connection, synchronous: str) -> sqlite3.Connection:
         """The connection with its next commits fsynced (FULL) or not (NORMAL)."""
@@ -339,7 +347,7 @@ class PostgresRunLedger(PostgresTables, SqlRunLedger):
     row_lock = " FOR UPDATE"
 
     @contextmanager
-    def _cursor(self) -> Iterator[_Cursor]:
+    def _cursor(self, *, fsync: bool = True) -> Iterator[_Cursor]:
         from psycopg.rows import tuple_row
 
         with self._db.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
@@ -34,16 +34,21 @@ def _source_digest(path: str) -> str:
 
 def code_version(*objects: object) -> str:
     """A digest of the source files that define these objects (their classes for instances)."""
-    parts = []
-    for obj in objects:
-        target = obj if inspect.isclass(obj) or inspect.isroutine(obj) else type(obj)
-        try:
-            source = inspect.getsourcefile(target)
-        except TypeError:
-            source = None
-        name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
-        parts.append(f"{name}:{_source_digest(source) if source else 'builtin'}")
-    return "|".join(parts)
+    targets = (
+        obj if inspect.isclass(obj) or inspect.isroutine(obj) else type(obj) for obj in objects
+    )
+    return "|".join(_code_part(cast(Hashable, target)) for target in targets)
+
+
+@cache
+def _code_part(target: Hashable) -> str:
+    """``module.name:digest`` of one class or function (its source is read once a process)."""
+    try:
+        source = inspect.getsourcefile(target)  # type: ignore[arg-type]
+    except TypeError:
+        source = None
+    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+    return f"{name}:{_source_digest(source) if source else 'builtin'}"
 
 
 def contract_versions(spec: NodeSpec) -> dict[str, str]:

@@ -18,6 +18,7 @@ state the next node will see: the envelope always names the node that actually r
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import time
@@ -240,6 +241,11 @@ class Visit:
     key: str
     agent: str | None
 
+    @functools.cached_property
+    def prior_runs(self) -> list[NodeRun]:
+        """The thread's audit as the visit began (read once for the budget and attempt count)."""
+        return self.ctx.ledger.runs(self.step.thread_id)
+
     def call(self, step: StepInfo) -> NodeCall:
         """The body's view of this visit at one attempt."""
         return NodeCall(spec=self.spec, state=self.state, task=self.task, ctx=self.ctx, step=step)
@@ -282,8 +288,7 @@ def over_budget(visit: Visit) -> dict[str, Any] | None:
     """Stop before a step the budget no longer allows (terminal nodes always run)."""
     if visit.spec.terminal:
         return None
-    runs = visit.ctx.ledger.runs(visit.step.thread_id)
-    problem = exhausted(visit.task, used(runs), visit.ctx.clock())
+    problem = exhausted(visit.task, used(visit.prior_runs), visit.ctx.clock())
     if problem is None:
         return None
     Attempt(visit, visit.step).finish(error=("budget_exhausted", problem.detail))
@@ -308,11 +313,14 @@ def attempts(visit: Visit) -> dict[str, Any]:
     """Run the body until it succeeds, or its retries or repairs run out."""
     spec, ctx, task = visit.spec, visit.ctx, visit.task
     rules = spec.retry
-    runs = ctx.ledger.runs(visit.step.thread_id)
+    runs = visit.prior_runs
     attempt = 1 + sum(1 for run in runs if run.node_id == spec.name and run.input_hash == visit.key)
     repairs = rules.repairs if rules else 0
+    first = attempt
     while True:
-        spent = used(ctx.ledger.runs(visit.step.thread_id))
+        if attempt > first:  # the visit's failed attempts are in the audit now
+            runs = ctx.ledger.runs(visit.step.thread_id)
+        spent = used(runs)
         step = replace(
             visit.step,
             attempt=attempt,

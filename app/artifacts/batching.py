@@ -6,6 +6,7 @@ import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import ClassVar
 
 
 class BatchedSyncs(ABC):
@@ -18,6 +19,10 @@ class BatchedSyncs(ABC):
     pending for the next block or :meth:`sync` (a failed node records no refs). Blocks
     nest (the outermost one syncs) and are per thread.
     """
+
+    sync_at_end: ClassVar[bool] = True
+    """Whether the block's end syncs; False for a store whose pending writes are made
+    durable by the next fsynced commit that records them (see app.artifacts.sqlite)."""
 
     def __init__(self) -> None:
         self._batching = threading.local()
@@ -35,7 +40,7 @@ class BatchedSyncs(ABC):
             yield
         finally:
             self._batching.depth = depth
-        if depth == 0:
+        if depth == 0 and self.sync_at_end:
             self.sync()
 
     @abstractmethod

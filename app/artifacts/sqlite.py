@@ -8,13 +8,19 @@ SQLite file that holds the thread's checkpoints and audit, one row per revision:
 
 Why in the file: a history kept as a JSON file per artifact cost a new file, an fsync and
 a rename per put, and every file the store created was journaled again by the next SQLite
-commit. A row costs one commit in the write-ahead log the checkpoints already use. Inside
-:meth:`SqliteArtifactStore.batch` (one node's puts) those commits skip their own fsync and
-the block ends with one fsync of the log. That is as durable as an fsync per put: the log
-is one file written in commit order, and SQLite recovers a valid prefix of it, so once
-the log is fsynced every commit before that point survives. A history row therefore
-never survives a crash that loses the blob it names, and nothing records a ref before
-the block has ended.
+commit. A row costs one commit in the write-ahead log the checkpoints already use.
+
+Inside :meth:`SqliteArtifactStore.batch` (one node's puts) those commits skip their own
+fsync, and the block's end adds none either: the rows become durable with the next
+fsynced commit of the log, and the first thing that records their refs is one (the
+node's finish row is not, but the checkpoint LangGraph commits right after the node is;
+see ``app.ledger``). That is as durable as an fsync per put because the log is one file
+written in commit order and SQLite recovers a valid prefix of it: a commit that survives
+a power loss brings every earlier one with it. A killed process loses nothing at all (the
+OS holds what it wrote). So no surviving record ever names a row that was lost, and no
+row survives the blob it names, which is fsynced before the row is committed.
+:meth:`~SqliteArtifactStore.sync` (and :meth:`~SqliteArtifactStore.close`) fsync the log
+on demand.
 
 A store that kept its histories as ``refs/<id>.json`` files (before this layout) has them
 imported the first time it is used; the folder is then renamed ``refs.imported``.
@@ -48,6 +54,8 @@ CREATE TABLE IF NOT EXISTS handoff_artifact_revisions (
 ) WITHOUT ROWID
 """
 TABLE = "handoff_artifact_revisions"
+MAX_CACHED_HISTORIES = 4096
+"""Parsed histories kept between reads; the cache starts over beyond that."""
 LEGACY_REFS = "refs"
 """Where the filesystem store kept histories; imported, then renamed to ``refs.imported``."""
 
@@ -59,10 +67,13 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
     next revision inside ``BEGIN IMMEDIATE``, which excludes every other writer of the
     file, so puts from any number of processes get revisions 1, 2, 3 … with no gap and
     no duplicate. Nothing is opened until first use. A put is durable when it returns;
-    inside :meth:`batch` its commit is made durable at the block's end instead.
+    inside :meth:`batch` its commit is made durable by the next fsynced commit of the log
+    (see the module docstring).
     ``read_only`` stores (for inspection) open a file that has the table without setting
     anything up, so reading needs no free space (see ``app.sqlite_files``).
     """
+
+    sync_at_end = False
 
     def __init__(self, root: Path, database: Path, *, read_only: bool = False) -> None:
         FolderBlobs.__init__(self, root)
@@ -73,6 +84,8 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
         self._mutex = threading.RLock()
         self._synchronous = ""
         self._unsynced = False
+        self._histories: dict[str, list[ArtifactRef]] = {}
+        self._data_version: int | None = None
 
     @property
     def database(self) -> Path:
@@ -144,18 +157,35 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
                 self._conn.close()
                 self._conn = None
                 self._synchronous = ""
+                self._histories.clear()
+                self._data_version = None
 
     # -- histories -----------------------------------------------------------------------
 
     def _load_history(self, session: sqlite3.Connection, artifact_id: str) -> list[ArtifactRef]:
-        rows = session.execute(
-            f"SELECT revision, ref FROM {TABLE} WHERE artifact_id = ? ORDER BY revision",
-            (artifact_id,),
-        ).fetchall()
-        refs = [parse_entry(artifact_id, revision, raw) for revision, raw in rows]
-        return [check_entry(artifact_id, position, ref) for position, ref in enumerate(refs, 1)]
+        """The history, parsed once for as long as nothing else commits to the database.
+
+        ``PRAGMA data_version`` changes whenever another connection (another process, the
+        ledger's, the checkpointer's) has committed; the cache is then dropped whole. This
+        connection's own inserts drop the artifact they extend.
+        """
+        [(version,)] = session.execute("PRAGMA data_version").fetchall()
+        if version != self._data_version or len(self._histories) > MAX_CACHED_HISTORIES:
+            self._histories.clear()
+            self._data_version = version
+        history = self._histories.get(artifact_id)
+        if history is None:
+            rows = session.execute(
+                f"SELECT revision, ref FROM {TABLE} WHERE artifact_id = ? ORDER BY revision",
+                (artifact_id,),
+            ).fetchall()
+            refs = [parse_entry(artifact_id, revision, raw) for revision, raw in rows]
+            history = [check_entry(artifact_id, n, ref) for n, ref in enumerate(refs, 1)]
+            self._histories[artifact_id] = history
+        return list(history)
 
     def _insert(self, conn: sqlite3.Connection, ref: ArtifactRef) -> None:
+        self._histories.pop(ref.artifact_id, None)
         conn.execute(
             f"INSERT INTO {TABLE} (artifact_id, revision, sha256, ref) VALUES (?, ?, ?, ?)",
             (ref.artifact_id, ref.revision, ref.sha256, ref.model_dump_json()),

@@ -88,7 +88,7 @@ def _synchronous(ledger: SqliteRunLedger) -> int:
     return int(level)
 
 
-def test_sqlite_start_rows_skip_their_own_fsync_and_every_other_write_takes_one(
+def test_sqlite_rows_a_checkpoint_follows_skip_their_own_fsync_and_the_rest_take_one(
     tmp_path: Path,
 ) -> None:
     ledger = SqliteRunLedger(tmp_path / "handoff.db")
@@ -96,7 +96,10 @@ def test_sqlite_start_rows_skip_their_own_fsync_and_every_other_write_takes_one(
         seq = ledger.start("t", _run())
         assert _synchronous(ledger) == 1, "NORMAL: made durable by the next FULL commit"
         ledger.finish("t", seq, _run("succeeded"), result="{}")
-        assert _synchronous(ledger) == 2, "FULL"
+        assert _synchronous(ledger) == 1, "a succeeded attempt: its checkpoint follows"
+        failed = ledger.start("t", _run())
+        ledger.finish("t", failed, _run("failed"))
+        assert _synchronous(ledger) == 2, "FULL: nothing may follow a failure"
         ledger.start("t", _run())
         assert ledger.abandon_running("t", "killed") == 1
         assert _synchronous(ledger) == 2

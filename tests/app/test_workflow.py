@@ -16,6 +16,7 @@ from app.text import CITATION
 from app.workflow import Workflow
 from contracts import ResearchBundle, RunOutcome, TaskState, VersionedContract
 from graphs import workflow_channels
+from tests.backends import sqlite_settings
 from tests.conftest import OBJECTIVE, write_corpus
 
 SECOND_CORPUS = {
@@ -185,14 +186,22 @@ def test_outcome_is_recorded_in_state_not_only_returned(workflow: Workflow) -> N
 
 
 def test_a_nodes_artifacts_are_synced_before_its_ledger_row_names_them(
-    workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The stores with artifact files batch a node's fsyncs; the batch ends before finish."""
-    from app.artifacts import FilesystemArtifactStore, SqliteArtifactStore
+    """The filesystem store (memory://, or PostgreSQL with ``filesystem``) batches a node's
+    history fsyncs; the batch ends before the finish row names them."""
+    from app.artifacts import FilesystemArtifactStore
 
+    settings = sqlite_settings(tmp_path / "data").model_copy(
+        update={"database_url": "memory://", "model": "offline"}
+    )
+    with Workflow(settings) as workflow:
+        _run_recording_syncs(workflow, monkeypatch, FilesystemArtifactStore)
+
+
+def _run_recording_syncs(workflow: Workflow, monkeypatch: pytest.MonkeyPatch, kind: type) -> None:
     store, ledger = workflow.context.store, workflow.context.ledger
-    if not isinstance(store, FilesystemArtifactStore | SqliteArtifactStore):
-        pytest.skip("only the stores with artifact files batch their fsyncs")
+    assert isinstance(store, kind)
     events: list[str] = []
 
     def recording(name: str, method: Any) -> Any:
@@ -212,3 +221,55 @@ def test_a_nodes_artifacts_are_synced_before_its_ledger_row_names_them(
         if event == "finish" and "put" in events[:position]:
             since_put = events[:position][::-1]
             assert since_put.index("sync") < since_put.index("put"), events
+
+
+def test_on_sqlite_each_unsynced_commit_is_followed_by_a_synced_one_of_the_same_file(
+    workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Artifact rows, start rows and succeeded finish rows skip their fsync: the node's
+    checkpoint, committed (fsynced) to the same write-ahead log before the next node
+    starts, makes them durable, as SQLite recovers the log up to its last intact commit."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from app.artifacts import SqliteArtifactStore
+    from app.ledger import SqliteRunLedger
+
+    store, ledger = workflow.context.store, workflow.context.ledger
+    saver = workflow.backend.saver.inner
+    if not isinstance(store, SqliteArtifactStore):
+        pytest.skip("only the SQLite backend leaves fsyncs to a later commit")
+    assert isinstance(ledger, SqliteRunLedger) and isinstance(saver, SqliteSaver)
+    [(_, _, saver_file)] = saver.conn.execute("PRAGMA database_list").fetchall()
+    assert Path(saver_file) == store.database.resolve() == ledger.path.resolve()
+    events: list[tuple[str, int]] = []
+
+    def level(conn: Any) -> int:
+        [(synchronous,)] = conn.execute("PRAGMA synchronous").fetchall()
+        return int(synchronous)
+
+    def recording(name: str, method: Any, conn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            events.append((name, level(conn())))
+            return result
+
+        return wrapper
+
+    for name, owner, conn in (
+        ("put", store, lambda: store._conn),
+        ("start", ledger, lambda: ledger._conn),
+        ("finish", ledger, lambda: ledger._conn),
+        ("put_writes", saver, lambda: saver.conn),
+        ("checkpoint", saver, lambda: saver.conn),
+    ):
+        method = "put" if name == "checkpoint" else name
+        monkeypatch.setattr(owner, method, recording(name, getattr(owner, method), conn))
+    assert workflow.run(OBJECTIVE, "t-ordered").result_status == "completed"
+
+    unsynced = [position for position, (_, synchronous) in enumerate(events) if synchronous < 2]
+    assert {events[position][0] for position in unsynced} == {"put", "start", "finish"}
+    for position in unsynced:
+        later = events[position + 1 :]
+        synced = next(name for name, synchronous in later if synchronous == 2)
+        assert synced in ("put_writes", "checkpoint"), events
+    assert events[-1] in (("checkpoint", 2), ("put_writes", 2)), "it ends on a synced commit"
