@@ -84,9 +84,10 @@ def open_questions(bundle: ResearchBundle | None, log: DecisionLog | None) -> li
     ]
 
 
-def handed_artifacts(state: Mapping[str, Any], node: str) -> list[ArtifactRef]:
-    """Every artifact the state references, at the revision it pins."""
-    bundle = read(state, "research", ResearchBundle, node=node)
+def handed_artifacts(
+    state: Mapping[str, Any], node: str, bundle: ResearchBundle | None
+) -> list[ArtifactRef]:
+    """Every artifact the state references, at the revision it pins (``bundle``: read)."""
     draft = read(state, "draft", DraftArticle, node=node)
     review = read(state, "review", ReviewResult, node=node)
     outcome = read(state, "outcome", RunOutcome, node=node)
@@ -129,7 +130,7 @@ def derive_handoff(
         ]
         + (legacy.constraints if legacy else []),
         authoritative_inputs=_repinned(source_pins(bundle, log, producer), legacy),
-        artifacts=handed_artifacts(state, node),
+        artifacts=handed_artifacts(state, node, bundle),
         tool_receipts=list(receipts or []),
         open_questions=_answered(open_questions(bundle, log), legacy),
         granted_review_rounds=log.granted_review_rounds()
