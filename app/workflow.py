@@ -276,8 +276,7 @@ class Workflow:
     ) -> RunOutcome:
         """Start a new thread for ``task`` and run it to its end (or first pause)."""
         spec, thread = self._new_thread(task, thread_id)
-        self._drive({"task": spec}, thread, on_progress)
-        return self.outcome(thread)
+        return self._drive({"task": spec}, thread, on_progress) or self.outcome(thread)
 
     @_storage
     def submit(self, task: TaskSpec | str, thread_id: str | None = None) -> str:
@@ -400,8 +399,7 @@ class Workflow:
         self.ledger.abandon_running(
             thread_id, "attempt did not finish: its process ended before recording a result"
         )
-        self._drive(payload, thread_id, on_progress)
-        return self.outcome(thread_id)
+        return self._drive(payload, thread_id, on_progress) or self.outcome(thread_id)
 
     @staticmethod
     def check_decision(request: HumanRequest, decision: Any) -> HumanDecision:
@@ -430,7 +428,15 @@ class Workflow:
         self._values(thread_id)
         return self._request(self.graph.get_state(self.config(thread_id)))
 
-    def _drive(self, payload: Any, thread_id: str, on_progress: ProgressCallback | None) -> None:
+    def _drive(
+        self, payload: Any, thread_id: str, on_progress: ProgressCallback | None
+    ) -> RunOutcome | None:
+        """Run the graph to its end or first pause; the outcome if its last step wrote one.
+
+        That outcome is the state's (the channel keeps the last value written), so the
+        caller need not read the whole state back; after a pause it reads the state.
+        """
+        ended: RunOutcome | None = None
         for update in self.graph.stream(
             payload,
             self.config(thread_id),
@@ -438,9 +444,15 @@ class Workflow:
             durability="sync",
             stream_mode="updates",
         ):
-            if on_progress is not None:
-                for node, values in update.items():
-                    on_progress(node, values if isinstance(values, dict) else {})
+            for node, values in update.items():
+                written = values if isinstance(values, dict) else {}
+                if node == "__interrupt__":
+                    ended = None
+                elif "outcome" in written:
+                    ended = read(written, "outcome", RunOutcome, node="workflow")
+                if on_progress is not None:
+                    on_progress(node, written)
+        return ended
 
     @_storage
     def threads_has(self, thread_id: str) -> bool:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from contracts import TaskSpec
+from graphs.boundary import validate_as
 
 if TYPE_CHECKING:
     from graphs.context import RunContext
@@ -70,10 +71,27 @@ def input_hash(spec: NodeSpec, state: Mapping[str, Any], ctx: RunContext, task: 
         "contracts": contract_versions(spec),
         "code": code_version(spec.body, *([agent] if agent is not None else [])),
     }
+    digest = hashlib.sha256(
+        json.dumps(payload, sort_keys=True, default=str, separators=(",", ":")).encode()
+    )
     for channel in sorted(spec.inputs):
-        value = state.get(channel)
-        if isinstance(value, BaseModel):
-            value = value.model_dump(mode="json")
-        payload[f"in:{channel}"] = value
-    text = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+        digest.update(f"\0in:{channel}\0".encode())
+        digest.update(_canonical(spec, channel, state.get(channel)))
+    return digest.hexdigest()
+
+
+def _canonical(spec: NodeSpec, channel: str, value: Any) -> bytes:
+    """An input as its contract's JSON, whether state holds the model or a plain dict.
+
+    The dev server hands nodes dicts where a Python caller's state holds models; both
+    give the same bytes, so a node reuses a result whichever host recorded it. Fields come
+    in declaration order (no contract has a free-form dict field), so equal values give
+    equal bytes.
+    """
+    if value is None:
+        return b"null"
+    model = value if isinstance(value, BaseModel) else None
+    if model is None:
+        model = validate_as(spec.name, channel, value, spec.inputs[channel].contract)
+        assert isinstance(model, BaseModel)
+    return model.model_dump_json().encode()

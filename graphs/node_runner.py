@@ -396,13 +396,13 @@ def _spent(error: BaseException) -> Usage | None:
 
 
 def _dump(update: dict[str, Any]) -> str:
-    return json.dumps(
-        {
-            channel: value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-            for channel, value in update.items()
-        },
-        sort_keys=True,
+    """The update as one JSON object (contracts serialised by pydantic, not re-walked)."""
+    members = ",".join(
+        f"{json.dumps(channel)}:"
+        + (value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value))
+        for channel, value in sorted(update.items())
     )
+    return "{" + members + "}"
 
 
 def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo) -> TaskSpec:

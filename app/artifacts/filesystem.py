@@ -78,9 +78,15 @@ def _atomic_write(directory: str, name: str, content: bytes, *, sync_dir: bool =
 
 
 def _read_fd(fd: int) -> bytes:
-    """Every byte of an open file, then closed."""
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    """Every byte of an open file, then closed (read in one call when it can be)."""
+    try:
+        size = os.fstat(fd).st_size
+        chunks = [os.read(fd, size + 1)]
+        while chunks[-1]:  # a file that grew while it was read, or a short read
+            chunks.append(os.read(fd, 1 << 20))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class FolderBlobs:

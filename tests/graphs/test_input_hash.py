@@ -105,3 +105,23 @@ def test_the_audit_names_the_agent_implementation_of_each_result(workflow: Workf
         "reviewer": "OfflineReviewerAgent",
         "finalize": None,
     }
+
+
+def test_plain_dicts_from_the_dev_server_hash_like_the_models_they_hold(context: Any) -> None:
+    spec = SPECS["finalize"]
+    models = {
+        channel: spec.inputs[channel].contract.model_validate(value)
+        for channel, value in _state().items()
+    }
+    task = models["task"]
+    dicts = {channel: model.model_dump(mode="json") for channel, model in models.items()}
+    assert input_hash(spec, dicts, context, task) == input_hash(spec, models, context, task)
+
+
+def test_an_invalid_plain_input_is_refused_naming_its_field(context: Any) -> None:
+    spec = SPECS["finalize"]
+    state = _state()
+    task = TaskSpec.model_validate(state["task"])
+    draft = {**DraftArticle.model_validate(state["draft"]).model_dump(mode="json"), "revision": 0}
+    with pytest.raises(ContractViolation, match=r"draft\.revision"):
+        input_hash(spec, {**state, "draft": draft}, context, task)
