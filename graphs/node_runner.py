@@ -276,6 +276,12 @@ the task when the run's choices changed it."""
 
 def reuse(visit: Visit) -> dict[str, Any] | None:
     """Replay the update a finished attempt with this very input recorded."""
+    succeeded = any(
+        run.node_id == visit.spec.name and run.input_hash == visit.key and run.status == "succeeded"
+        for run in visit.prior_runs
+    )
+    if not succeeded:  # nothing to replay: no need to ask the ledger for a result
+        return None
     stored = visit.ctx.ledger.result(visit.step.thread_id, visit.spec.name, visit.key)
     if stored is None:
         return None
