@@ -234,8 +234,13 @@ class PostgresThreadLock:
             finally:
                 with self._mutex:
                     self._holds.pop(thread_id, None)
+                # Released before returning: closing the session releases it too, but
+                # the server does that after the client has moved on, so a caller that
+                # took the thread again at once could find it still held.
+                with contextlib.suppress(Exception):  # a lost session holds nothing
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
         finally:
-            conn.close()  # ends the session, which releases the advisory lock
+            conn.close()  # ends the session (which releases the lock if the unlock failed)
 
     def holding(self, thread_id: str) -> bool:
         """True while held and the session that holds the lock is still alive."""

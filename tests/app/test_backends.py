@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -250,6 +251,38 @@ def test_postgres_thread_locks_are_per_schema(tmp_path: Path) -> None:
             assert a.backend.lock.writer("t-same") is None
             with b.backend.lock.hold("t-same"):
                 pass
+
+
+@pytest.mark.postgres
+def test_a_released_postgres_thread_lock_is_free_before_its_session_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server ends a closed session after the client has moved on; the lock must not
+    wait for that, or a caller taking the thread again at once finds it busy."""
+    import app.locks
+
+    lingering: list[Any] = []
+    real_connect = app.locks.connect
+
+    def slow_to_end(url: str, timeout: float) -> Any:
+        conn = real_connect(url, timeout)
+        real_close = conn.close
+        conn.close = lambda: lingering.append(real_close)  # the session lives on
+        return conn
+
+    with postgres_schema() as url:
+        settings = sqlite_settings(tmp_path).model_copy(update={"database_url": url})
+        with Workflow(settings) as a, Workflow(settings) as b:
+            monkeypatch.setattr(app.locks, "connect", slow_to_end)
+            try:
+                with a.backend.lock.hold("t-again"):
+                    pass
+                assert lingering, "the first session is still open"
+                with b.backend.lock.hold("t-again"):  # another process, right after
+                    pass
+            finally:
+                for close in lingering:
+                    close()
 
 
 def test_a_memory_database_locks_within_the_process(tmp_path: Path) -> None:

@@ -224,11 +224,17 @@ def _run_recording_syncs(workflow: Workflow, monkeypatch: pytest.MonkeyPatch, ki
 
 
 def test_on_sqlite_each_unsynced_commit_is_followed_by_a_synced_one_of_the_same_file(
-    workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Artifact rows, start rows and succeeded finish rows skip their fsync: the node's
     checkpoint, committed (fsynced) to the same write-ahead log before the next node
     starts, makes them durable, as SQLite recovers the log up to its last intact commit."""
+    settings = sqlite_settings(tmp_path / "data").model_copy(update={"model": "offline"})
+    with Workflow(settings) as workflow:
+        _run_recording_commits(workflow, monkeypatch)
+
+
+def _run_recording_commits(workflow: Workflow, monkeypatch: pytest.MonkeyPatch) -> None:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from app.artifacts import SqliteArtifactStore
@@ -236,8 +242,7 @@ def test_on_sqlite_each_unsynced_commit_is_followed_by_a_synced_one_of_the_same_
 
     store, ledger = workflow.context.store, workflow.context.ledger
     saver = workflow.backend.saver.inner
-    if not isinstance(store, SqliteArtifactStore):
-        pytest.skip("only the SQLite backend leaves fsyncs to a later commit")
+    assert isinstance(store, SqliteArtifactStore)
     assert isinstance(ledger, SqliteRunLedger) and isinstance(saver, SqliteSaver)
     [(_, _, saver_file)] = saver.conn.execute("PRAGMA database_list").fetchall()
     assert Path(saver_file) == store.database.resolve() == ledger.path.resolve()
