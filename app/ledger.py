@@ -294,11 +294,9 @@ class SqliteRunLedger(SqlRunLedger):
         with self._lock:
             yield self._synced(self._connection(), "FULL" if fsync else "NORMAL").cursor()
 
-    def _synced(self, conn: sqlite3.Connection, synchronous: str) -> sqlite3.Connection:
+    def _synced(self, conn: sqlite3.Connection, level: str) -> sqlite3.Connection:
         """The connection with its next commits fsynced (FULL) or not (NORMAL)."""
-        if self._synchronous != synchronous:
-            conn.execute(f"PRAGMA synchronous={synchronous}")
-            self._synchronous = synchronous
+        self._synchronous = sqlite_files.synchronous(conn, level, self._synchronous)
         return conn
 
     @contextmanager

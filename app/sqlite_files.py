@@ -179,6 +179,17 @@ def failure(error: BaseException, path: Path) -> HandoffError | None:
     return None
 
 
+def synchronous(conn: sqlite3.Connection, level: str, current: str) -> str:
+    """Set the connection's ``synchronous`` level (FULL or NORMAL) if it is not ``current``.
+
+    Returns the level now in force, for the caller to pass back next time: the pragma
+    is set only when it changes, as callers switch per transaction.
+    """
+    if current != level:
+        conn.execute(f"PRAGMA synchronous={level}")
+    return level
+
+
 def _create(path: Path) -> None:
     """Make a new database whole: under a temporary name, then linked into place.
 

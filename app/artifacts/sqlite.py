@@ -127,7 +127,8 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
     def _transaction(self, *, durable: bool) -> Iterator[sqlite3.Connection]:
         """One write transaction; ``durable``: its commit fsyncs the log itself."""
         with self._session() as conn:
-            self._set_synchronous(conn, "FULL" if durable else "NORMAL")
+            level = "FULL" if durable else "NORMAL"
+            self._synchronous = sqlite_files.synchronous(conn, level, self._synchronous)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -138,11 +139,6 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
                 raise
             if not durable:
                 self._unsynced = True
-
-    def _set_synchronous(self, conn: sqlite3.Connection, level: str) -> None:
-        if self._synchronous != level:
-            conn.execute(f"PRAGMA synchronous={level}")
-            self._synchronous = level
 
     def setup(self) -> None:
         """Create the table now (and import older histories); it is otherwise done on first use."""

@@ -190,18 +190,18 @@ def test_a_nodes_artifacts_are_synced_before_its_ledger_row_names_them(
 ) -> None:
     """The filesystem store (memory://, or PostgreSQL with ``filesystem``) batches a node's
     history fsyncs; the batch ends before the finish row names them."""
-    from app.artifacts import FilesystemArtifactStore
-
     settings = sqlite_settings(tmp_path / "data").model_copy(
         update={"database_url": "memory://", "model": "offline"}
     )
     with Workflow(settings) as workflow:
-        _run_recording_syncs(workflow, monkeypatch, FilesystemArtifactStore)
+        _run_recording_syncs(workflow, monkeypatch)
 
 
-def _run_recording_syncs(workflow: Workflow, monkeypatch: pytest.MonkeyPatch, kind: type) -> None:
+def _run_recording_syncs(workflow: Workflow, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.artifacts import FilesystemArtifactStore
+
     store, ledger = workflow.context.store, workflow.context.ledger
-    assert isinstance(store, kind)
+    assert isinstance(store, FilesystemArtifactStore)
     events: list[str] = []
 
     def recording(name: str, method: Any) -> Any:
