@@ -15,9 +15,10 @@ import hashlib
 import os
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.file_digests import DIGESTS, FileDigests
 from graphs.errors import SourceRefused
 
 CORPUS_SUFFIXES = {".md": "text/markdown", ".txt": "text/plain"}
@@ -53,6 +54,8 @@ class CorpusPolicy:
     roots: tuple[Path, ...]
     max_bytes: int
     read_seconds: float
+    digests: FileDigests = field(default=DIGESTS, compare=False, repr=False)
+    """Digests of files hashed before (see :meth:`sha256`)."""
 
     @functools.cached_property
     def _prefixes(self) -> tuple[tuple[str, str], ...]:
@@ -100,33 +103,60 @@ class CorpusPolicy:
         Raises SourceRefused for what the rules refuse, OSError when the file is gone or
         unreadable.
         """
-        resolved = self.admit(path, what)
-        fd = os.open(resolved, _OPEN_FLAGS)
+        fd, _ = self._open(path, what)
         try:
-            self.check_file(what, path, os.fstat(fd))
-            deadline = time.monotonic() + self.read_seconds
-            chunks: list[bytes] = []
-            total = 0
-            while chunk := os.read(fd, min(READ_CHUNK, self.max_bytes + 1 - total)):
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > self.max_bytes:
-                    raise SourceRefused(
-                        f"{what} {path} grew past the limit of {self.max_bytes:,} bytes while "
-                        "it was read (HANDOFF_CORPUS_MAX_BYTES)"
-                    )
-                if time.monotonic() > deadline:
-                    raise SourceRefused(
-                        f"reading {what} {path} took over {self.read_seconds:g} s "
-                        "(HANDOFF_CORPUS_READ_SECONDS)"
-                    )
+            return self._read_fd(fd, path, what)
         finally:
             os.close(fd)
-        return b"".join(chunks)
 
     def sha256(self, path: Path) -> str:
-        """The file's sha256 now, read under the same rules."""
-        return sha256_of(self.read(path))
+        """The file's sha256 now, under the same rules; read only if it changed since.
+
+        A file hashed before, and not changed since by its ``fstat`` (see
+        ``app.file_digests``), is not read again.
+        """
+        fd, before = self._open(path, "source")
+        try:
+            known = self.digests.known(before)
+            if known is not None:
+                return known
+            started = self.digests.clock()
+            digest = sha256_of(self._read_fd(fd, path, "source"))
+            self.digests.remember(before, os.fstat(fd), digest, started)
+            return digest
+        finally:
+            os.close(fd)
+
+    def _open(self, path: Path, what: str) -> tuple[int, os.stat_result]:
+        """A descriptor of the admitted file, and its stat: a file the rules allow reading."""
+        fd = os.open(self.admit(path, what), _OPEN_FLAGS)
+        try:
+            info = os.fstat(fd)
+            self.check_file(what, path, info)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, info
+
+    def _read_fd(self, fd: int, path: Path, what: str) -> bytes:
+        """Every byte of an open file: at most the limit, within the time."""
+        deadline = time.monotonic() + self.read_seconds
+        chunks: list[bytes] = []
+        total = 0
+        while chunk := os.read(fd, min(READ_CHUNK, self.max_bytes + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > self.max_bytes:
+                raise SourceRefused(
+                    f"{what} {path} grew past the limit of {self.max_bytes:,} bytes while "
+                    "it was read (HANDOFF_CORPUS_MAX_BYTES)"
+                )
+            if time.monotonic() > deadline:
+                raise SourceRefused(
+                    f"reading {what} {path} took over {self.read_seconds:g} s "
+                    "(HANDOFF_CORPUS_READ_SECONDS)"
+                )
+        return b"".join(chunks)
 
 
 def decode(data: bytes, path: Path) -> str:

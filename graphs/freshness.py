@@ -24,9 +24,17 @@ RESEARCH, DRAFT = "research", "draft"
 SEVERITY: dict[RefStatus, int] = {"fresh": 0, "stale": 1, "missing": 2, "tampered": 3}
 
 
-def check_artifact(name: str, producer: str, ref: ArtifactRef, store: ArtifactStore) -> RefCheck:
-    """One artifact ref against the store."""
+def check_artifact(
+    name: str, producer: str, ref: ArtifactRef, store: ArtifactStore
+) -> RefCheck | None:
+    """One artifact ref against the store; None when it is fresh (the report lists problems).
+
+    Fresh means the ref is the store's own record of its head revision, so only a
+    problem needs the head looked up.
+    """
     status = store.verify(ref)
+    if status == "fresh":
+        return None
     head = store.head(ref.artifact_id)
     return RefCheck(
         name=name,
@@ -41,8 +49,8 @@ def check_artifact(name: str, producer: str, ref: ArtifactRef, store: ArtifactSt
     )
 
 
-def check_source_file(name: str, uri: str, pinned: str, probe: SourceProbe) -> RefCheck:
-    """One source against where it was read from.
+def check_source_file(name: str, uri: str, pinned: str, probe: SourceProbe) -> RefCheck | None:
+    """One source against where it was read from; None when it is unchanged.
 
     A source the probe refuses to read (its URI now leads outside the corpus roots, to a
     device, ...) is ``missing``, with the refusal as the check's detail: the thread's policy
@@ -53,9 +61,8 @@ def check_source_file(name: str, uri: str, pinned: str, probe: SourceProbe) -> R
         current = probe.current_sha256(uri)
     except SourceRefused as error:
         current, detail = None, error.message[:1000]
-    status: RefStatus = (
-        "missing" if current is None else ("fresh" if current == pinned else "stale")
-    )
+    if current == pinned:
+        return None
     return RefCheck(
         name=name,
         kind="source",
@@ -63,7 +70,7 @@ def check_source_file(name: str, uri: str, pinned: str, probe: SourceProbe) -> R
         uri=uri,
         recorded_sha256=pinned,
         current_sha256=current,
-        status=status,
+        status="missing" if current is None else "stale",
         detail=detail,
     )
 
@@ -79,7 +86,7 @@ def check_inputs(
     previous: FreshnessReport | None,
 ) -> FreshnessReport:
     """Check everything this consumer is about to rely on; reads no content it returns."""
-    checks: list[RefCheck] = []
+    checks: list[RefCheck | None] = []
     if bundle is not None:
         pinned = {item.uri: item.sha256 for item in handoff.authoritative_inputs} if handoff else {}
         for source in bundle.sources:
@@ -95,8 +102,9 @@ def check_inputs(
             checks.append(check_artifact(f"research {ref.kind}", RESEARCH, ref, store))
     if draft is not None:
         checks.append(check_artifact(f"draft revision {draft.revision}", DRAFT, draft.body, store))
+    problems = [check for check in checks if check is not None]
     verdict: RefStatus = max(
-        (check.status for check in checks), key=SEVERITY.__getitem__, default="fresh"
+        (check.status for check in problems), key=SEVERITY.__getitem__, default="fresh"
     )
     rounds = (previous.round if previous and previous.verdict != "fresh" else 0) + (
         1 if verdict != "fresh" else 0
@@ -105,7 +113,7 @@ def check_inputs(
         node=node,
         verdict=verdict,
         checked=len(checks),
-        checks=[check for check in checks if check.status != "fresh"],
+        checks=problems,
         round=rounds if verdict != "fresh" else 0,
     )
 

@@ -74,6 +74,19 @@ class ArtifactStoreBase(ABC, Generic[Session]):
             )
         return content
 
+    def _blob_matches(self, session: Session, sha256: str) -> bool | None:
+        """Whether the stored blob hashes to ``sha256``; None when there is none.
+
+        Stores that can tell an unchanged blob without reading it again override this.
+        """
+        content = self._fetch_blob(session, sha256)
+        return None if content is None else sha256_hex(content) == sha256
+
+    def _check_blob(self, session: Session, ref: ArtifactRef) -> None:
+        """Raise what :meth:`_read_blob` would for a missing or damaged blob."""
+        if not self._blob_matches(session, ref.sha256):
+            self._read_blob(session, ref)  # raises, naming what is wrong (or finds it mended)
+
     def _recorded(
         self, session: Session, ref: ArtifactRef
     ) -> tuple[ArtifactRef, list[ArtifactRef]]:
@@ -126,7 +139,7 @@ class ArtifactStoreBase(ABC, Generic[Session]):
         with self._session() as session:
             try:
                 recorded, history = self._recorded(session, checked)
-                self._read_blob(session, recorded)
+                self._check_blob(session, recorded)
             except ArtifactNotFound:
                 return "missing"
             except IntegrityError:

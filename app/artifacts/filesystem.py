@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from app.artifacts.base import ArtifactStoreBase
 from app.artifacts.batching import BatchedSyncs
 from app.artifacts.records import candidate, check_entry, check_id, next_revision, sha256_hex
+from app.file_digests import DIGESTS, FileDigests
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError, InvalidArtifactId
 
@@ -80,13 +81,17 @@ def _atomic_write(directory: str, name: str, content: bytes, *, sync_dir: bool =
 def _read_fd(fd: int) -> bytes:
     """Every byte of an open file, then closed (read in one call when it can be)."""
     try:
-        size = os.fstat(fd).st_size
-        chunks = [os.read(fd, size + 1)]
-        while chunks[-1]:  # a file that grew while it was read, or a short read
-            chunks.append(os.read(fd, 1 << 20))
-        return b"".join(chunks)
+        return _read_open(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
+
+
+def _read_open(fd: int, size: int) -> bytes:
+    """Every byte of an open file of about ``size`` bytes (read in one call when it can be)."""
+    chunks = [os.read(fd, size + 1)]
+    while chunks[-1]:  # a file that grew while it was read, or a short read
+        chunks.append(os.read(fd, 1 << 20))
+    return b"".join(chunks)
 
 
 class FolderBlobs:
@@ -100,10 +105,11 @@ class FolderBlobs:
     modified_where = "on disk"
     """Where damaged bytes were changed, for messages."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, digests: FileDigests = DIGESTS) -> None:
         self._root = Path(root)
         self._top = os.fspath(self._root)
         self._made: set[tuple[str, ...]] = set()
+        self._digests = digests
 
     @property
     def root(self) -> Path:
@@ -191,14 +197,8 @@ class FolderBlobs:
         """Write bytes once; a blob already there is kept unless its bytes were damaged."""
         parts = self._blob_parts(sha256)
         directory = self._ensure_dir(*parts[:2])
-        try:
-            fd = self._open(directory, "/".join(parts), os.O_RDONLY)
-        except FileNotFoundError:
-            pass
-        else:
-            if sha256_hex(_read_fd(fd)) == sha256:
-                return
-        _atomic_write(directory, sha256, content)
+        if not self._matches_in(directory, sha256):
+            _atomic_write(directory, sha256, content)
 
     def _fetch_blob(self, session: object, sha256: str) -> bytes | None:
         parts = self._blob_parts(sha256)
@@ -206,6 +206,33 @@ class FolderBlobs:
             return _read_fd(self._open(self._dir(*parts[:2]), "/".join(parts), os.O_RDONLY))
         except FileNotFoundError:
             return None
+
+    def _blob_matches(self, session: object, sha256: str) -> bool | None:
+        """Whether the blob hashes to its name (None: there is none), read only if changed.
+
+        A blob hashed before and unchanged since by its ``fstat`` is not read again (see
+        ``app.file_digests``).
+        """
+        try:
+            return self._matches_in(self._dir(*self._blob_parts(sha256)[:2]), sha256)
+        except FileNotFoundError:
+            return None
+
+    def _matches_in(self, directory: str, sha256: str) -> bool | None:
+        try:
+            fd = self._open(directory, self._blob_name(sha256), os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            before = os.fstat(fd)
+            if self._digests.known(before) == sha256:
+                return True
+            started = self._digests.clock()
+            actual = sha256_hex(_read_open(fd, before.st_size))
+            self._digests.remember(before, os.fstat(fd), actual, started)
+        finally:
+            os.close(fd)
+        return actual == sha256
 
 
 class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]):
@@ -219,8 +246,8 @@ class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]
     runner batches one node's puts, before anything records their refs).
     """
 
-    def __init__(self, root: Path) -> None:
-        FolderBlobs.__init__(self, root)
+    def __init__(self, root: Path, digests: FileDigests = DIGESTS) -> None:
+        FolderBlobs.__init__(self, root, digests)
         BatchedSyncs.__init__(self)
         self._unsynced: set[str] = set()
         self._sync_lock = threading.Lock()

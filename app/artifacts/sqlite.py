@@ -41,6 +41,7 @@ from app.artifacts.base import ArtifactStoreBase
 from app.artifacts.batching import BatchedSyncs
 from app.artifacts.filesystem import FilesystemArtifactStore, FolderBlobs, _fsync_dir
 from app.artifacts.records import candidate, check_entry, check_id, next_revision, parse_entry
+from app.file_digests import DIGESTS, FileDigests
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError, InvalidArtifactId
 
@@ -75,8 +76,15 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
 
     sync_at_end = False
 
-    def __init__(self, root: Path, database: Path, *, read_only: bool = False) -> None:
-        FolderBlobs.__init__(self, root)
+    def __init__(
+        self,
+        root: Path,
+        database: Path,
+        *,
+        read_only: bool = False,
+        digests: FileDigests = DIGESTS,
+    ) -> None:
+        FolderBlobs.__init__(self, root, digests)
         BatchedSyncs.__init__(self)
         self._database = Path(database)
         self._read_only = read_only
