@@ -45,16 +45,29 @@ from app.file_digests import DIGESTS, FileDigests
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError, InvalidArtifactId
 
-SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS handoff_artifact_revisions (
+TABLE = "handoff_artifact_revisions"
+CHANGES = "handoff_artifact_changes"
+SQLITE_SCHEMA = (
+    f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
     artifact_id TEXT NOT NULL,
     revision INTEGER NOT NULL CHECK (revision >= 1),
     sha256 TEXT NOT NULL,
     ref TEXT NOT NULL,
     PRIMARY KEY (artifact_id, revision)
 ) WITHOUT ROWID
-"""
-TABLE = "handoff_artifact_revisions"
+""",
+    f"CREATE TABLE IF NOT EXISTS {CHANGES} "
+    "(id INTEGER PRIMARY KEY CHECK (id = 1), changes INTEGER NOT NULL)",
+    f"INSERT OR IGNORE INTO {CHANGES} (id, changes) VALUES (1, 0)",
+    *(
+        f"CREATE TRIGGER IF NOT EXISTS {TABLE}_{event.lower()} AFTER {event} ON {TABLE} "
+        f"BEGIN UPDATE {CHANGES} SET changes = changes + 1 WHERE id = 1; END"
+        for event in ("INSERT", "UPDATE", "DELETE")
+    ),
+)
+"""The histories, and a count of their changes that triggers keep for every connection."""
+STAMP_QUERY = f"SELECT changes FROM {CHANGES} WHERE id = 1"
 MAX_CACHED_HISTORIES = 4096
 """Parsed histories kept between reads; the cache starts over beyond that."""
 LEGACY_REFS = "refs"
@@ -93,7 +106,8 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
         self._synchronous = ""
         self._unsynced = False
         self._histories: dict[str, list[ArtifactRef]] = {}
-        self._data_version: int | None = None
+        self._stamp: int | None = None
+        self._stamp_query = STAMP_QUERY
 
     @property
     def database(self) -> Path:
@@ -113,11 +127,18 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
                 isolation_level=None,
             )
             if isinstance(conn, sqlite_files.ReadOnlyConnection):
-                self._conn = conn  # for reading only: it has the table, set nothing up
+                # For reading only: it has the table, set nothing up (the count of
+                # changes may be missing in an older file; any commit drops the cache).
+                self._stamp_query = "PRAGMA data_version"
+                self._conn = conn
                 return conn
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(SQLITE_SCHEMA)
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in SQLITE_SCHEMA:
+                    conn.execute(statement)
+                conn.execute("COMMIT")
+                self._stamp_query = STAMP_QUERY
                 self._conn = conn
                 self._import_legacy_histories()
             except BaseException:
@@ -162,21 +183,23 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
                 self._conn = None
                 self._synchronous = ""
                 self._histories.clear()
-                self._data_version = None
+                self._stamp = None
 
     # -- histories -----------------------------------------------------------------------
 
     def _load_history(self, session: sqlite3.Connection, artifact_id: str) -> list[ArtifactRef]:
-        """The history, parsed once for as long as nothing else commits to the database.
+        """The history, parsed once for as long as no history in the database changes.
 
-        ``PRAGMA data_version`` changes whenever another connection (another process, the
-        ledger's, the checkpointer's) has committed; the cache is then dropped whole. This
-        connection's own inserts drop the artifact they extend.
+        Triggers count every insert, update and delete of a history row, whichever
+        connection makes it (another process, the ``sqlite3`` shell); when the count moved
+        the cache is dropped whole. Commits to other tables (checkpoints, the audit) leave
+        it, which ``PRAGMA data_version`` (what a read-only store watches) would not. This
+        connection's own inserts drop the artifact they extend (see :meth:`put`).
         """
-        [(version,)] = session.execute("PRAGMA data_version").fetchall()
-        if version != self._data_version or len(self._histories) > MAX_CACHED_HISTORIES:
+        [(stamp,)] = session.execute(self._stamp_query).fetchall()
+        if stamp != self._stamp or len(self._histories) > MAX_CACHED_HISTORIES:
             self._histories.clear()
-            self._data_version = version
+            self._stamp = stamp
         history = self._histories.get(artifact_id)
         if history is None:
             rows = session.execute(
@@ -263,12 +286,19 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
         content, first = candidate(artifact_id, kind, content, media_type)
         self._write_blob(first.sha256, content)
         durable = not self._in_batch
-        with self._transaction(durable=durable) as conn:
-            history = self._load_history(conn, artifact_id)
-            head = history[-1] if history else None
-            ref = next_revision(first, head.kind if head else None, head)
+        with self._mutex:
+            with self._transaction(durable=durable) as conn:
+                history = self._load_history(conn, artifact_id)
+                head = history[-1] if history else None
+                ref = next_revision(first, head.kind if head else None, head)
+                if ref is not head:
+                    self._insert(conn, ref)
+                    [(stamp,)] = conn.execute(self._stamp_query).fetchall()
             if ref is not head:
-                self._insert(conn, ref)
+                # Committed, and the only change since the cache was checked (no other
+                # writer gets in after BEGIN IMMEDIATE): the cache stays good.
+                self._histories[artifact_id] = [*history, ref]
+                self._stamp = stamp
         if durable and ref is head:
             # Nothing was committed, so nothing was fsynced; the head's own commit may be
             # another process's batched one, not yet durable.

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.artifacts import FilesystemArtifactStore, SqliteArtifactStore
+from app.artifacts import sqlite as sqlite_store
 from graphs.errors import IntegrityError
 
 MD = "text/markdown"
@@ -175,3 +176,27 @@ def test_a_history_read_before_another_connection_changed_it_is_read_again(
     assert store.verify(second) == "tampered"
     with pytest.raises(IntegrityError, match="unreadable at revision 2"):
         store.history("t1-draft")
+
+
+def test_a_cached_history_is_not_read_again_after_commits_to_other_tables(
+    store: SqliteArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoints and the audit commit to the same file between every two nodes."""
+    first = store.put("t1-notes", "notes", b"one", MD)
+    second = store.put("t1-notes", "notes", b"two", MD)  # its own insert keeps the cache
+    with sqlite3.connect(store.database) as conn:
+        conn.execute("CREATE TABLE other (x)")
+        conn.execute("INSERT INTO other VALUES (1)")
+    parsed: list[object] = []
+    real = sqlite_store.parse_entry
+    monkeypatch.setattr(
+        sqlite_store, "parse_entry", lambda *args: parsed.append(args) or real(*args)
+    )
+    assert [store.verify(first), store.verify(second)] == ["stale", "fresh"]
+    assert store.head("t1-notes") == second
+    assert parsed == []
+    with sqlite3.connect(store.database) as conn:
+        conn.execute("DELETE FROM handoff_artifact_revisions WHERE revision = 2")
+    assert store.head("t1-notes") == first
+    assert store.verify(second) == "missing"
+    assert len(parsed) == 1
