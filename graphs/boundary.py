@@ -6,7 +6,7 @@ nodes plain dicts, so both directions are checked here explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -85,13 +85,57 @@ def validate_as(node: str, channel: str, value: Any, model: type[VersionedContra
         ) from error
 
 
+class CheckedState(Mapping[str, Any]):
+    """The state as one node visit sees it: each channel validated once, when first read.
+
+    Every read in the visit (the body's, its router's, its envelope's) gets the same
+    validated copy of a channel, never the state's own object: the visit works from one
+    checked value per channel, and validates each once instead of at every read. A body
+    that changes a list inside what it read changes that copy for the rest of its visit;
+    the state changes only through the update, which is validated on the way out.
+    """
+
+    def __init__(
+        self, state: Mapping[str, Any], checked: Mapping[tuple[str, type], Any] | None = None
+    ) -> None:
+        self._state = state
+        self._checked: dict[tuple[str, type], Any] = dict(checked or {})
+
+    def __getitem__(self, channel: str) -> Any:
+        return self._state[channel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
+
+    def validated(self, node: str, channel: str, model: type[VersionedContract]) -> Any:
+        """The channel as ``model`` (None stays None), validated on its first read only."""
+        key = (channel, model)
+        if key not in self._checked:
+            self._checked[key] = validate_as(node, channel, self._state.get(channel), model)
+        return self._checked[key]
+
+    def updated(self, update: Mapping[str, Any]) -> CheckedState:
+        """The state after ``update``, whose values were validated on the way out."""
+        checked = {key: value for key, value in self._checked.items() if key[0] not in update}
+        checked.update(
+            ((channel, type(value)), value)
+            for channel, value in update.items()
+            if isinstance(value, VersionedContract)
+        )
+        return CheckedState({**self._state, **update}, checked)
+
+
 def read(state: Mapping[str, Any], channel: str, model: type[M], *, node: str) -> M | None:
     """Read a channel as its contract; accepts model instances or plain dicts."""
-    value = state.get(channel)
-    if value is None:
-        return None
-    validated = validate_as(node, channel, value, model)
-    assert isinstance(validated, model)
+    if isinstance(state, CheckedState):
+        validated = state.validated(node, channel, model)
+    else:
+        value = state.get(channel)
+        validated = None if value is None else validate_as(node, channel, value, model)
+    assert validated is None or isinstance(validated, model)
     return validated
 
 

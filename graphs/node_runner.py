@@ -44,7 +44,7 @@ from contracts import (
     ToolReceipt,
     Usage,
 )
-from graphs.boundary import read, require, validate_channel
+from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.budget import exhausted, remaining, used
 from graphs.channels import channels_of
 from graphs.context import RunContext
@@ -66,7 +66,7 @@ class NodeCall:
     """What a node body gets: its declared inputs, its agent, services, where it runs."""
 
     spec: NodeSpec
-    state: Mapping[str, Any]
+    state: CheckedState
     task: TaskSpec
     ctx: RunContext
     step: StepInfo
@@ -234,7 +234,7 @@ class Visit:
 
     spec: NodeSpec
     route: Router
-    state: Mapping[str, Any]
+    state: CheckedState
     task: TaskSpec
     ctx: RunContext
     step: StepInfo
@@ -261,7 +261,7 @@ class Visit:
     def hand_over(self, result: NodeResult) -> dict[str, Any]:
         """The validated update plus the envelope for the node the route picks next."""
         update = self.validate(result.update)
-        after = {**self.state, **update}
+        after = self.state.updated(update)
         target = self.route(after)
         update["handoff"] = derive_handoff(
             after, producer=self.step, next_node=target, receipts=result.receipts
@@ -453,16 +453,19 @@ def run_node(
         given = require(state, "task", TaskSpec, node=spec.name)
         step = step_info(config, spec.name, given, ctx.fault)
         task = chosen_task(ctx, given, step)
-        if task is not given:
-            state = {**state, "task": task}
+        checked = (
+            CheckedState(state, {("task", TaskSpec): given})
+            if task is given
+            else CheckedState({**state, "task": task})
+        )
         visit = Visit(
             spec=spec,
             route=route,
-            state=state,
+            state=checked,
             task=task,
             ctx=ctx,
             step=step,
-            key=input_hash(spec, state, ctx, task),
+            key=input_hash(spec, checked, ctx, task),
             agent=agent_name(ctx, spec),
         )
         ctx.fault(f"{spec.name}:start")
