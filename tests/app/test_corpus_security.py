@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from app.corpus import CorpusPolicy, discover
+from app.corpus import CorpusPolicy, discover, real_path
 from app.exit_codes import for_error, for_outcome
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
@@ -320,3 +320,32 @@ def test_handoff_resume_with_a_source_repointed_at_a_device_or_fifo_ends_the_thr
     status = handoff(tmp_path, env, "status", "t-hang", "--json")
     outcome = json.loads(status.stdout)["outcome"]
     assert outcome["errors"][0]["code"] == ErrorCode.STALE_INPUT
+
+
+def test_paths_resolve_exactly_as_realpath_resolves_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel's answer (O_PATH and /proc) must be realpath's, whatever the path is."""
+    (tmp_path / "real" / "deep").mkdir(parents=True)
+    (tmp_path / "real" / "deep" / "a.md").write_text("a", encoding="utf-8")
+    (tmp_path / "to-real").symlink_to(tmp_path / "real")
+    (tmp_path / "to-a.md").symlink_to(tmp_path / "real" / "deep" / "a.md")
+    (tmp_path / "dangling.md").symlink_to(tmp_path / "nowhere.md")
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    os.mkfifo(tmp_path / "fifo.md")
+    monkeypatch.chdir(tmp_path)
+    paths = [
+        "real/deep/a.md",
+        tmp_path / "to-real" / "deep" / "a.md",
+        tmp_path / "to-real" / "deep" / ".." / "deep" / "a.md",
+        tmp_path / "to-a.md",
+        tmp_path / "to-real",
+        tmp_path / "missing" / "b.md",
+        tmp_path / "dangling.md",
+        tmp_path / "loop-a",
+        tmp_path / "fifo.md",
+        Path("/dev/zero"),
+    ]
+    for path in paths:
+        assert real_path(path) == os.path.realpath(path), path
