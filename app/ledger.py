@@ -7,7 +7,6 @@ so that a node re-run after a crash can reuse the result its finished attempt re
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
@@ -47,17 +46,6 @@ CREATE TABLE IF NOT EXISTS handoff_node_runs (
     PRIMARY KEY (thread_id, seq)
 )
 """
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(record: str) -> NodeRun:
-    """A stored record as its contract, parsed once per distinct text.
-
-    Every visit of a node reads the thread's whole audit, so each record would otherwise
-    be parsed again at every later visit. Callers get a re-validated copy of it (a third
-    of the cost of parsing), never this instance.
-    """
-    return NodeRun.model_validate_json(record)
 
 
 @dataclass
@@ -219,7 +207,7 @@ class SqlRunLedger(ABC):
                 self._sql("SELECT record FROM handoff_node_runs WHERE thread_id = ? ORDER BY seq"),
                 (thread_id,),
             ).fetchall()
-        return [NodeRun.model_validate(_parsed(row[0])) for row in rows]
+        return [NodeRun.model_validate_json(row[0]) for row in rows]
 
     def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
         """The stored update of the latest succeeded attempt with this input, if any."""
