@@ -144,13 +144,7 @@ class CorpusPolicy:
         """
         fd, before = self._open(path, "source")
         try:
-            known = self.digests.known(before)
-            if known is not None:
-                return known
-            started = self.digests.clock()
-            digest = sha256_of(self._read_fd(fd, path, "source"))
-            self.digests.remember(before, os.fstat(fd), digest, started)
-            return digest
+            return self.digests.sha256(fd, before, lambda: self._read_fd(fd, path, "source"))
         finally:
             os.close(fd)
 

@@ -14,9 +14,11 @@ modification time are still seen.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
 
 SETTLE_NS = 2_000_000_000
 """How long a file must be unchanged before its digest is remembered: two seconds, the
@@ -45,10 +47,19 @@ class FileDigests:
         """The digest of the file ``info`` describes, if it was hashed in this state before."""
         return self._digests.get(signature(info))
 
-    @staticmethod
-    def clock() -> int:
-        """Now, in the nanoseconds file times are given in; take it before reading."""
-        return time.time_ns()
+    def sha256(self, fd: int, before: os.stat_result, read: Callable[[], bytes]) -> str:
+        """The sha256 of the open file ``fd`` (``before``: its ``fstat``), read only if unknown.
+
+        ``read`` reads it (under the caller's rules); the digest is then remembered if it
+        may be (see :meth:`remember`).
+        """
+        known = self.known(before)
+        if known is not None:
+            return known
+        started = time.time_ns()  # before reading: what remember compares the file's times to
+        digest = hashlib.sha256(read()).hexdigest()
+        self.remember(before, os.fstat(fd), digest, started)
+        return digest
 
     def remember(
         self, before: os.stat_result, after: os.stat_result, digest: str, started: int

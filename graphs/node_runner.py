@@ -450,14 +450,12 @@ def run_node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]
     ) -> dict[str, Any]:
         ctx = resolve_context(runtime, default_context)
-        given = require(state, "task", TaskSpec, node=spec.name)
+        checked = CheckedState(state)
+        given = require(checked, "task", TaskSpec, node=spec.name)
         step = step_info(config, spec.name, given, ctx.fault)
         task = chosen_task(ctx, given, step)
-        checked = (
-            CheckedState(state, {("task", TaskSpec): given})
-            if task is given
-            else CheckedState({**state, "task": task})
-        )
+        if task is not given:  # a copy with the choices in force: validated when first read
+            checked = CheckedState({**state, "task": task})
         visit = Visit(
             spec=spec,
             route=route,

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from app.artifacts.base import ArtifactStoreBase
 from app.artifacts.batching import BatchedSyncs
-from app.artifacts.records import candidate, check_entry, check_id, next_revision, sha256_hex
+from app.artifacts.records import candidate, check_entry, check_id, next_revision
 from app.file_digests import DIGESTS, FileDigests
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError, InvalidArtifactId
@@ -225,14 +225,11 @@ class FolderBlobs:
             return None
         try:
             before = os.fstat(fd)
-            if self._digests.known(before) == sha256:
-                return True
-            started = self._digests.clock()
-            actual = sha256_hex(_read_open(fd, before.st_size))
-            self._digests.remember(before, os.fstat(fd), actual, started)
+            return (
+                self._digests.sha256(fd, before, lambda: _read_open(fd, before.st_size)) == sha256
+            )
         finally:
             os.close(fd)
-        return actual == sha256
 
 
 class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]):

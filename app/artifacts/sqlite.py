@@ -193,8 +193,8 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
         Triggers count every insert, update and delete of a history row, whichever
         connection makes it (another process, the ``sqlite3`` shell); when the count moved
         the cache is dropped whole. Commits to other tables (checkpoints, the audit) leave
-        it, which ``PRAGMA data_version`` (what a read-only store watches) would not. This
-        connection's own inserts drop the artifact they extend (see :meth:`put`).
+        it, which ``PRAGMA data_version`` (what a read-only store watches) would not. A put
+        keeps the cache current with its own insert (see :meth:`put`).
         """
         [(stamp,)] = session.execute(self._stamp_query).fetchall()
         if stamp != self._stamp or len(self._histories) > MAX_CACHED_HISTORIES:
