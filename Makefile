@@ -1,5 +1,5 @@
 # Two entry points for a fresh machine with Python 3.11+ and make:
-#   make demo   install, then run the workflow on the bundled corpus (SQLite)
+#   make demo   install, then run the workflow on the bundled corpus (SQLite) and print the article
 #   make test   install with dev extras, then lint, type-check and run the tests
 #   make check  the fast loop: lint, type-check and the tests needing no PostgreSQL or server
 PYTHON ?= python3
@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 
 demo: install
-	$(BIN)/handoff run "$(OBJECTIVE)"
+	$(BIN)/handoff run "$(OBJECTIVE)" --show
 
 lint: install
 	$(BIN)/ruff check .

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Column, Table
 from typer.core import TyperGroup
@@ -28,11 +29,12 @@ from app.fleet import JobState
 from app.invocation import command
 from app.postgres import describe_url, is_postgres_url, redact
 from app.settings import Settings
+from app.sources import SourceEntry
 from app.terminal import TerminalConsole, visible
 from app.workflow import ARTIFACT_NAMES, Workflow
-from contracts import Constraints, RunOutcome, TaskSpec, VersionedContract
+from contracts import Constraints, ErrorCode, RunOutcome, TaskSpec, VersionedContract
 from graphs.boundary import describe_validation_error
-from graphs.errors import HandoffError
+from graphs.errors import ExitCode, HandoffError
 
 out = TerminalConsole(highlight=False, soft_wrap=True)
 wide = TerminalConsole(highlight=False, width=None if out.is_terminal else 200)
@@ -244,12 +246,18 @@ def run(
     require_approval: ApprovalOpt = False,
     ask_on_review: AskOnReviewOpt = False,
     as_json: JsonOpt = False,
+    show_article: Annotated[
+        bool, typer.Option("--show", help="Print the article first (when one was written).")
+    ] = False,
 ) -> None:
     """Run a new task on a new thread and print where the article is."""
     params = locals()  # the task options, by name
     with _workflow() as workflow:
         task = _task(workflow, objective, params)
         outcome = workflow.run(task, thread, on_progress=None if as_json else _progress)
+        if show_article and not as_json and outcome.article is not None:
+            article = workflow.context.store.get(outcome.article)
+            sys.stdout.write(visible(article.decode("utf-8", errors="replace")) + "\n")
         _print_outcome(outcome, workflow.settings, as_json)
     raise typer.Exit(int(for_outcome(outcome)))
 
@@ -502,18 +510,85 @@ def history(
     wide.print(table)
 
 
+class ShowUsage(HandoffError, ValueError):
+    """``handoff show`` given both an artifact name and a source id."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
+
+
 @cli.command()
 def show(
     thread_id: Annotated[str, typer.Argument(help="Thread id.")],
     artifact: Annotated[
-        str, typer.Option("--artifact", help=f"One of: {', '.join(ARTIFACT_NAMES)}.")
-    ] = "article",
+        str | None,
+        typer.Option(
+            "--artifact",
+            help=f"One of: {', '.join(ARTIFACT_NAMES)} (default: article); "
+            "or a source id (src-N) for its snapshot as stored.",
+        ),
+    ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--source",
+            help="A source id (src-N, see `handoff sources`): its snapshot with each span "
+            "the draft cites marked as ⟦claim-N …⟧.",
+        ),
+    ] = None,
 ) -> None:
-    """Print an artifact of a thread (verified against its recorded sha256)."""
+    """Print an artifact of a thread, or a source it read (verified against its sha256)."""
+    if artifact is not None and source is not None:
+        raise ShowUsage("give --artifact NAME or --source ID, not both")
     with _workflow(read_only=True) as workflow:
-        data = workflow.artifact(thread_id, artifact)
-    sys.stdout.write(visible(data.decode("utf-8", errors="replace")))
+        if source is not None:
+            text = workflow.source_text(thread_id, source)
+        else:
+            text = workflow.artifact(thread_id, artifact or "article").decode(
+                "utf-8", errors="replace"
+            )
+    sys.stdout.write(visible(text))
     sys.stdout.flush()
+
+
+@cli.command()
+def sources(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List the sources research read for a thread and the draft's claims citing each."""
+    with _workflow(read_only=True) as workflow:
+        entries = workflow.sources(thread_id)
+    if as_json:
+        out.print_json(json.dumps([entry.as_dict() for entry in entries]))
+        return
+    if not entries:
+        err.print(f"thread {thread_id} has no sources yet: research has read none", markup=False)
+        return
+    for line in _source_lines(entries):
+        out.print(line, markup=False)
+
+
+def _source_lines(entries: list[SourceEntry]) -> list[str]:
+    """One line per source: id, title, file, short sha256 and its citing claims, aligned."""
+    rows = [
+        [visible(text, lines=False) for text in (entry.id, entry.title, entry.file_name)]
+        for entry in entries
+    ]
+    widths = [max(cell_len(row[column]) for row in rows) for column in range(3)]
+    lines = []
+    for entry, row in zip(entries, rows, strict=True):
+        cells = [
+            text + " " * (width - cell_len(text)) for text, width in zip(row, widths, strict=True)
+        ]
+        cited = ", ".join(
+            f"{claim.claim_id} ({claim.line_range}{'' if claim.verbatim else ', quote not there'})"
+            for claim in entry.cited_by
+        )
+        cells.append(f"sha256 {entry.sha256[:8]}…")
+        cells.append(f"cited by {cited}" if cited else "not cited")
+        lines.append("  ".join(cells))
+    return lines
 
 
 @cli.command()
@@ -619,6 +694,48 @@ def schema(
     if name not in models:
         raise UnknownContract(f"unknown contract {name!r}; expected one of {', '.join(models)}")
     sys.stdout.write(render_schema(models[name]))
+
+
+@cli.command("eval")
+def evaluate(
+    cases: Annotated[
+        Path | None,
+        typer.Option("--cases", help="Cases file (default: the project's evals/cases.json)."),
+    ] = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Run the evaluation set on the agents in force; exit 1 on any defect."""
+    from app import evaluation
+
+    chosen = evaluation.load_cases(cases or evaluation.DEFAULT_CASES)
+    if only:
+        unknown = sorted(set(only) - {case.id for case, _ in chosen})
+        if unknown:
+            raise evaluation.UnknownCase(
+                f"unknown case(s) {', '.join(unknown)}; expected one of "
+                + ", ".join(case.id for case, _ in chosen)
+            )
+        chosen = [(case, corpus) for case, corpus in chosen if case.id in only]
+    settings = Settings()
+
+    def progress(result: evaluation.CaseResult) -> None:
+        if not as_json:
+            err.print(
+                f"{result.case.id}: {result.final or result.status}, "
+                f"{len(result.defects)} defect(s)",
+                markup=False,
+            )
+
+    results = evaluation.evaluate(chosen, settings, progress=progress)
+    if as_json:
+        out.print_json(json.dumps([evaluation.as_json(result) for result in results]))
+    else:
+        sys.stdout.write(evaluation.table(results) + "\n")
+    if any(result.defects for result in results):
+        raise typer.Exit(ExitCode.FAILED)
 
 
 db = typer.Typer(help="Set up the database.", no_args_is_help=True)

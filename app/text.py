@@ -15,7 +15,9 @@ _SENTENCE = re.compile(
     rf"\S.*?(?:[.!?](?=[\"')\]]*(?:\s|$))|[{FULL_STOPS}][{_CLOSERS}]*)", re.DOTALL
 )
 _WORD = WORD
-_CJK_RUN = re.compile(rf"[{CJK}]+")
+CJK_RUN = re.compile(rf"[{CJK}]+")
+"""A run of Chinese or Japanese characters."""
+_CJK_RUN = CJK_RUN
 _CITATION_GROUP = re.compile(r"\s*(?:\[claim-[0-9]+\]\s*)+")
 _CJK_MARKS = "、，：；「『（"
 _SPACE_IN_CJK = re.compile(

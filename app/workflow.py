@@ -38,6 +38,14 @@ from app.ledger import RunLedgerBackend
 from app.postgres import describe_url, is_postgres_url
 from app.services import build_context
 from app.settings import Settings
+from app.sources import (
+    SOURCE_ID,
+    SourceEntry,
+    find_source,
+    list_sources,
+    marked_source,
+    snapshot_ref,
+)
 from contracts import (
     ArtifactRef,
     DraftArticle,
@@ -545,10 +553,18 @@ class Workflow:
 
     @_storage
     def artifact_ref(self, thread_id: str, name: str) -> ArtifactRef:
-        """The reference the thread holds for a named artifact."""
+        """The reference the thread holds for a named artifact, or a source's snapshot.
+
+        A source id (``src-N``, see :meth:`sources`) names the snapshot of the bytes
+        research read from that source.
+        """
+        if SOURCE_ID.match(name):
+            research = read(self._values(thread_id), "research", ResearchBundle, node="workflow")
+            return snapshot_ref(find_source(research, name, thread_id))
         if name not in ARTIFACT_NAMES:
             raise UnknownArtifactName(
-                f"unknown artifact {name!r}; expected one of {', '.join(ARTIFACT_NAMES)}"
+                f"unknown artifact {name!r}; expected one of {', '.join(ARTIFACT_NAMES)}, "
+                f"or a source id such as src-1 (list them: `handoff sources {thread_id}`)"
             )
         values = self._values(thread_id)
         ref: ArtifactRef | None = None
@@ -572,6 +588,37 @@ class Workflow:
     def artifact(self, thread_id: str, name: str) -> bytes:
         """The bytes of a named artifact, verified against the hash the thread recorded."""
         return self.context.store.get(self.artifact_ref(thread_id, name))
+
+    @_storage
+    def sources(self, thread_id: str) -> list[SourceEntry]:
+        """Each source research read for the thread, with the current draft's claims citing it.
+
+        A cited claim comes with its span and 1-based line range in the source's snapshot,
+        which is read (and verified) for that; see ``app.sources``.
+        """
+        values = self._values(thread_id)
+        return list_sources(
+            read(values, "research", ResearchBundle, node="workflow"),
+            read(values, "draft", DraftArticle, node="workflow"),
+            self.context.store,
+        )
+
+    @_storage
+    def source_text(self, thread_id: str, source_id: str) -> str:
+        """A source's snapshot text, as research read it, with each cited span marked.
+
+        Each span the current draft cites is wrapped as ``⟦claim-1003 …⟧``; the rest is
+        the snapshot unchanged (``app.sources.unmark`` takes the markers out again). A
+        snapshot that is not the bytes research read raises IntegrityError.
+        """
+        values = self._values(thread_id)
+        return marked_source(
+            read(values, "research", ResearchBundle, node="workflow"),
+            read(values, "draft", DraftArticle, node="workflow"),
+            source_id,
+            self.context.store,
+            thread_id,
+        )
 
     @_storage
     @_one_writer

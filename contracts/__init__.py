@@ -20,7 +20,15 @@ from contracts.human import Answer, FactSummary, HumanAction, HumanDecision, Hum
 from contracts.outcome import RunOutcome
 from contracts.provenance import Provenance
 from contracts.registry import registered, serializable_types
-from contracts.research import CONFIDENCE_RULE, Fact, Question, ResearchBundle, Source, Span
+from contracts.research import (
+    CONFIDENCE_RULE,
+    Fact,
+    LineRange,
+    Question,
+    ResearchBundle,
+    Source,
+    Span,
+)
 from contracts.review import RequiredChange, ReviewResult, Verdict
 from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolicy, TaskSpec
 
@@ -65,6 +73,7 @@ __all__ = [
     "RunOutcome",
     "Source",
     "Span",
+    "LineRange",
     "StalePolicy",
     "TaskSpec",
     "TaskState",

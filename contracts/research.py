@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -14,6 +14,7 @@ from contracts.base import (
     Sha256Hex,
     UtcDatetime,
     VersionedContract,
+    upgrader,
 )
 from contracts.errors import ErrorDetail, ResultStatus
 from contracts.provenance import Provenance
@@ -51,6 +52,19 @@ class Source(Contract):
     snapshot: ArtifactRef = Field(description="Snapshot of those bytes in the artifact store.")
 
 
+class LineRange(Contract):
+    """The lines a quote covers in its source, so a reader can find it without tools."""
+
+    first: int = Field(ge=1, description="First line (1-based).")
+    last: int = Field(ge=1, description="Last line (1-based, inclusive).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LineRange:
+        if self.last < self.first:
+            raise ValueError(f"last line ({self.last}) must not precede first ({self.first})")
+        return self
+
+
 class Fact(Contract):
     """One claim with the verbatim evidence for it; the unit every later hop cites."""
 
@@ -72,9 +86,31 @@ class Fact(Contract):
     question_id: Identifier | None = Field(
         default=None, description="Research question this fact answers."
     )
+    also_answers: list[Identifier] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Other research questions this fact addresses, besides question_id.",
+    )
+    section: list[str] = Field(
+        default_factory=list,
+        max_length=12,
+        description="Heading path above the quote in its source, outermost first.",
+    )
+    lines: LineRange | None = Field(default=None, description="Lines of the quote in its source.")
+    leans_on: Identifier | None = Field(
+        default=None,
+        pattern=r"^claim-[0-9]+$",
+        description="A fact this one cannot be understood without (the earlier sentence of "
+        "its paragraph that names what its pronoun refers to); cited before it or not at all.",
+    )
     provenance: Provenance = Field(
         description="Producer (the extracting agent), node and step that recorded the fact."
     )
+
+    @property
+    def answers(self) -> list[str]:
+        """Every research question this fact addresses: ``question_id``, then the others."""
+        return ([self.question_id] if self.question_id else []) + list(self.also_answers)
 
     @property
     def statement(self) -> str:
@@ -106,6 +142,8 @@ class Question(Contract):
 
 class ResearchBundle(VersionedContract):
     """Research's whole result: the only thing the Writer may write from."""
+
+    VERSION: ClassVar[str] = "1.1"
 
     kind: Literal["research_bundle"] = Field(
         default="research_bundle", description="Discriminator."
@@ -141,7 +179,18 @@ class ResearchBundle(VersionedContract):
         ids = [fact.id for fact in self.facts]
         if len(ids) != len(set(ids)):
             raise ValueError("facts must have unique ids")
+        for index, fact in enumerate(self.facts):
+            if fact.leans_on is not None and fact.leans_on not in ids:
+                raise ValueError(
+                    f"facts[{index}] ({fact.id}) leans on unknown fact {fact.leans_on!r}"
+                )
         return self
+
+    @upgrader(from_version="1.0", to_version="1.1")
+    @classmethod
+    def _facts_locate_their_quotes(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # 1.1 facts may name their section, lines and antecedent; 1.0 facts name none.
+        return data
 
     def fact(self, claim_id: str) -> Fact | None:
         """The fact with this id, if research produced it."""

@@ -135,7 +135,7 @@ class TaskSpec(VersionedContract):
     questions: list[ProseText] = Field(
         default_factory=list,
         max_length=20,
-        description="Sub-questions research must answer; defaults to the objective alone.",
+        description="Sub-questions research must answer besides the objective itself.",
     )
     constraints: Constraints = Field(
         default_factory=Constraints, description="Checkable constraints on the article."
@@ -169,8 +169,12 @@ class TaskSpec(VersionedContract):
         return {**data, "task_id": f"task-{digest[:12]}"}
 
     def research_questions(self) -> list[str]:
-        """The questions research must answer: the explicit ones, else the objective."""
-        return list(self.questions) or [self.objective]
+        """The questions research must answer: the objective first, then each sub-question.
+
+        A sub-question adds to the objective and never replaces it: an article answering
+        only the sub-questions would have lost the task.
+        """
+        return [self.objective] + [text for text in self.questions if text != self.objective]
 
 
 class RunChoices(Contract):

@@ -25,11 +25,35 @@ def cited_claims(markdown: str) -> list[str]:
     return seen
 
 
+SOURCES_HEADING = "Sources"
+"""The article's closing list of the sources it cites."""
+OPEN_QUESTIONS_HEADING = "Open questions"
+"""The article's list of the task's questions the corpus does not answer."""
+APPARATUS = (OPEN_QUESTIONS_HEADING, SOURCES_HEADING)
+"""Sections that are the article's apparatus, not its text: their words are not counted
+(a reference list does not eat the word limit) and their lines are not claims."""
+
+
+def apparatus_heading(line: str) -> bool:
+    """Whether a line is the ``##`` heading of an apparatus section."""
+    return line.startswith("## ") and line[3:].strip().casefold() in _APPARATUS_KEYS
+
+
+_APPARATUS_KEYS = frozenset(title.casefold() for title in APPARATUS)
+
+
 def word_count(markdown: str) -> int:
-    """Words of an article body, not counting headings or citation markers."""
+    """Words of an article's text: no headings, citation markers or apparatus sections.
+
+    Writers and the Reviewer count with this one function, so a draft the writer fitted
+    to the limit is the length the Reviewer measures.
+    """
     total = 0
+    inside_apparatus = False
     for line in markdown.splitlines():
         if line.lstrip().startswith("#"):
+            inside_apparatus = apparatus_heading(line)
             continue
-        total += len(WORD.findall(CITATION.sub(" ", line)))
+        if not inside_apparatus:
+            total += len(WORD.findall(CITATION.sub(" ", line)))
     return total

@@ -24,7 +24,7 @@ from app.text import terms
 from contracts import ErrorCode, ErrorDetail, Fact, ResearchBundle, Span, TaskSpec, Usage
 from graphs import AgentOutput, ResearchRequest, StepInfo
 
-MAX_PASSAGES = 12
+MAX_PASSAGES = 16
 """Passages shown to the model, taken round-robin over the questions' rankings."""
 
 
@@ -33,7 +33,8 @@ class Shown:
     """A passage shown to the model, with the question and rank it was retrieved for."""
 
     passage: Passage
-    question_id: str
+    question_id: str | None
+    """The question it was retrieved for; None for a required section's topic."""
     rank: int
 
 
@@ -76,7 +77,7 @@ class LLMResearchAgent(ModelBacked):
             tokens_left=step.tokens_left,
         )
         facts, errors, log = self._admit(reply.value.claims, shown, found, step)
-        answered = {fact.question_id for fact in facts}
+        answered = {question_id for fact in facts for question_id in fact.answers}
         open_questions = [question for question in found.questions if question.id not in answered]
         bundle = self.retrieval.bundle(
             task, found, facts, open_questions, store, step, errors=errors, notes=log
@@ -87,9 +88,13 @@ class LLMResearchAgent(ModelBacked):
     def _shown(self, found: Retrieval) -> list[Shown]:
         """The best passages, round-robin over questions, in reading order."""
         chosen: dict[int, Shown] = {}
-        depth = max((len(hits) for hits in found.ranked.values()), default=0)
+        queries: list[tuple[str | None, list[tuple[int, float]]]] = [
+            *found.ranked.items(),
+            *((None, hits) for hits in found.sections.values()),
+        ]
+        depth = max((len(hits) for _, hits in queries), default=0)
         for rank in range(depth):
-            for question_id, hits in found.ranked.items():
+            for question_id, hits in queries:
                 if rank < len(hits) and len(chosen) < self.max_passages:
                     index = hits[rank][0]
                     if index not in chosen:
@@ -134,6 +139,7 @@ class LLMResearchAgent(ModelBacked):
                 continue
             item, start, end = located
             source_id = item.passage.source.id
+            questions = found.answering(item.passage)
             quote = found.texts[source_id][start:end]
             claim_terms = set(terms(proposed.claim))
             quote_terms = frozenset(terms(quote))
@@ -164,7 +170,10 @@ class LLMResearchAgent(ModelBacked):
                 span=Span(start=start, end=end),
                 confidence=confidence,
                 corroborating_source_ids=corroborating,
-                question_id=item.question_id,
+                question_id=questions[0] if questions else None,
+                also_answers=questions[1:],
+                section=list(item.passage.sentence.section)[-12:],
+                lines=item.passage.lines,
                 provenance=step.provenance(),
             )
             facts.append(fact)

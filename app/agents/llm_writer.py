@@ -2,7 +2,9 @@
 
 The prompt holds the objective, the constraints in force, the facts not excluded by an
 earlier review, and the last review's required changes; never an earlier draft or
-conversation. The Reviewer, not the Writer, decides whether the draft is acceptable.
+conversation. The draft's Open questions and Sources are appended from the contracts
+(``app/agents/apparatus.py``), never taken from the model. The Reviewer, not the Writer,
+decides whether the draft is acceptable.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel
 
 from app import prompts
+from app.agents.apparatus import apparatus, without_apparatus
 from app.agents.structured import ModelBacked, ask
-from app.agents.writer import OfflineWriterAgent, addressed_changes
+from app.agents.writer import OfflineWriterAgent, addressed_changes, open_questions
 from app.text import CITATION, word_count
 from contracts import DraftArticle, Usage
 from graphs import AgentOutput, WriteRequest
@@ -59,10 +62,12 @@ class LLMWriterAgent(ModelBacked):
             channel="draft",
             tokens_left=step.tokens_left,
         )
-        body = reply.value.markdown.strip() + "\n"
+        text = without_apparatus(reply.value.markdown.strip())
+        cited = list(dict.fromkeys(CITATION.findall(text)))
+        closing = apparatus(bundle, open_questions(request), cited)
+        body = text + "\n" + closing if closing else text
         ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
         step.fault("after_artifact")
-        cited = list(dict.fromkeys(CITATION.findall(body)))
         draft = DraftArticle(
             task_id=task.task_id,
             result_status="completed",

@@ -1,4 +1,15 @@
-"""Offline Research: BM25 over corpus sentences, facts as verbatim quotes with spans."""
+"""Offline Research: documents read as documents; facts are prose that addresses the task.
+
+BM25 ranks prose sentences; facts are verbatim quotes with spans, kept only where they
+address a question or a required section.
+
+Each source is parsed as markdown (``app/documents.py``): only prose (paragraphs, list
+items, quotes) yields sentences; code, tables, HTML and badge lines never become facts.
+A sentence is kept for a question only when it addresses it by the rule in
+``app/relevance.py``; a question no sentence addresses stays open. Each required section
+gets the sentences on its topic. A sentence that leans on the one before it
+(``app/antecedents.py``) brings that one along, or is not used.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +22,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from app.antecedents import leans_on_earlier
 from app.corpus import (
     CorpusDocument,
     CorpusNotFound,
@@ -19,11 +31,14 @@ from app.corpus import (
     discover,
     sha256_of,
 )
-from app.text import Sentence, sentences, terms, title_of
+from app.documents import Document, ProseSentence, read_document
+from app.relevance import Rarity, heading_keys, keys, on_topic, query_keys
+from app.text import word_count
 from contracts import (
     ErrorCode,
     ErrorDetail,
     Fact,
+    LineRange,
     Question,
     ResearchBundle,
     ResultStatus,
@@ -39,15 +54,33 @@ from graphs.errors import SourceRefused
 
 CORROBORATION_OVERLAP = 0.5
 """Share of a claim's content terms another source's sentence must contain to agree."""
+MIN_FACT_WORDS = 4
+"""Fewer words than this is a label or a fragment, not a statement worth citing."""
 
 
 @dataclass(frozen=True)
 class Passage:
-    """A sentence of a source, the unit BM25 ranks."""
+    """A prose sentence of a source, the unit BM25 ranks, with what a reader needs of it."""
 
     source: Source
-    sentence: Sentence
+    sentence: ProseSentence
     terms: frozenset[str]
+    """Key terms of the sentence itself."""
+    headings: frozenset[str]
+    """Key terms of its section path (not the document title)."""
+    context: frozenset[str]
+    """Its own key terms with those of its section path and document title."""
+    lines: LineRange
+    leans: bool
+    """It leans on the sentence before it in its paragraph (``app/antecedents.py``)."""
+
+    @property
+    def usable(self) -> bool:
+        """Whether it can be a fact: a statement, and not a pronoun with nothing before it."""
+        plain = self.sentence.plain
+        if plain.endswith((":", "：")) or word_count(plain) < MIN_FACT_WORDS:
+            return False
+        return not (self.leans and self.sentence.position == 0)
 
 
 @dataclass
@@ -60,7 +93,20 @@ class Retrieval:
     """Decoded text of each source read, by source id (what the snapshots hold)."""
     passages: list[Passage]
     ranked: dict[str, list[tuple[int, float]]]
-    """Per question id: passage indexes with BM25 scores, best first."""
+    """Per question id: passage indexes with BM25 scores, best first (addressing it only)."""
+    sections: dict[str, list[tuple[int, float]]]
+    """Per required section title: passage indexes on its topic, best first."""
+    rarity: Rarity
+
+    def answering(self, passage: Passage) -> list[str]:
+        """The questions this passage addresses (it is in their ranking), in order."""
+        at = self.passages.index(passage)
+        return [
+            question_id
+            for question_id, hits in self.ranked.items()
+            if any(index == at for index, _ in hits)
+        ]
+
     errors: list[ErrorDetail]
     receipts: list[ToolReceipt]
     tool_calls: int
@@ -77,7 +123,7 @@ class OfflineResearchAgent:
     default_corpus: list[Path]
     clock: Callable[[], datetime]
     policy: CorpusPolicy
-    max_facts: int = 10
+    max_facts: int = 12
     min_shared_terms: int = 2
 
     def locations(self, task: TaskSpec) -> list[Path]:
@@ -111,7 +157,7 @@ class OfflineResearchAgent:
             found = self.retrieve(task, store, step)
         except CorpusNotFound as error:
             return AgentOutput(self.missing_corpus(task, error))
-        facts = self._facts(found.ranked, found.passages, step)
+        facts = self._facts(found, step)
         open_questions = [question for question in found.questions if not found.ranked[question.id]]
         bundle = self.bundle(task, found, facts, open_questions, store, step)
         return AgentOutput(
@@ -145,18 +191,22 @@ class OfflineResearchAgent:
                         field="budget.max_tool_calls",
                     )
                 )
-        sources, texts, read_errors, receipts = self._read_sources(documents, store, step)
+        sources, parsed, read_errors, receipts = self._read_sources(documents, store, step)
         passages = [
-            Passage(source=source, sentence=sentence, terms=frozenset(terms(sentence.text)))
-            for source in sources
-            for sentence in sentences(texts[source.id])
+            passage for source in sources for passage in _passages(source, parsed[source.id])
         ]
+        rarity = Rarity.of(passage.terms for passage in passages)
+        ranked, by_section = self._rank(
+            questions, task.constraints.required_sections, passages, rarity, widen=step.widen
+        )
         return Retrieval(
             questions=questions,
             sources=sources,
-            texts=texts,
+            texts={source_id: document.text for source_id, document in parsed.items()},
             passages=passages,
-            ranked=self._rank(questions, passages, widen=step.widen),
+            ranked=ranked,
+            sections=by_section,
+            rarity=rarity,
             errors=errors + read_errors,
             receipts=receipts,
             tool_calls=len(documents) + len(questions),
@@ -180,17 +230,22 @@ class OfflineResearchAgent:
         insufficient evidence.
         """
         problems = found.errors + list(errors or [])
-        text = self._notes(task, found.questions, found.ranked, found.passages) + notes
+        text = self._notes(task, found) + notes
         ref = store.put(step.artifact_id("notes"), "notes", text.encode(), "text/markdown")
         step.fault("after_artifact")
         if not facts:
             problems.append(
                 ErrorDetail(
                     code=ErrorCode.INSUFFICIENT_EVIDENCE,
-                    detail="no sentence in the corpus matches the objective",
+                    detail="no sentence in the corpus addresses "
+                    + "; ".join(f"{question.id} {question.text!r}" for question in open_questions)[
+                        :1900
+                    ],
                 )
             )
-        status: ResultStatus = "failed" if not facts else ("partial" if problems else "completed")
+        status: ResultStatus = (
+            "failed" if not facts else ("partial" if problems or open_questions else "completed")
+        )
         return ResearchBundle(
             task_id=task.task_id,
             result_status=status,
@@ -219,9 +274,9 @@ class OfflineResearchAgent:
 
     def _read_sources(
         self, documents: list[CorpusDocument], store: ArtifactStore, step: StepInfo
-    ) -> tuple[list[Source], dict[str, str], list[ErrorDetail], list[ToolReceipt]]:
+    ) -> tuple[list[Source], dict[str, Document], list[ErrorDetail], list[ToolReceipt]]:
         sources: list[Source] = []
-        texts: dict[str, str] = {}
+        parsed: dict[str, Document] = {}
         errors: list[ErrorDetail] = []
         receipts: list[ToolReceipt] = []
         for document in documents:
@@ -238,19 +293,20 @@ class OfflineResearchAgent:
                 )
                 continue
             digest = sha256_of(data)
+            document_read = read_document(text, document.media_type)
             snapshot = store.put(
                 step.artifact_id(document.source_id), "source", data, document.media_type
             )
             source = Source(
                 id=document.source_id,
                 uri=document.path.as_uri(),
-                title=title_of(text, document.path.stem),
+                title=(document_read.title or document.path.stem)[:300],
                 retrieved_at=self.clock(),
                 sha256=digest,
                 snapshot=snapshot,
             )
             sources.append(source)
-            texts[source.id] = text
+            parsed[source.id] = document_read
             receipts.append(
                 ToolReceipt(
                     tool="read_source",
@@ -260,64 +316,146 @@ class OfflineResearchAgent:
                     provenance=step.provenance(),
                 )
             )
-        return sources, texts, errors, receipts
+        return sources, parsed, errors, receipts
 
     def _rank(
-        self, questions: list[Question], passages: list[Passage], *, widen: bool = False
-    ) -> dict[str, list[tuple[int, float]]]:
-        """Per question: passage indexes with scores, best first, relevant ones only."""
+        self,
+        questions: list[Question],
+        sections: list[str],
+        passages: list[Passage],
+        rarity: Rarity,
+        *,
+        widen: bool = False,
+    ) -> tuple[dict[str, list[tuple[int, float]]], dict[str, list[tuple[int, float]]]]:
+        """Per question, the passages that address it; per section, those on its topic.
+
+        BM25 finds the candidates (a sentence with its section headings; widened, with its
+        document title too); those that address a question are ordered by how much of it
+        they cover, then by BM25. A first pass also asks a sentence to share two of a question's
+        terms; the widened pass asks one. Neither pass admits a sentence that does not
+        address the question (``app/relevance.py``): widening finds more, never answers
+        what the corpus does not.
+        """
         ranked: dict[str, list[tuple[int, float]]] = {question.id: [] for question in questions}
-        per_question = max(3, -(-self.max_facts // max(1, len(questions))))
-        if not passages:
-            return ranked
+        by_section: dict[str, list[tuple[int, float]]] = {title: [] for title in sections}
+        usable = [index for index, passage in enumerate(passages) if passage.usable]
+        if not usable:
+            return ranked, by_section
+        per_query = 2 * self.max_facts  # candidates; facts are taken round-robin, max_facts in all
+        indexed = [
+            passages[index].terms
+            | passages[index].headings
+            | (passages[index].context if widen else frozenset())
+            for index in usable
+        ]
         retriever = bm25s.BM25()
-        retriever.index(
-            [sorted(passage.terms) or ["\x00"] for passage in passages], show_progress=False
-        )
-        for question in questions:
-            query = frozenset(terms(question.text))
+        retriever.index([sorted(found) or ["\x00"] for found in indexed], show_progress=False)
+
+        def best(
+            query: frozenset[str], topic: frozenset[str] = frozenset()
+        ) -> list[tuple[int, float, frozenset[str]]]:
+            scores = np.asarray(retriever.get_scores(sorted(query)))
+            if topic:  # among sentences on the query's topic, those about the topic first
+                boost = np.asarray(retriever.get_scores(sorted(topic)))
+                scores = scores * (1 + boost / max(float(boost.max()), 1e-9))
+            order = sorted(range(len(usable)), key=lambda at: (-float(scores[at]), at))
+            return [
+                (usable[at], round(float(scores[at]), 6), indexed[at])
+                for at in order
+                if scores[at] > 0
+            ]
+
+        for position, question in enumerate(questions):
+            query = query_keys(question.text)
             if not query:
                 continue
-            scores = np.asarray(retriever.get_scores(sorted(query)))
             needed = 1 if widen else min(self.min_shared_terms, len(query))
-            order = sorted(range(len(passages)), key=lambda index: (-float(scores[index]), index))
-            for index in order:
-                if scores[index] <= 0 or len(ranked[question.id]) >= per_question:
+            candidates = best(query)
+            addressing = [
+                (round(rarity.coverage(query, passages[index].context), 2), score, index)
+                for index, score, found in candidates
+                if len(found & query) >= needed and rarity.addresses(query, passages[index].context)
+            ]
+            addressing.sort(key=lambda item: (-item[0], -item[1], item[2]))  # best answer first
+            ranked[question.id] = [(index, score) for _, score, index in addressing[:per_query]]
+            if position == 0 and not ranked[question.id]:
+                ranked[question.id] = self._together(query, candidates, passages, rarity)
+        topic = query_keys(questions[0].text) if questions else frozenset()
+        for title in sections:  # on the title's topic, about the objective first
+            for index, score, _ in best(query_keys(title), topic):
+                if len(by_section[title]) >= per_query:
                     break
-                if len(passages[index].terms & query) >= needed:
-                    ranked[question.id].append((index, round(float(scores[index]), 6)))
-        return ranked
+                if on_topic(title, passages[index].context):
+                    by_section[title].append((index, score))
+        return ranked, by_section
 
-    def _facts(
-        self, ranked: dict[str, list[tuple[int, float]]], passages: list[Passage], step: StepInfo
-    ) -> list[Fact]:
-        chosen: dict[int, tuple[str, int]] = {}
-        depth = max((len(hits) for hits in ranked.values()), default=0)
-        for position in range(depth):  # round-robin across questions so each gets coverage
-            for question_id, hits in ranked.items():
+    @staticmethod
+    def _together(
+        query: frozenset[str],
+        candidates: list[tuple[int, float, frozenset[str]]],
+        passages: list[Passage],
+        rarity: Rarity,
+    ) -> list[tuple[int, float]]:
+        """The objective addressed by a few sentences of one document together, if any."""
+        by_source: dict[str, list[tuple[int, float]]] = {}
+        for index, score, _ in candidates:
+            by_source.setdefault(passages[index].source.id, []).append((index, score))
+        best: list[tuple[int, float]] = []
+        best_coverage = 0.0
+        for hits in by_source.values():
+            contexts = [passages[index].context for index, _ in hits]
+            chosen = [hits[at] for at in rarity.together(query, contexts)]
+            covered = frozenset().union(*(passages[index].context for index, _ in chosen))
+            coverage = rarity.coverage(query, covered) if chosen else 0.0
+            if coverage > best_coverage:
+                best, best_coverage = chosen, coverage
+        return sorted(best, key=lambda hit: (-hit[1], hit[0]))
+
+    def _facts(self, found: Retrieval, step: StepInfo) -> list[Fact]:
+        """The chosen passages as facts, each leaning one with the sentence it leans on.
+
+        Passages are taken round-robin over the questions, then the sections, so each gets
+        coverage before any gets depth.
+        """
+        passages = found.passages
+        chosen: dict[int, tuple[str | None, int]] = {}
+        queries: list[tuple[str | None, list[tuple[int, float]]]] = [
+            *found.ranked.items(),
+            *((None, hits) for hits in found.sections.values()),
+        ]
+        depth = max((len(hits) for _, hits in queries), default=0)
+        for position in range(depth):
+            for question_id, hits in queries:
                 if position < len(hits) and len(chosen) < self.max_facts:
                     chosen.setdefault(hits[position][0], (question_id, position))
-        facts = []
-        for index in sorted(
-            chosen, key=lambda i: (passages[i].source.id, passages[i].sentence.start)
-        ):
+        for index in list(chosen):
+            at = index
+            while passages[at].leans and passages[at].sentence.position > 0:
+                at -= 1  # the sentence before it in its paragraph: the one it leans on
+                chosen.setdefault(at, (None, 3))
+        facts: dict[int, Fact] = {}
+        for index in sorted(chosen, key=lambda i: (_source_number(passages[i]), i)):
             passage = passages[index]
             question_id, rank = chosen[index]
             confidence, corroborating = self.rate(passage.source.id, passage.terms, rank, passages)
-            number = int(passage.source.id.removeprefix("src-"))
-            facts.append(
-                Fact(
-                    id=f"claim-{number}{passage.sentence.index + 1:03d}",
-                    source_id=passage.source.id,
-                    quote=passage.sentence.text,
-                    span=Span(start=passage.sentence.start, end=passage.sentence.end),
-                    confidence=confidence,
-                    corroborating_source_ids=corroborating,
-                    question_id=question_id,
-                    provenance=step.provenance(),
-                )
+            sentence = passage.sentence
+            leans = passage.leans and sentence.position > 0
+            facts[index] = Fact(
+                id=_claim_id(passage),
+                claim=sentence.plain if sentence.plain != _spaced(sentence.text) else None,
+                source_id=passage.source.id,
+                quote=sentence.text,
+                span=Span(start=sentence.start, end=sentence.end),
+                confidence=confidence,
+                corroborating_source_ids=corroborating,
+                question_id=question_id,
+                also_answers=[other for other in found.answering(passage) if other != question_id],
+                section=list(sentence.section)[-12:],
+                lines=passage.lines,
+                leans_on=_claim_id(passages[index - 1]) if leans else None,
+                provenance=step.provenance(),
             )
-        return facts
+        return list(facts.values())
 
     def _corroborating(
         self, source_id: str, claim_terms: frozenset[str], passages: list[Passage]
@@ -332,24 +470,25 @@ class OfflineResearchAgent:
         }
         return sorted(agreeing, key=lambda other: int(other.removeprefix("src-")))
 
-    def _notes(
-        self,
-        task: TaskSpec,
-        questions: list[Question],
-        ranked: dict[str, list[tuple[int, float]]],
-        passages: list[Passage],
-    ) -> str:
+    def _notes(self, task: TaskSpec, found: Retrieval) -> str:
         lines = [f"# Research notes: {task.objective}", ""]
-        for question in questions:
-            lines += [f"## {question.id}: {question.text}", ""]
-            hits = ranked[question.id]
+        queries = [
+            *(
+                (f"{question.id}: {question.text}", found.ranked[question.id])
+                for question in found.questions
+            ),
+            *((f"section {title!r}", hits) for title, hits in found.sections.items()),
+        ]
+        for heading, hits in queries:
+            lines += [f"## {heading}", ""]
             if not hits:
-                lines += ["No relevant passage found.", ""]
+                lines += ["No sentence in the corpus addresses it.", ""]
             for rank, (index, score) in enumerate(hits, start=1):
-                passage = passages[index]
+                passage = found.passages[index]
                 lines.append(
-                    f"{rank}. [{passage.source.id}, chars {passage.sentence.start}-"
-                    f"{passage.sentence.end}, score {score:.3f}] {passage.sentence.text}"
+                    f"{rank}. [{passage.source.id}, lines {passage.lines.first}-"
+                    f"{passage.lines.last}, chars {passage.sentence.start}-"
+                    f"{passage.sentence.end}, score {score:.3f}] {passage.sentence.plain}"
                 )
             lines.append("")
         return "\n".join(lines)
@@ -363,3 +502,39 @@ class OfflineResearchAgent:
             errors=[ErrorDetail(code=code, detail=detail, field="corpus")],
             missing_inputs=[str(location) for location in locations],
         )
+
+
+def _passages(source: Source, document: Document) -> list[Passage]:
+    """The prose sentences of a parsed source, as passages."""
+    title = heading_keys((), document.title)
+    found: list[Passage] = []
+    for sentence in document.sentences:
+        own = keys(sentence.plain)
+        path = sentence.section
+        headings = heading_keys(path[1:] if path[:1] == (document.title,) else path)
+        first, last = document.lines_of(sentence.start, sentence.end)
+        found.append(
+            Passage(
+                source=source,
+                sentence=sentence,
+                terms=own,
+                headings=headings,
+                context=own | headings | title,
+                lines=LineRange(first=first, last=last),
+                leans=leans_on_earlier(sentence.plain),
+            )
+        )
+    return found
+
+
+def _source_number(passage: Passage) -> int:
+    return int(passage.source.id.removeprefix("src-"))
+
+
+def _claim_id(passage: Passage) -> str:
+    """``claim-<source number><sentence number, 3 digits>``: stable for the same corpus."""
+    return f"claim-{_source_number(passage)}{passage.sentence.index + 1:03d}"
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split())

@@ -1,16 +1,26 @@
-"""Offline Writer: an article built only from sourced facts, every sentence cited."""
+"""Offline Writer: an article for a reader, built only from sourced facts, every sentence cited.
+
+Required sections get the facts on their topic (``app/relevance.py``), best first; each
+answered question gets at least one of its facts; a fact that leans on an earlier sentence
+comes right after it (never opening a paragraph); the word limit is counted with the
+Reviewer's own count; the draft ends with its Open questions and Sources
+(``app/agents/apparatus.py``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.text import FULL_STOPS, join_sentences, strip_citations, terms, word_count
+from app.agents.apparatus import apparatus
+from app.relevance import fact_context, heading_keys, keys, query_keys
+from app.text import FULL_STOPS, join_sentences, strip_citations, word_count
 from app.text import cite as cite_claim
 from contracts import (
     DraftArticle,
     ErrorCode,
     ErrorDetail,
     Fact,
+    Question,
     ResearchBundle,
     ReviewResult,
     TaskSpec,
@@ -35,6 +45,17 @@ def addressed_changes(review: ReviewResult | None) -> list[str]:
     ]
 
 
+_CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
+Group = tuple[str | None, list[Fact]]
+"""A section of the article: its heading (None for the opening text) and facts, best first."""
+
+
+def open_questions(request: WriteRequest) -> list[Question]:
+    """The task's questions still open, with any answer a person gave."""
+    handed = request.handoff.open_questions if request.handoff else []
+    return list(handed) or list(request.bundle.open_questions)
+
+
 @dataclass
 class OfflineWriterAgent:
     """Deterministic writer: same facts, constraints and review, same bytes."""
@@ -48,10 +69,10 @@ class OfflineWriterAgent:
         excluded = set(previous.excluded_claim_ids if previous else [])
         if review is not None:
             excluded |= set(review.rejected_claims)
-        usable = [fact for fact in bundle.facts if fact.id not in excluded]
+        usable = _usable(bundle.facts, excluded)
         limit = task.constraints.max_words or self.default_max_words
-        sections = self._sections(task, bundle, usable)
-        body, cited = self._compose(task, sections, limit)
+        groups = self._sections(task, bundle, usable)
+        body, cited = self._compose(task, bundle, groups, limit, open_questions(request))
         ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
         step.fault("after_artifact")
         addressed = addressed_changes(review)
@@ -84,54 +105,176 @@ class OfflineWriterAgent:
             field="constraints.max_words",
         )
 
-    def _sections(
-        self, task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]
-    ) -> list[tuple[str, list[Fact]]]:
-        """Required sections get the facts closest to their titles; else one per source."""
-        required = task.constraints.required_sections
+    def _sections(self, task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]) -> list[Group]:
+        """Required sections get the facts on their topic, the rest opens the article.
+
+        A fact goes to the required section whose title it matches best: the share of the
+        title's key terms in the sentence itself, then in it with its own heading, then in
+        its whole context (section path and document title). A fact on no section's topic
+        is never put under one. Without required sections, facts are grouped by their
+        source's title.
+        """
+        required = [
+            title for title in task.constraints.required_sections if not _is_apparatus(title)
+        ]
         if not required:
             grouped: dict[str, list[Fact]] = {}
             for fact in facts:
                 source = bundle.source(fact.source_id)
-                title = source.title if source else fact.source_id
-                grouped.setdefault(title, []).append(fact)
+                grouped.setdefault(source.title if source else fact.source_id, []).append(fact)
             return list(grouped.items())
-        buckets: list[tuple[str, list[Fact]]] = [(title, []) for title in required]
-        title_terms = [set(terms(title)) for title in required]
+        title_keys = [query_keys(title) for title in required]
+        opening: list[Fact] = []
+        placed: list[list[tuple[tuple[float, ...], int, Fact]]] = [[] for _ in required]
         for position, fact in enumerate(facts):
-            fact_terms = set(terms(fact.statement))
-            overlaps = [len(fact_terms & words) for words in title_terms]
-            best = max(overlaps)
-            target = overlaps.index(best) if best > 0 else position % len(required)
-            buckets[target][1].append(fact)
-        return buckets
+            layers = _layers(fact, bundle)
+            fits = [
+                tuple(len(layer & wanted) / len(wanted) if wanted else 0.0 for layer in layers)
+                for wanted in title_keys
+            ]
+            best = max(fits)
+            if best[-1] <= 0:
+                opening.append(fact)
+                continue
+            placed[fits.index(best)].append((tuple(-share for share in best), position, fact))
+        groups: list[Group] = [(None, opening)] if opening else []
+        for title, candidates in zip(required, placed, strict=True):
+            groups.append((title, [fact for *_, fact in sorted(candidates)]))
+        return groups
 
     def _compose(
-        self, task: TaskSpec, sections: list[tuple[str, list[Fact]]], limit: int
+        self,
+        task: TaskSpec,
+        bundle: ResearchBundle,
+        groups: list[Group],
+        limit: int,
+        still_open: list[Question],
     ) -> tuple[str, list[str]]:
-        """Take facts in rank order, round-robin over sections, until the word limit."""
-        chosen: dict[str, list[Fact]] = {title: [] for title, _ in sections}
+        """Choose facts within the word limit, then lay them out section by section.
+
+        First each required section's best fact, then one fact for each question answered
+        and not yet covered, then the rest round-robin. A fact comes with the facts it
+        leans on, and only if they all fit.
+        """
+        chosen: dict[str, str | None] = {}  # claim id -> its group's heading
         used = 0
-        depth = max((len(facts) for _, facts in sections), default=0)
+
+        def take(fact: Fact, heading: str | None) -> None:
+            nonlocal used
+            whole = _chain(fact, bundle)
+            if any(chosen.get(item.id, heading) != heading for item in whole):
+                return  # its antecedent sits in another section: it would open a paragraph
+            chain = [item for item in whole if item.id not in chosen]
+            if not chain:
+                return
+            words = sum(word_count(cite(item)) for item in chain)
+            if used + words > limit:
+                return
+            for item in chain:
+                chosen[item.id] = heading
+            used += words
+
+        required = set(task.constraints.required_sections)
+        for heading, facts in groups:
+            if heading in required and facts:
+                take(facts[0], heading)
+        answered = {
+            question_id for bundle_fact in bundle.facts for question_id in bundle_fact.answers
+        }
+        for question_id in sorted(answered, key=_question_number):
+            candidates = sorted(
+                (
+                    (_CONFIDENCE_ORDER[fact.confidence], word_count(cite(fact)), index, heading)
+                    for heading, facts in groups
+                    for index, fact in enumerate(facts)
+                    if question_id in fact.answers
+                ),
+                key=lambda item: item[:3],
+            )
+            for *_, index, heading in candidates:
+                if any(question_id in _fact(bundle, claim).answers for claim in chosen):
+                    break
+                group = next(facts for title, facts in groups if title == heading)
+                take(group[index], heading)
+        depth = max((len(facts) for _, facts in groups), default=0)
         for position in range(depth):
-            for title, facts in sections:
-                if position >= len(facts):
-                    continue
-                sentence = cite(facts[position])
-                words = word_count(sentence)
-                if used + words > limit:
-                    continue
-                chosen[title].append(facts[position])
-                used += words
+            for heading, facts in groups:
+                if position < len(facts):
+                    take(facts[position], heading)
         lines = [f"# {strip_citations(task.objective).rstrip('.?!' + FULL_STOPS)}", ""]
         cited: list[str] = []
-        for title, _ in sections:
-            lines += [f"## {title}", ""]
-            facts = sorted(chosen[title], key=_reading_order)
-            if facts:
-                lines += [join_sentences([cite(fact) for fact in facts]), ""]
+        for heading, _ in groups:
+            facts = sorted(
+                (fact for fact in bundle.facts if chosen.get(fact.id, "\0") == heading),
+                key=_reading_order,
+            )
+            if heading is not None:
+                lines += [f"## {heading}", ""]
+            for paragraph in _paragraphs(facts):
+                lines += [join_sentences([cite(fact) for fact in paragraph]), ""]
             cited += [fact.id for fact in facts]
-        return "\n".join(lines).rstrip() + "\n", cited
+        body = "\n".join(lines).rstrip() + "\n"
+        closing = apparatus(bundle, still_open, cited)
+        return (body + "\n" + closing if closing else body), cited
+
+
+def _layers(fact: Fact, bundle: ResearchBundle) -> tuple[frozenset[str], ...]:
+    """What a fact says, then with its own heading, then with all its context.
+
+    The closer a title's terms are to the sentence, the better the fact fits that section.
+    """
+    own = keys(fact.statement)
+    heading = heading_keys(fact.section[-1:])
+    return own, own | heading, fact_context(fact, bundle)
+
+
+def _is_apparatus(title: str) -> bool:
+    return title.casefold() in {"sources", "open questions"}
+
+
+def _usable(facts: list[Fact], excluded: set[str]) -> list[Fact]:
+    """Facts not excluded, nor leaning on one that is (it would lose its referent)."""
+    gone = set(excluded)
+    usable = []
+    for fact in facts:  # a fact leans only on an earlier one of the bundle
+        if fact.id in gone or (fact.leans_on is not None and fact.leans_on in gone):
+            gone.add(fact.id)
+            continue
+        usable.append(fact)
+    return usable
+
+
+def _chain(fact: Fact, bundle: ResearchBundle) -> list[Fact]:
+    """The fact after the facts it leans on, earliest first."""
+    chain = [fact]
+    while chain[0].leans_on is not None:
+        earlier = bundle.fact(chain[0].leans_on)
+        if earlier is None or earlier in chain:
+            break
+        chain.insert(0, earlier)
+    return chain
+
+
+def _fact(bundle: ResearchBundle, claim_id: str) -> Fact:
+    fact = bundle.fact(claim_id)
+    if fact is None:
+        raise ValueError(f"{claim_id} is not a fact of the bundle")
+    return fact
+
+
+def _paragraphs(facts: list[Fact]) -> list[list[Fact]]:
+    """One paragraph per source, in reading order; a leaning fact follows its antecedent."""
+    paragraphs: list[list[Fact]] = []
+    for fact in facts:
+        if paragraphs and paragraphs[-1][-1].source_id == fact.source_id:
+            paragraphs[-1].append(fact)
+        else:
+            paragraphs.append([fact])
+    return paragraphs
+
+
+def _question_number(question_id: str | None) -> int:
+    return int((question_id or "q-0").removeprefix("q-"))
 
 
 def _reading_order(fact: Fact) -> tuple[int, int]:

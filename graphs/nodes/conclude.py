@@ -17,6 +17,7 @@ from contracts import (
 )
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.nodes.finalize import unanswered_error
 
 
 class ConcludeInput(TypedDict):
@@ -39,6 +40,17 @@ def change_error(change: RequiredChange) -> ErrorDetail:
     return ErrorDetail(code=change.code, detail=change.reason, claim_id=change.claim_id)
 
 
+def unanswerable(bundle: ResearchBundle | None) -> bool:
+    """Research read its sources and found they answer none of the task's questions.
+
+    That is the corpus' answer, not a failure of the run: it ends partial with each
+    question named, the same as a question left open in a published article.
+    """
+    if bundle is None or bundle.facts or not bundle.sources or not bundle.open_questions:
+        return False
+    return all(error.code == ErrorCode.INSUFFICIENT_EVIDENCE for error in bundle.errors)
+
+
 @node("conclude", reads=ConcludeInput, writes=ConcludeOutput, terminal=True)
 def conclude(call: NodeCall) -> NodeResult:
     """Record why a run ends without an approved article: failed research, writing or review."""
@@ -46,7 +58,18 @@ def conclude(call: NodeCall) -> NodeResult:
     draft: DraftArticle | None = call.read("draft")
     review: ReviewResult | None = call.read("review")
     errors: list[ErrorDetail] = list(bundle.errors) if bundle else []
-    if bundle is None or bundle.result_status == "failed" or not bundle.facts:
+    if unanswerable(bundle):
+        assert bundle is not None
+        outcome = RunOutcome(
+            thread_id=call.step.thread_id,
+            task_id=call.task.task_id,
+            state=TaskState.COMPLETED,
+            result_status="partial",
+            errors=[unanswered_error(question) for question in bundle.open_questions] + errors,
+            fact_count=0,
+            reason="the corpus answers none of the task's questions; nothing was written",
+        )
+    elif bundle is None or bundle.result_status == "failed" or not bundle.facts:
         if not errors:
             errors.append(
                 ErrorDetail(

@@ -6,8 +6,11 @@ from typing import TypedDict
 
 from contracts import (
     DraftArticle,
+    ErrorCode,
+    ErrorDetail,
     FreshnessReport,
     Handoff,
+    Question,
     ResearchBundle,
     ReviewResult,
     RunOutcome,
@@ -40,6 +43,15 @@ class FinalizeOutput(TypedDict, total=False):
     freshness: FreshnessReport | None
 
 
+def unanswered_error(question: Question) -> ErrorDetail:
+    """A question the corpus left open and no person answered, as an outcome error."""
+    return ErrorDetail(
+        code=ErrorCode.INSUFFICIENT_EVIDENCE,
+        detail=f"no source answers {question.id} {question.text[:300]!r}",
+        field=f"questions.{question.id}",
+    )
+
+
 @node("finalize", reads=FinalizeInput, writes=FinalizeOutput, terminal=True, stores_artifacts=True)
 def finalize(call: NodeCall) -> NodeResult:
     """Publish exactly the reviewed revision; an unreviewed one is never published."""
@@ -64,12 +76,22 @@ def finalize(call: NodeCall) -> NodeResult:
         call.step.artifact_id("article"), "article", body, draft.body.media_type
     )
     call.step.fault("after_artifact")
+    handoff: Handoff | None = call.read("handoff")
+    waiting = [
+        question
+        for question in (handoff.open_questions if handoff else bundle.open_questions)
+        if question.answer is None
+    ]
+    unanswered = [unanswered_error(question) for question in waiting]
     outcome = RunOutcome(
         thread_id=call.step.thread_id,
         task_id=call.task.task_id,
         state=TaskState.COMPLETED,
-        result_status="completed",
-        errors=list(bundle.errors),
+        result_status="partial" if waiting else "completed",
+        errors=list(bundle.errors) + unanswered,
+        reason=f"published without an answer to {len(waiting)} of the task's questions"
+        if waiting
+        else None,
         article=article,
         draft=draft.body,
         review_rounds=draft.revision,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from app.agents.apparatus import without_apparatus
 from app.text import cite, join_sentences, sentences, strip_citations, terms, word_count
 from app.workflow import Workflow
 from contracts import TaskState
@@ -47,7 +48,9 @@ def run_article(
 
 
 def body_of(article: str) -> str:
-    return "\n".join(line for line in article.splitlines() if not line.startswith("#"))
+    """The article's text: no headings, no Sources list."""
+    text = without_apparatus(article)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("#"))
 
 
 @pytest.mark.parametrize(

@@ -92,13 +92,13 @@ def test_invalid_input_exits_usage_naming_the_field(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_research_without_evidence_exits_failed(tmp_path: Path) -> None:
+def test_a_corpus_answering_nothing_exits_partial_naming_the_question(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "bees.md").write_text("Honey bees dance to share where flowers are.\n")
     result = handoff(tmp_path, "run", "Describe quantum chromodynamics", "--corpus", str(corpus))
-    assert result.returncode == ExitCode.FAILED
-    assert "INSUFFICIENT_EVIDENCE" in result.stdout
+    assert result.returncode == ExitCode.PARTIAL
+    assert "INSUFFICIENT_EVIDENCE" in result.stdout and "quantum chromodynamics" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from langgraph.errors import is_invalid_resume
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from app.agents.apparatus import without_apparatus
 from app.errors import InvalidDecision, NotWaiting, ThreadFinished
 from app.exit_codes import ExitCode
 from app.settings import Settings
@@ -102,7 +103,8 @@ def test_invalid_decisions_are_refused_naming_the_field_and_the_thread_keeps_wai
     assert workflow.pending("t-bad") == request
     assert workflow.checkpoint_count("t-bad") == checkpoints
     outcome = workflow.resume("t-bad", {"interrupt_id": request.interrupt_id, "action": "approve"})
-    assert outcome.result_status == "completed"
+    assert outcome.result_status == "partial", "approved, but the lunch question stays open"
+    assert [error.field for error in outcome.errors] == ["questions.q-3"]
 
 
 def test_the_graph_itself_refuses_an_invalid_resume_so_server_clients_are_covered_too(
@@ -181,22 +183,23 @@ def test_an_answered_question_is_recorded_as_human_and_never_becomes_a_fact(
     workflow: Workflow,
 ) -> None:
     request = paused(workflow, "t-answer", questions=QUESTIONS)
-    assert [question.id for question in request.open_questions] == ["q-2"]
+    assert [question.id for question in request.open_questions] == ["q-3"]
     answer = "No reliable record of his lunch survives"
     decision = {
         "interrupt_id": request.interrupt_id,
         "action": "revise",
-        "answers": [{"question_id": "q-2", "text": answer}],
+        "answers": [{"question_id": "q-3", "text": answer}],
     }
     assert workflow.resume("t-answer", decision).result_status == "completed"
     state = workflow.state("t-answer")
     [question] = state["handoff"].open_questions
-    assert (question.id, question.answer) == ("q-2", answer)
+    assert (question.id, question.answer) == ("q-3", answer)
     assert question.answered_by is not None and question.answered_by.producer == "human"
     bundle = state["research"]
-    assert all(fact.question_id != "q-2" for fact in bundle.facts)
+    assert all("q-3" not in fact.answers for fact in bundle.facts)
     article = workflow.artifact("t-answer", "article").decode()
-    assert "lunch" not in article
+    assert "lunch" not in without_apparatus(article), "an answer is never written as a fact"
+    assert f"q-3: {QUESTIONS[1]} (answered by a person, not by the sources: {answer})" in article
     assert all(bundle.fact(claim_id) for claim_id in CITATION.findall(article))
 
 

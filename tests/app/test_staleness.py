@@ -215,10 +215,11 @@ def stopped_before_review(workflow: Workflow, corpus: Path, policy: str, thread_
 
 
 def human_revision(workflow: Workflow, thread_id: str) -> bytes:
-    """The draft with its last paragraph removed: still fully cited."""
+    """The draft with the last paragraph of its text removed: still fully cited and listed."""
     body = workflow.artifact(thread_id, "draft").decode()
-    paragraphs = body.rstrip("\n").split("\n\n")
-    return ("\n\n".join(paragraphs[:-2]) + "\n").encode()
+    text, sources = body.split("\n## Sources\n")
+    paragraphs = text.rstrip("\n").split("\n\n")
+    return ("\n\n".join(paragraphs[:-2]) + "\n\n## Sources\n" + sources).encode()
 
 
 def test_a_draft_revised_by_a_person_is_reviewed_under_reevaluate(

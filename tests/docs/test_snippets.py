@@ -213,6 +213,12 @@ def test_a_project_block_runs_in_the_project_and_its_last_line_works(
     env["PATH"] = SYSTEM_PATH  # a fresh shell: the project's environment not activated
     result = bash(snippet.text, ROOT, env)
     succeeded(result, snippet)
+    if "make demo" in snippet.text:  # the article first: prose, then the Sources it cites
+        lines = result.stdout.splitlines()
+        title = next(at for at, line in enumerate(lines) if line.startswith("# "))
+        end = next(at for at, line in enumerate(lines) if line.startswith("thread: "))
+        article = "\n".join(lines[title:end])
+        assert "\n## Sources\n\n- src-" in article, article
     last = result.stdout.strip().splitlines()[-1]
     command = last.split(":", 1)[1].strip()  # "read it: <command>"
     shown = bash(command, ROOT, env)

@@ -11,6 +11,7 @@ from app.agents import (
     LLMWriterAgent,
     OfflineResearchAgent,
 )
+from app.agents.apparatus import apparatus
 from app.artifacts import FilesystemArtifactStore
 from app.settings import BUNDLED_CORPUS, Settings
 from contracts import (
@@ -23,6 +24,7 @@ from contracts import (
     TaskSpec,
 )
 from graphs import ResearchRequest, ReviewRequest, StepInfo, WriteRequest
+from graphs.markdown import cited_claims
 from tests.app.agents.scripted import (
     APPROVE,
     ARTICLE,
@@ -61,14 +63,16 @@ def _step(node: str, tokens_left: int | None = None) -> StepInfo:
 def _retrieval(corpus: Path = BUNDLED_CORPUS) -> OfflineResearchAgent:
     """Retrieval over ``corpus``, which is also where it may read."""
     policy = Settings(corpus_roots=[corpus]).corpus_policy()
-    return OfflineResearchAgent(default_corpus=[corpus], clock=lambda: FIXED, policy=policy)
+    return OfflineResearchAgent(
+        default_corpus=[corpus], clock=lambda: FIXED, policy=policy, max_facts=24
+    )
 
 
 def _research(
     store: FilesystemArtifactStore, *proposed: dict[str, str], task: TaskSpec = TASK
 ) -> tuple[ResearchBundle, int, list[str]]:
     model, log = scripted(reply(claims(*proposed), tokens=321))
-    output = LLMResearchAgent(model, _retrieval()).run(
+    output = LLMResearchAgent(model, _retrieval(), max_passages=48).run(
         ResearchRequest(task, None, store, _step("research"))
     )
     return output.result, output.usage.tokens, log.texts()
@@ -76,7 +80,8 @@ def _research(
 
 def test_research_keeps_verified_claims_and_records_the_dropped_ones(tmp_path: Path) -> None:
     store = FilesystemArtifactStore(tmp_path)
-    bundle, tokens, [prompt] = _research(store, STONE, MOON, LETTRE)
+    objective_only = TaskSpec(task_id="t", objective=OBJECTIVE)
+    bundle, tokens, [prompt] = _research(store, STONE, MOON, LETTRE, task=objective_only)
     assert tokens == 321
     assert [(fact.id, fact.source_id) for fact in bundle.facts] == [
         ("claim-1", "src-4"),
@@ -157,6 +162,7 @@ def _bundle_and_draft(
     store: FilesystemArtifactStore, body: str, revision: int = 1
 ) -> tuple[ResearchBundle, DraftArticle]:
     bundle, _, _ = _research(store, STONE, LETTRE, YOUNG)
+    body += "\n" + apparatus(bundle, [], cited_claims(body))  # as every writer ends a draft
     ref = store.put("t-draft", "draft", body.encode(), "text/markdown")
     draft_ = DraftArticle(
         task_id="t", result_status="completed", revision=revision, body=ref, word_count=50
@@ -236,7 +242,10 @@ def test_the_writer_prompt_holds_contracts_only(tmp_path: Path) -> None:
     assert result.cited_claim_ids == ["claim-2"]
     assert result.excluded_claim_ids == ["claim-1", "claim-3"]
     assert result.addressed_changes == ["MISSING_SECTION:The Stone"]
-    assert store.get(result.body).decode() == only_two
+    body = store.get(result.body).decode()
+    text, sources = body.split("\n## Sources\n")
+    assert text == only_two, "the model's text is kept as written"
+    assert sources.strip().startswith("- src-3:") and "claim-2" in sources, "then the Sources"
 
 
 def test_a_writer_without_usable_facts_asks_no_model(tmp_path: Path) -> None:

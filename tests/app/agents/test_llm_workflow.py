@@ -65,7 +65,9 @@ def test_happy_path_with_scripted_models_completes_and_records_tokens_per_node(
     review: ReviewResult = ReviewResult.model_validate(state["review"].model_dump(mode="json"))
     assert review.verdict == "approved"
     assert review.accepted_claims == ["claim-1", "claim-2", "claim-3"]
-    assert workflow.artifact("t-llm", "article").decode() == ARTICLE
+    article = workflow.artifact("t-llm", "article").decode()
+    text, sources = article.split("\n## Sources\n")
+    assert text == ARTICLE and "src-4" in sources, "the model's text, then the Sources list"
     tokens = {run.node_id: run.usage.tokens for run in workflow.history("t-llm")}
     assert tokens == {"research": 900, "writer": 700, "reviewer": 400, "finalize": 0}
     agents = {run.node_id: run.agent for run in workflow.history("t-llm")}

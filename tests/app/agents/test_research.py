@@ -36,7 +36,7 @@ def _run(tmp_path: Path, task: TaskSpec) -> tuple[FilesystemArtifactStore, objec
 def test_facts_are_verbatim_quotes_at_their_spans_in_the_snapshots(tmp_path: Path) -> None:
     store, bundle = _run(tmp_path, TaskSpec(task_id="t", objective=OBJECTIVE))
     assert bundle.result_status == "completed"
-    assert 5 <= len(bundle.facts) <= 10
+    assert 5 <= len(bundle.facts) <= 12
     for fact in bundle.facts:
         source = bundle.source(fact.source_id)
         text = store.get(source.snapshot).decode()
@@ -104,8 +104,99 @@ def test_questions_without_evidence_become_open_questions(tmp_path: Path) -> Non
         questions=["Who found the Rosetta Stone in 1799?", "What did the pharaoh eat for lunch?"],
     )
     _, bundle = _run(tmp_path, task)
-    assert [question.id for question in bundle.open_questions] == ["q-2"]
-    assert {fact.question_id for fact in bundle.facts} == {"q-1"}
+    assert [(q.id, q.text) for q in bundle.open_questions] == [
+        ("q-3", "What did the pharaoh eat for lunch?")
+    ]
+    assert {question for fact in bundle.facts for question in fact.answers} == {"q-1", "q-2"}
+    assert bundle.result_status == "partial", "an open question is a partial result"
+
+
+def test_a_sub_question_adds_to_the_objective_and_never_replaces_it(tmp_path: Path) -> None:
+    task = TaskSpec(task_id="t", objective=OBJECTIVE, questions=["Who was Thomas Young?"])
+    _, bundle = _run(tmp_path, task)
+    assert task.research_questions() == [OBJECTIVE, "Who was Thomas Young?"]
+    answered = {question for fact in bundle.facts for question in fact.answers}
+    assert answered == {"q-1", "q-2"} and not bundle.open_questions
+
+
+BEES = {
+    "frisch.md": "# Karl von Frisch\n\n## Experiments\n\n"
+    "Karl von Frisch trained honeybees to visit dishes of sugar water. "
+    "He showed that a forager dances to tell her nestmates where the food is.\n\n"
+    "Von Frisch shared the Nobel Prize in 1973 for his work on bee behaviour.\n",
+    "drones.md": "# Drones\n\nDrones are the male bees of the colony and do not forage.\n",
+}
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What did von Frisch eat for lunch?", "What colour are drones?"],
+)
+def test_a_question_naming_corpus_words_but_asking_what_it_never_says_stays_open(
+    tmp_path: Path, question: str
+) -> None:
+    corpus = write_corpus(tmp_path / "bees", BEES)
+    task = TaskSpec(
+        task_id="t",
+        objective="Explain von Frisch's honeybee experiments",
+        questions=[question],
+        corpus=[str(corpus)],
+    )
+    _, bundle = _run(tmp_path, task)
+    assert [q.text for q in bundle.open_questions] == [question]
+    assert not any("q-2" in fact.answers for fact in bundle.facts)
+
+
+def test_a_leaning_sentence_comes_with_the_one_it_leans_on(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path / "bees", BEES)
+    task = TaskSpec(
+        task_id="t",
+        objective="How does a forager tell nestmates where food is?",
+        corpus=[str(corpus)],
+    )
+    store, bundle = _run(tmp_path, task)
+    leaning = next(fact for fact in bundle.facts if fact.quote.startswith("He showed"))
+    antecedent = bundle.fact(leaning.leans_on or "")
+    assert antecedent is not None and antecedent.quote.startswith("Karl von Frisch trained")
+    assert leaning.section == ["Karl von Frisch", "Experiments"]
+    assert leaning.lines is not None and leaning.lines.first == leaning.lines.last == 5
+
+
+README = """# ferrule
+
+[![PyPI](https://img.shields.io/pypi/v/ferrule.svg)](https://pypi.org/project/ferrule/)
+
+<p align="center"><img src="logo.png" alt="ferrule"></p>
+
+ferrule is a task queue that keeps its tasks in one SQLite file, e.g. ferrule.db in the
+working directory.
+
+$ pip install ferrule
+
+```python
+queue = ferrule.Queue("ferrule.db")  # the queue keeps tasks in SQLite
+```
+
+| variable | default | meaning |
+|---|---|---|
+| FERRULE_DB | ferrule.db | the SQLite file that keeps the tasks |
+
+```bibtex
+@software{ferrule, title = {ferrule keeps tasks in SQLite}}
+```
+"""
+
+
+def test_code_tables_badges_html_and_bibtex_never_become_facts(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path / "readme", {"README.md": README})
+    task = TaskSpec(
+        task_id="t", objective="Where does ferrule keep its tasks?", corpus=[str(corpus)]
+    )
+    _, bundle = _run(tmp_path, task)
+    assert [fact.quote for fact in bundle.facts] == [
+        "ferrule is a task queue that keeps its tasks in one SQLite file, e.g. ferrule.db "
+        "in the\nworking directory."
+    ]
 
 
 def test_a_missing_corpus_fails_naming_the_location(tmp_path: Path) -> None:

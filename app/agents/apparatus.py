@@ -1,0 +1,97 @@
+"""The article's apparatus: its Open questions and its closing Sources list.
+
+Every writer, offline or model-backed, ends its draft with these, built here from the
+contracts alone, so a reader can follow each ``[claim-N]`` to a file, a section and a line
+range without tools, and sees which of the task's questions the corpus left unanswered.
+The Reviewer checks both (``app/agents/reviewer.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urlparse
+
+from contracts import Fact, Question, ResearchBundle, Source
+from graphs.markdown import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, apparatus_heading
+
+UNANSWERED = "no source in the corpus answers it"
+
+
+def file_name(source: Source) -> str:
+    """The file a source was read from, as a person would look for it."""
+    path = unquote(urlparse(source.uri).path) or source.uri
+    return PurePosixPath(path).name or source.uri
+
+
+def where(fact: Fact) -> str:
+    """Where a fact's quote sits: its section path and line range."""
+    parts = []
+    if fact.section:
+        parts.append("§ " + " › ".join(fact.section))
+    if fact.lines is not None:
+        if fact.lines.first == fact.lines.last:
+            parts.append(f"line {fact.lines.first}")
+        else:
+            parts.append(f"lines {fact.lines.first}–{fact.lines.last}")
+    return ", ".join(parts)
+
+
+def sources_list(bundle: ResearchBundle, cited: list[str]) -> list[str]:
+    """The Sources section: each cited source with the claims that cite it, in order."""
+    by_source: dict[str, list[Fact]] = {}
+    for claim_id in cited:
+        fact = bundle.fact(claim_id)
+        if fact is not None:
+            by_source.setdefault(fact.source_id, []).append(fact)
+    if not by_source:
+        return []
+    lines = [f"## {SOURCES_HEADING}", ""]
+    for source_id in sorted(by_source, key=lambda found: int(found.removeprefix("src-"))):
+        source = bundle.source(source_id)
+        if source is None:
+            continue
+        claims = "; ".join(
+            f"{fact.id}" + (f" ({where(fact)})" if where(fact) else "")
+            for fact in by_source[source_id]
+        )
+        lines.append(
+            f"- {source.id}: *{source.title}*, {file_name(source)} "
+            f"(sha256 {source.sha256[:12]}): {claims}"
+        )
+    return lines + [""]
+
+
+def open_questions_list(questions: list[Question]) -> list[str]:
+    """The Open questions section: each question the corpus does not answer."""
+    if not questions:
+        return []
+    lines = [f"## {OPEN_QUESTIONS_HEADING}", ""]
+    for question in questions:
+        answer = (
+            f"answered by a person, not by the sources: {' '.join(question.answer.split())}"
+            if question.answer
+            else UNANSWERED
+        )
+        lines.append(f"- {question.id}: {' '.join(question.text.split())} ({answer})")
+    return lines + [""]
+
+
+def apparatus(bundle: ResearchBundle, open_questions: list[Question], cited: list[str]) -> str:
+    """Open questions, then Sources, as markdown to end a draft with."""
+    lines = open_questions_list(open_questions) + sources_list(bundle, cited)
+    return "\n".join(lines).rstrip() + "\n" if lines else ""
+
+
+def without_apparatus(markdown: str) -> str:
+    """A body with any Open questions or Sources section removed.
+
+    A model may write its own; the one a reader gets is always built from the contracts.
+    """
+    kept: list[str] = []
+    skipping = False
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            skipping = apparatus_heading(line)
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept).rstrip() + "\n"

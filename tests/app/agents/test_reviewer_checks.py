@@ -1,0 +1,240 @@
+"""Each Reviewer check: a stand-in writer makes exactly that defect, every round; the review
+requests the change with its code, and once the rounds are spent the run ends partial
+naming it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.agents import OfflineReviewerAgent, OfflineWriterAgent
+from app.agents.apparatus import apparatus, without_apparatus
+from app.artifacts import FilesystemArtifactStore
+from app.relevance import fact_context, on_topic
+from app.text import CITATION, cite
+from app.workflow import Workflow
+from contracts import (
+    DraftArticle,
+    ErrorCode,
+    Fact,
+    ResearchBundle,
+    ReviewResult,
+    Source,
+    Span,
+    TaskSpec,
+    TaskState,
+)
+from graphs import AgentOutput, WriteRequest
+from graphs.markdown import cited_claims, word_count
+from tests.conftest import OBJECTIVE, write_corpus
+
+Defect = Callable[[str, WriteRequest], str]
+
+
+@dataclass
+class DefectWriter:
+    """The offline writer's draft, with one defect made to it every round."""
+
+    defect: Defect
+    real: OfflineWriterAgent = field(default_factory=OfflineWriterAgent)
+    reviews: list[ReviewResult] = field(default_factory=list)
+
+    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
+        if request.review is not None:
+            self.reviews.append(request.review)
+        draft = self.real.run(request).result
+        body = self.defect(request.store.get(draft.body).decode(), request)
+        ref = request.store.put(
+            request.step.artifact_id("draft"), "draft", body.encode(), "text/markdown"
+        )
+        changed = {
+            "body": ref,
+            "cited_claim_ids": cited_claims(body),
+            "word_count": word_count(body),
+        }
+        return AgentOutput(draft.model_copy(update=changed))
+
+
+def relisted(text: str, request: WriteRequest) -> str:
+    """A body with its apparatus rebuilt for the claims it now cites."""
+    return text + "\n" + apparatus(request.bundle, [], cited_claims(text))
+
+
+def sections(body: str) -> tuple[str, dict[str, str]]:
+    """The text before the first ``##`` heading, and each section's text by title."""
+    parts = re.split(r"^## (.+)\n", body, flags=re.M)
+    return parts[0], dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def rebuild(opening: str, by_title: dict[str, str]) -> str:
+    return opening + "".join(f"## {title}\n{text}" for title, text in by_title.items())
+
+
+def rename_section(body: str, request: WriteRequest) -> str:
+    return body.replace("## The Stone\n", "## A stone\n")
+
+
+def empty_section(body: str, request: WriteRequest) -> str:
+    opening, by_title = sections(without_apparatus(body))
+    moved = by_title["The Stone"].strip()
+    by_title["The Stone"] = "\n"
+    return relisted(rebuild(opening.rstrip() + "\n\n" + moved + "\n\n", by_title), request)
+
+
+def off_topic_section(body: str, request: WriteRequest) -> str:
+    [title] = request.task.constraints.required_sections
+    opening, by_title = sections(without_apparatus(body))
+    other = next(
+        fact
+        for fact in request.bundle.facts
+        if fact.leans_on is None and not on_topic(title, fact_context(fact, request.bundle))
+    )
+    moved = by_title[title].strip()
+    by_title[title] = f"\n{cite(other.statement, other.id)}\n\n"
+    return relisted(rebuild(opening.rstrip() + "\n\n" + moved + "\n\n", by_title), request)
+
+
+def over_the_limit(body: str, request: WriteRequest) -> str:
+    text = without_apparatus(body).rstrip() + "\n\n"
+    cited = set(cited_claims(body))
+    extra = [fact for fact in request.bundle.facts if fact.id not in cited and not fact.leans_on]
+    limit = request.task.constraints.max_words or 0
+    while word_count(text) <= limit:
+        fact = extra.pop(0)
+        text += cite(fact.statement, fact.id) + "\n\n"
+    return relisted(text, request)
+
+
+def unlisted_open_question(body: str, request: WriteRequest) -> str:
+    return relisted(without_apparatus(body), request)  # Sources only, no Open questions
+
+
+def code_block(body: str, request: WriteRequest) -> str:
+    return body.replace("\n\n", "\n\n```bash\n$ pip install rosetta\n```\n\n", 1)
+
+
+def uncited_sentence(body: str, request: WriteRequest) -> str:
+    first = next(match for match in CITATION.finditer(body))
+    end = body.index("\n", first.end())
+    return body[:end] + " Everyone agrees the stone is pretty." + body[end:]
+
+
+def no_sources_list(body: str, request: WriteRequest) -> str:
+    return without_apparatus(body)
+
+
+def empty_article(body: str, request: WriteRequest) -> str:
+    return body.splitlines()[0] + "\n"
+
+
+def dangling_opening(body: str, request: WriteRequest) -> str:
+    leaning = next(fact for fact in request.bundle.facts if fact.leans_on)
+    text = without_apparatus(body).replace(cite(leaning.statement, leaning.id), "")
+    title, rest = text.split("\n", 1)
+    return relisted(f"{title}\n\n{cite(leaning.statement, leaning.id)}\n{rest}", request)
+
+
+YOUNG = (
+    "# Thomas Young\n\nThomas Young studied the Rosetta Stone from 1814 onward. "
+    "He identified the cartouche of Ptolemy in the hieroglyphic text of the stone.\n"
+)
+CASES: list[tuple[ErrorCode, Defect, dict[str, Any]]] = [
+    (ErrorCode.MISSING_SECTION, rename_section, {"required_sections": ["The Stone"]}),
+    (ErrorCode.EMPTY_SECTION, empty_section, {"required_sections": ["The Stone"]}),
+    (ErrorCode.OFF_TOPIC_SECTION, off_topic_section, {"required_sections": ["Coptic"]}),
+    (ErrorCode.CONSTRAINT_VIOLATED, over_the_limit, {"max_words": 80}),
+    (ErrorCode.QUESTION_NOT_ADDRESSED, unlisted_open_question, {}),
+    (ErrorCode.NON_PROSE_QUOTED, code_block, {}),
+    (ErrorCode.UNCITED_SENTENCE, uncited_sentence, {}),
+    (ErrorCode.SOURCE_NOT_LISTED, no_sources_list, {}),
+    (ErrorCode.EMPTY_ARTICLE, empty_article, {}),
+    (ErrorCode.DANGLING_REFERENCE, dangling_opening, {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "defect", "constraints"), CASES, ids=[code.value for code, *_ in CASES]
+)
+def test_a_defect_is_requested_by_its_code_and_ends_the_run_partial_naming_it(
+    tmp_path: Path,
+    workflow: Workflow,
+    code: ErrorCode,
+    defect: Defect,
+    constraints: dict[str, Any],
+) -> None:
+    writer = DefectWriter(defect)
+    fields: dict[str, Any] = {"constraints": constraints, "budget": {"max_review_rounds": 2}}
+    objective = OBJECTIVE
+    if code == ErrorCode.QUESTION_NOT_ADDRESSED:
+        fields["questions"] = ["What did Champollion eat for lunch?"]
+    if code == ErrorCode.DANGLING_REFERENCE:
+        fields["corpus"] = [str(write_corpus(tmp_path / "young", {"young.md": YOUNG}))]
+        objective = "Explain how Thomas Young identified the cartouche of Ptolemy"
+    context = workflow.context.with_agent("writer", writer)
+    with Workflow(workflow.settings, context=context) as stand_in:
+        outcome = stand_in.run(stand_in.task(objective, **fields), "t-defect")
+        if outcome.state == TaskState.INPUT_REQUIRED:  # the lunch question stays open
+            request = stand_in.pending("t-defect")
+            assert request is not None and request.open_questions
+            decision = {"interrupt_id": request.interrupt_id, "action": "approve"}
+            outcome = stand_in.resume("t-defect", decision)
+    [review] = writer.reviews
+    assert review.verdict == "changes_requested"
+    assert {change.code for change in review.required_changes} == {code}
+    assert outcome.state == TaskState.COMPLETED and outcome.result_status == "partial"
+    assert outcome.reason == "the draft was not approved within the review-round budget"
+    assert code in {error.code for error in outcome.errors}
+
+
+def test_the_offline_writer_passes_every_check_on_the_same_tasks(workflow: Workflow) -> None:
+    task = workflow.task(
+        OBJECTIVE, constraints={"required_sections": ["The Stone"], "max_words": 120}
+    )
+    outcome = workflow.run(task, "t-clean")
+    assert outcome.result_status == "completed" and outcome.review_rounds == 1
+
+
+def test_a_cited_quote_from_a_table_row_is_rejected_as_non_prose(tmp_path: Path) -> None:
+    text = (
+        "# Settings\n\nThe worker reads its settings at start.\n\n"
+        "| name | default |\n|---|---|\n| FERRULE_DB | ferrule.db |\n"
+    )
+    store = FilesystemArtifactStore(tmp_path)
+    snapshot = store.put("t-src-1", "source", text.encode(), "text/markdown")
+    source = Source(
+        id="src-1",
+        uri="file:///corpus/settings.md",
+        title="Settings",
+        retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
+        sha256=snapshot.sha256,
+        snapshot=snapshot,
+    )
+    row = "| FERRULE_DB | ferrule.db |"
+    start = text.index(row)
+    fact = Fact(
+        id="claim-1",
+        source_id="src-1",
+        quote=row,
+        span=Span(start=start, end=start + len(row)),
+        confidence="low",
+        provenance={"producer": "research", "node": "research"},
+    )
+    bundle = ResearchBundle(task_id="t", result_status="completed", facts=[fact], sources=[source])
+    task = TaskSpec(task_id="t", objective="Describe the worker settings")
+    body = "# Settings\n\nFERRULE_DB defaults to ferrule.db [claim-1].\n\n" + apparatus(
+        bundle, [], ["claim-1"]
+    )
+    ref = store.put("t-draft", "draft", body.encode(), "text/markdown")
+    draft = DraftArticle(
+        task_id="t", result_status="completed", revision=1, body=ref, word_count=word_count(body)
+    )
+    findings = OfflineReviewerAgent().check(task, bundle, draft, store)
+    codes = {change.code for change in findings.changes}
+    assert ErrorCode.NON_PROSE_QUOTED in codes
+    assert findings.rejected == ["claim-1"] and findings.accepted == []
