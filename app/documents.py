@@ -14,7 +14,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Literal, NamedTuple
 
 import sentencex
@@ -136,6 +136,7 @@ class Document:
             raise ValueError(f"span [{start}, {end}) is not inside a text of {len(self.text)}")
 
 
+@lru_cache(maxsize=64)
 def read_document(text: str, media_type: str = MARKDOWN) -> Document:
     """Blocks and prose sentences of a text; pure, so a corpus file reads the same each time."""
     starts, ends = _line_bounds(text)

@@ -13,7 +13,10 @@ term the corpus never uses weighs as much as one it uses once). A sentence
 section headings and document title as its own, carry at least ``ANSWER_COVERAGE`` of the
 question's weight. So "What did von Frisch eat for lunch?" is not answered by a sentence
 about von Frisch: "eat" and "lunch" carry most of the question's weight and no sentence
-has them. A question no sentence addresses stays open.
+has them. The sentence must also name what the question is about: the question's term
+found in the fewest documents ("Typer" in "how Typer builds command line interfaces"),
+so a sentence about another tool's command line does not answer it. A question no
+sentence addresses stays open.
 
 **The objective** is a topic to explain rather than a question with one answer: it is
 also addressed when up to ``TOGETHER`` sentences of one document together carry that share
@@ -36,7 +39,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import rjieba
@@ -83,6 +86,7 @@ def stem(term: str) -> str:
     return term
 
 
+@functools.lru_cache(maxsize=16384)
 def keys(text: str) -> frozenset[str]:
     """The stems of a text's content terms: the unit every relevance test compares."""
     return frozenset(stem(term) for term in terms(text))
@@ -104,6 +108,7 @@ _CONTROL = re.compile(
 _OPENING_WORD = re.compile(r"\s*([A-Za-z]+)\b")
 
 
+@functools.lru_cache(maxsize=1024)
 def query_keys(text: str) -> frozenset[str]:
     """The key terms of a question or a title: ``keys``, Chinese pairs only within words.
 
@@ -164,20 +169,44 @@ def heading_keys(section: Iterable[str], title: str | None = None) -> frozenset[
 
 @dataclass(frozen=True)
 class Rarity:
-    """How rare each key term is among the corpus' prose sentences."""
+    """How rare each key term is among the corpus' prose sentences.
+
+    It also counts the documents (text, headings and title) each term appears in at all.
+    """
 
     sentences: int
     frequency: Counter[str]
+    documents: Counter[str] = field(default_factory=Counter)
 
     @classmethod
-    def of(cls, sentence_keys: Iterable[frozenset[str]]) -> Rarity:
-        """Rarity over these sentences' key terms."""
+    def of(
+        cls,
+        sentence_keys: Iterable[frozenset[str]],
+        document_keys: Iterable[frozenset[str]] = (),
+    ) -> Rarity:
+        """Rarity over these sentences' key terms and these documents' (all their terms)."""
         frequency: Counter[str] = Counter()
         count = 0
         for found in sentence_keys:
             frequency.update(found)
             count += 1
-        return cls(count, frequency)
+        documents: Counter[str] = Counter()
+        for found in document_keys:
+            documents.update(found)
+        return cls(count, frequency, documents)
+
+    def anchors(self, question: frozenset[str]) -> frozenset[str]:
+        """The question's terms found in the fewest documents: what it is about.
+
+        "Describe how Typer builds command line interfaces" is about Typer, the term one
+        document uses, not about "command line", which many do. Terms the corpus never uses
+        are no anchor (they cannot be in any sentence).
+        """
+        present = {key: self.documents[key] for key in question if self.documents.get(key)}
+        if not present:
+            return frozenset()
+        fewest = min(present.values())
+        return frozenset(key for key, count in present.items() if count == fewest)
 
     def weight(self, key: str) -> float:
         """Inverse sentence frequency; an unseen term weighs as a term seen once."""
@@ -192,8 +221,14 @@ class Rarity:
         return sum(self.weight(key) for key in question & context) / total
 
     def addresses(self, question: frozenset[str], context: frozenset[str]) -> bool:
-        """Whether a sentence with this context (its terms and its headings') addresses it."""
-        return bool(question) and self.coverage(question, context) >= ANSWER_COVERAGE
+        """Whether a sentence with this context (its terms and its headings') addresses it.
+
+        It must carry enough of the question's weight, and name what the question is about.
+        """
+        if not question or self.coverage(question, context) < ANSWER_COVERAGE:
+            return False
+        anchors = self.anchors(question)
+        return not anchors or bool(anchors & context)
 
     def together(self, question: frozenset[str], contexts: list[frozenset[str]]) -> list[int]:
         """The few sentences (indexes into ``contexts``) that address it together, or none.
@@ -214,7 +249,9 @@ class Rarity:
             covered |= adds
             if len(chosen) == TOGETHER:
                 break
-        if bool(question) and self.coverage(question, covered) >= ANSWER_COVERAGE:
+        anchors = self.anchors(question)
+        named = not anchors or bool(anchors & covered)
+        if bool(question) and named and self.coverage(question, covered) >= ANSWER_COVERAGE:
             return chosen
         return []
 

@@ -23,11 +23,12 @@ def file_name(source: Source) -> str:
     return PurePosixPath(path).name or source.uri
 
 
-def where(fact: Fact) -> str:
-    """Where a fact's quote sits: its section path and line range."""
+def where(fact: Fact, title: str | None = None) -> str:
+    """Where a fact's quote sits: its section path (below the title) and line range."""
     parts = []
-    if fact.section:
-        parts.append("§ " + " › ".join(fact.section))
+    path = fact.section[1:] if fact.section[:1] == [title] else fact.section
+    if path:
+        parts.append("§ " + " › ".join(path))
     if fact.lines is not None:
         if fact.lines.first == fact.lines.last:
             parts.append(f"line {fact.lines.first}")
@@ -50,9 +51,10 @@ def sources_list(bundle: ResearchBundle, cited: list[str]) -> list[str]:
         source = bundle.source(source_id)
         if source is None:
             continue
+        cited_facts = sorted(by_source[source_id], key=lambda fact: fact.span.start)
         claims = "; ".join(
-            f"{fact.id}" + (f" ({where(fact)})" if where(fact) else "")
-            for fact in by_source[source_id]
+            fact.id + (f" ({found})" if (found := where(fact, source.title)) else "")
+            for fact in cited_facts
         )
         lines.append(
             f"- {source.id}: *{source.title}*, {file_name(source)} "

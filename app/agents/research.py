@@ -13,6 +13,7 @@ gets the sentences on its topic. A sentence that leans on the one before it
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,19 +98,24 @@ class Retrieval:
     sections: dict[str, list[tuple[int, float]]]
     """Per required section title: passage indexes on its topic, best first."""
     rarity: Rarity
-
-    def answering(self, passage: Passage) -> list[str]:
-        """The questions this passage addresses (it is in their ranking), in order."""
-        at = self.passages.index(passage)
-        return [
-            question_id
-            for question_id, hits in self.ranked.items()
-            if any(index == at for index, _ in hits)
-        ]
-
     errors: list[ErrorDetail]
     receipts: list[ToolReceipt]
     tool_calls: int
+
+    def answering(self, passage: Passage) -> list[str]:
+        """The questions this passage addresses (it is in their ranking), in order."""
+        return self._answers.get((passage.source.id, passage.sentence.start), [])
+
+    @functools.cached_property
+    def _answers(self) -> dict[tuple[str, int], list[str]]:
+        found: dict[tuple[str, int], list[str]] = {}
+        for question_id, hits in self.ranked.items():
+            for index, _ in hits:
+                passage = self.passages[index]
+                found.setdefault((passage.source.id, passage.sentence.start), []).append(
+                    question_id
+                )
+        return found
 
 
 @dataclass
@@ -195,7 +201,12 @@ class OfflineResearchAgent:
         passages = [
             passage for source in sources for passage in _passages(source, parsed[source.id])
         ]
-        rarity = Rarity.of(passage.terms for passage in passages)
+        by_source: dict[str, frozenset[str]] = {}
+        for passage in passages:
+            by_source[passage.source.id] = by_source.get(passage.source.id, frozenset()) | (
+                passage.context
+            )
+        rarity = Rarity.of((passage.terms for passage in passages), by_source.values())
         ranked, by_section = self._rank(
             questions, task.constraints.required_sections, passages, rarity, widen=step.widen
         )
@@ -381,11 +392,14 @@ class OfflineResearchAgent:
             if position == 0 and not ranked[question.id]:
                 ranked[question.id] = self._together(query, candidates, passages, rarity)
         topic = query_keys(questions[0].text) if questions else frozenset()
-        for title in sections:  # on the title's topic, about the objective first
+        anchors = rarity.anchors(topic)
+        about = {passage.source.id for passage in passages if anchors & passage.context}
+        for title in sections:  # on the title's topic, from documents about the objective
             for index, score, _ in best(query_keys(title), topic):
                 if len(by_section[title]) >= per_query:
                     break
-                if on_topic(title, passages[index].context):
+                source = passages[index].source.id
+                if on_topic(title, passages[index].context) and (not anchors or source in about):
                     by_section[title].append((index, score))
         return ranked, by_section
 

@@ -27,6 +27,7 @@ from contracts import (
     Usage,
 )
 from graphs import AgentOutput, WriteRequest
+from graphs.markdown import apparatus_heading
 
 DEFAULT_MAX_WORDS = 600
 """Length the offline writer aims for when the task sets no limit."""
@@ -229,7 +230,7 @@ def _layers(fact: Fact, bundle: ResearchBundle) -> tuple[frozenset[str], ...]:
 
 
 def _is_apparatus(title: str) -> bool:
-    return title.casefold() in {"sources", "open questions"}
+    return apparatus_heading(f"## {title}")
 
 
 def _usable(facts: list[Fact], excluded: set[str]) -> list[Fact]:
