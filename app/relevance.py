@@ -14,7 +14,8 @@ section headings and document title as its own, carry at least ``ANSWER_COVERAGE
 question's weight. So "What did von Frisch eat for lunch?" is not answered by a sentence
 about von Frisch: "eat" and "lunch" carry most of the question's weight and no sentence
 has them. The sentence must also name what the question is about: the question's term
-found in the fewest documents ("Typer" in "how Typer builds command line interfaces"),
+that titles a document and is found in the fewest ("Typer" in "how Typer builds command
+line interfaces"),
 so a sentence about another tool's command line does not answer it. A question no
 sentence addresses stays open.
 
@@ -177,12 +178,15 @@ class Rarity:
     sentences: int
     frequency: Counter[str]
     documents: Counter[str] = field(default_factory=Counter)
+    titled: frozenset[str] = frozenset()
+    """Key terms of the documents' titles: the topics the corpus is about."""
 
     @classmethod
     def of(
         cls,
         sentence_keys: Iterable[frozenset[str]],
         document_keys: Iterable[frozenset[str]] = (),
+        titles: Iterable[frozenset[str]] = (),
     ) -> Rarity:
         """Rarity over these sentences' key terms and these documents' (all their terms)."""
         frequency: Counter[str] = Counter()
@@ -193,16 +197,19 @@ class Rarity:
         documents: Counter[str] = Counter()
         for found in document_keys:
             documents.update(found)
-        return cls(count, frequency, documents)
+        return cls(count, frequency, documents, frozenset().union(*titles))
 
     def anchors(self, question: frozenset[str]) -> frozenset[str]:
-        """The question's terms found in the fewest documents: what it is about.
+        """What the question is about: its title terms found in the fewest documents.
 
-        "Describe how Typer builds command line interfaces" is about Typer, the term one
-        document uses, not about "command line", which many do. Terms the corpus never uses
-        are no anchor (they cannot be in any sentence).
+        Of the question's terms that title a document, those in the fewest documents:
+        "Describe how Typer builds command line interfaces" is about Typer, which titles one
+        document, not about "command line", which many use. A question naming no title's
+        term has no anchor.
         """
-        present = {key: self.documents[key] for key in question if self.documents.get(key)}
+        present = {
+            key: self.documents[key] for key in question & self.titled if self.documents.get(key)
+        }
         if not present:
             return frozenset()
         fewest = min(present.values())

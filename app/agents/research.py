@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,6 +58,9 @@ CORROBORATION_OVERLAP = 0.5
 """Share of a claim's content terms another source's sentence must contain to agree."""
 MIN_FACT_WORDS = 4
 """Fewer words than this is a label or a fragment, not a statement worth citing."""
+_RUN_IN_HEADING = re.compile(r"(\*\*|__)[^*_]+?[.:]?\1[.:]?")
+"""A sentence all in bold ("**Configuring runs per assistant.**"): a heading run into its
+paragraph, a label rather than a statement."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class Passage:
         """Whether it can be a fact: a statement, and not a pronoun with nothing before it."""
         plain = self.sentence.plain
         if plain.endswith((":", "：")) or word_count(plain) < MIN_FACT_WORDS:
+            return False
+        if _RUN_IN_HEADING.fullmatch(self.sentence.text.strip()):
             return False
         return not (self.leans and self.sentence.position == 0)
 
@@ -206,7 +212,8 @@ class OfflineResearchAgent:
             by_source[passage.source.id] = by_source.get(passage.source.id, frozenset()) | (
                 passage.context
             )
-        rarity = Rarity.of((passage.terms for passage in passages), by_source.values())
+        titles = [heading_keys((), source.title) for source in sources]  # else the file name
+        rarity = Rarity.of((passage.terms for passage in passages), by_source.values(), titles)
         ranked, by_section = self._rank(
             questions, task.constraints.required_sections, passages, rarity, widen=step.widen
         )
@@ -520,7 +527,7 @@ class OfflineResearchAgent:
 
 def _passages(source: Source, document: Document) -> list[Passage]:
     """The prose sentences of a parsed source, as passages."""
-    title = heading_keys((), document.title)
+    title = heading_keys((), source.title)  # the file name when untitled
     found: list[Passage] = []
     for sentence in document.sentences:
         own = keys(sentence.plain)

@@ -160,25 +160,26 @@ class OfflineWriterAgent:
         chosen: dict[str, str | None] = {}  # claim id -> its group's heading
         used = 0
 
-        def take(fact: Fact, heading: str | None) -> None:
+        def take(fact: Fact, heading: str | None) -> bool:
+            """Choose the fact (with what it leans on) if it fits; whether it is chosen."""
             nonlocal used
             whole = _chain(fact, bundle)
             if any(chosen.get(item.id, heading) != heading for item in whole):
-                return  # its antecedent sits in another section: it would open a paragraph
+                return False  # its antecedent sits in another section: it would open a paragraph
             chain = [item for item in whole if item.id not in chosen]
-            if not chain:
-                return
             words = sum(word_count(cite(item)) for item in chain)
             if used + words > limit:
-                return
+                return False
             for item in chain:
                 chosen[item.id] = heading
             used += words
+            return True
 
         required = set(task.constraints.required_sections)
-        for heading, facts in groups:
-            if heading in required and facts:
-                take(facts[0], heading)
+        for heading, facts in groups:  # each required section's best fact that fits
+            for fact in facts if heading in required else []:
+                if take(fact, heading):
+                    break
         answered = {
             question_id for bundle_fact in bundle.facts for question_id in bundle_fact.answers
         }

@@ -224,3 +224,16 @@ def test_source_snapshots_are_reused_when_research_repeats(tmp_path: Path) -> No
     second = _agent(tmp_path).run(ResearchRequest(task, None, store, _step())).result
     assert [s.snapshot for s in first.sources] == [s.snapshot for s in second.sources]
     assert all(len(store.history(s.snapshot.artifact_id)) == 1 for s in second.sources)
+
+
+def test_a_bold_run_in_heading_is_a_label_not_a_fact(tmp_path: Path) -> None:
+    text = (
+        "# Workers\n\n**Running many workers at once.** Workers share one database and each "
+        "worker runs a different thread.\n"
+    )
+    corpus = write_corpus(tmp_path / "docs", {"workers.md": text})
+    task = TaskSpec(task_id="t", objective="How do many workers run at once?", corpus=[str(corpus)])
+    _, bundle = _run(tmp_path, task)
+    assert [fact.quote for fact in bundle.facts] == [
+        "Workers share one database and each worker runs a different thread."
+    ]
