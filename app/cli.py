@@ -171,7 +171,8 @@ SectionOpt = Annotated[
 ]
 MaxRoundsOpt = Annotated[int | None, typer.Option("--max-rounds", help="Review rounds.")]
 QuestionOpt = Annotated[
-    list[str] | None, typer.Option("--question", help="Sub-question to research (repeatable).")
+    list[str] | None,
+    typer.Option("--question", help="Sub-question to research besides the objective (repeatable)."),
 ]
 ApprovalOpt = Annotated[
     bool, typer.Option("--require-approval", help="Pause for approval after research.")

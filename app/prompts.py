@@ -159,7 +159,12 @@ Write a markdown article that meets the objective, from the facts listed only.
   "The stone was found in 1799 [claim-3]." Cite only ids from the list.
 - Say only what the cited facts say; add no outside knowledge.
 - Honour every constraint: the word limit counts body words (not headings or citations);
-  required sections are '## ' headings with exactly those titles; follow every note.
+  required sections are '## ' headings with exactly those titles, each holding only facts
+  about its title (leave it empty rather than fill it with anything else); follow every note.
+- Write prose only: no code blocks, tables, HTML or images.
+- Never open a paragraph with a pronoun ("He", "It", "This"): a fact marked "after
+  [claim-N]" must follow that fact in the same paragraph.
+- Do not write an "Open questions" or "Sources" section: both are appended for you.
 - Required changes, when listed, are what the reviewer found in your previous draft:
   fix every one of them."""
 
@@ -211,7 +216,8 @@ def writer_prompt(
         lines += [f"- {_clip(item.text)}" for item in decisions[-MAX_DECISIONS_SHOWN:]]
     lines += ["", "Facts (cite as [claim-N]):"]
     for fact in facts:
-        lines.append(f"[{fact.id}] {_line(fact.statement)}")
+        after = f" (after [{fact.leans_on}])" if fact.leans_on else ""
+        lines.append(f"[{fact.id}] {_line(fact.statement)}{after}")
         if fact.claim is not None and fact.quote != fact.claim:
             lines.append(f'    quote from {fact.source_id}: "{_line(fact.quote)}"')
     if excluded:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -68,9 +69,19 @@ ASPECT_WORDS = frozenset(
 the corpus must use: left out of a question's key terms when others remain."""
 
 
-@functools.cache
+_LOCAL = threading.local()
+
+
 def _stemmer() -> Any:
-    return snowballstemmer.stemmer("english")
+    """A stemmer of the calling thread's own.
+
+    A Snowball stemmer keeps its state in itself while it works, so two threads (a worker
+    runs several) must not share one.
+    """
+    found = getattr(_LOCAL, "stemmer", None)
+    if found is None:
+        found = _LOCAL.stemmer = snowballstemmer.stemmer("english")
+    return found
 
 
 @functools.lru_cache(maxsize=65536)

@@ -66,3 +66,19 @@ def test_the_objective_may_be_addressed_by_sentences_of_one_document_together() 
 def test_a_section_is_on_topic_when_its_title_terms_are_in_the_sentence_or_headings() -> None:
     assert on_topic("Direction", keys("the angle gives the direction of the food"))
     assert not on_topic("Direction", keys("drones do not forage"))
+
+
+def test_threads_stem_alike_each_with_its_own_stemmer() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.relevance import stem
+
+    words = [
+        f"{root}{ending}"
+        for root in ("decipher", "nest", "colon", "work", "danc")
+        for ending in ("ing", "ed", "ment", "es", "ers", "ation", "s", "")
+    ]
+    serial = [stem.__wrapped__(word) for word in words]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        rounds = list(pool.map(lambda _: [stem.__wrapped__(w) for w in words], range(64)))
+    assert all(found == serial for found in rounds)
