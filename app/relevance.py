@@ -63,10 +63,13 @@ CJK_QUESTION_WORDS = frozenset(
 """Words of a Chinese question that ask rather than name what is asked about."""
 ASPECT_WORDS = frozenset(
     """history life biography background overview role development story career legacy
-    生平 经历 历史 概况 简介 背景 发展 作用 意义 由来""".split()
+    length duration size number amount count name year date place reason
+    生平 经历 历史 概况 简介 背景 发展 作用 意义 由来
+    名字 朝代 年代 时间 时候 地点 地方 原因 数量""".split()
 )
-"""Words that say what kind of account is wanted ("the life of…", "…的生平"), not a term
-the corpus must use: left out of a question's key terms when others remain."""
+"""Words that say what kind of account or answer is wanted ("the life of…", "the length
+of…", "…的生平"), not a term the corpus must use: left out of a question's key terms when
+others remain."""
 
 
 _LOCAL = threading.local()
@@ -117,6 +120,12 @@ _CONTROL = re.compile(
     r"|[\x00-\x1f\x7f-\x9f]"  # any other control character
 )
 """Terminal escape sequences and control characters: never words of a question."""
+_HOW_MUCH = re.compile(
+    r"\bhow\s+(?:many|much|often|far|long|old|big|large|small|soon|fast|high|tall|wide)\b",
+    re.IGNORECASE,
+)
+""""How long…", "how far…": the kind of answer asked for (a length, a distance), which the
+answer states as a number, not as the word."""
 _OPENING_WORD = re.compile(r"\s*([A-Za-z]+)\b")
 
 
@@ -124,9 +133,10 @@ _OPENING_WORD = re.compile(r"\s*([A-Za-z]+)\b")
 def query_keys(text: str) -> frozenset[str]:
     """The key terms of a question or a title: ``keys``, Chinese pairs only within words.
 
-    An opening imperative ("Document how ferrule handles failures") is not a key term.
+    An opening imperative ("Document how ferrule handles failures") and the quantity word
+    of "how long", "how far" and the like are not key terms.
     """
-    text = _CONTROL.sub(" ", text)
+    text = _HOW_MUCH.sub(" ", _CONTROL.sub(" ", text))
     opening = _OPENING_WORD.match(text)
     if opening and opening.group(1).casefold() in TASK_VERBS:
         text = text[opening.end() :]
@@ -191,6 +201,8 @@ class Rarity:
     documents: Counter[str] = field(default_factory=Counter)
     titled: frozenset[str] = frozenset()
     """Key terms of the documents' titles: the topics the corpus is about."""
+    postings: dict[str, frozenset[int]] = field(default_factory=dict)
+    """The sentences (by position) each key term appears in."""
 
     @classmethod
     def of(
@@ -201,14 +213,35 @@ class Rarity:
     ) -> Rarity:
         """Rarity over these sentences' key terms and these documents' (all their terms)."""
         frequency: Counter[str] = Counter()
+        postings: dict[str, set[int]] = {}
         count = 0
         for found in sentence_keys:
             frequency.update(found)
+            for key in found:
+                postings.setdefault(key, set()).add(count)
             count += 1
         documents: Counter[str] = Counter()
         for found in document_keys:
             documents.update(found)
-        return cls(count, frequency, documents, frozenset().union(*titles))
+        frozen = {key: frozenset(where) for key, where in postings.items()}
+        return cls(count, frequency, documents, frozenset().union(*titles), frozen)
+
+    def units(self, question: frozenset[str]) -> list[frozenset[str]]:
+        """The question's terms, those that always occur together counted as one.
+
+        "von" and "Frisch" name one person; counted twice, a name would outweigh what is
+        asked about it ("What was the name of von Frisch's wife?"). Terms found in exactly
+        the same sentences are one unit; a term the corpus never uses is its own.
+        """
+        grouped: dict[frozenset[int], set[str]] = {}
+        units: list[frozenset[str]] = []
+        for key in sorted(question):
+            where = self.postings.get(key)
+            if where:
+                grouped.setdefault(where, set()).add(key)
+            else:
+                units.append(frozenset({key}))
+        return units + [frozenset(keys) for keys in grouped.values()]
 
     def anchors(self, question: frozenset[str]) -> frozenset[str]:
         """What the question is about: its title terms found in the fewest documents.
@@ -232,11 +265,18 @@ class Rarity:
         return math.log(1 + self.sentences / (1 + seen))
 
     def coverage(self, question: frozenset[str], context: frozenset[str]) -> float:
-        """Share of the question's weight that the context's terms carry (0 when empty)."""
-        total = sum(self.weight(key) for key in question)
+        """Share of the question's weight that the context's terms carry (0 when empty).
+
+        Each unit of terms that always occur together (``units``) weighs as its rarest.
+        """
+        weighed = [
+            (max(self.weight(key) for key in unit), bool(unit & context))
+            for unit in self.units(question)
+        ]
+        total = sum(weight for weight, _ in weighed)
         if total <= 0:
             return 0.0
-        return sum(self.weight(key) for key in question & context) / total
+        return sum(weight for weight, covered in weighed if covered) / total
 
     def addresses(self, question: frozenset[str], context: frozenset[str]) -> bool:
         """Whether a sentence with this context (its terms and its headings') addresses it.

@@ -1,19 +1,17 @@
-"""Text primitives shared by the offline agents: sentences with offsets, terms, citations."""
+"""Text primitives shared by the offline agents: terms, citations, spacing.
+
+Sentences come from ``app/documents.py`` (markdown-it-py and sentencex), never from here.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 from graphs.markdown import CITATION, CJK, WORD, word_count
 
 FULL_STOPS = "。！？．"
 """Sentence ends in Chinese and Japanese: no space follows them."""
 _CLOSERS = "」』）〕】”’"
-_SENTENCE = re.compile(
-    rf"\S.*?(?:[.!?](?=[\"')\]]*(?:\s|$))|[{FULL_STOPS}][{_CLOSERS}]*)", re.DOTALL
-)
 _WORD = WORD
 CJK_RUN = re.compile(rf"[{CJK}]+")
 """A run of Chinese or Japanese characters."""
@@ -27,15 +25,11 @@ _ENDING = re.compile(rf"(?:[.!?]|[{FULL_STOPS}][{_CLOSERS}]*)$")
 
 __all__ = [
     "CITATION",
-    "Sentence",
     "cite",
-    "headings",
     "join_sentences",
     "normalize_space",
-    "sentences",
     "strip_citations",
     "terms",
-    "title_of",
     "word_count",
 ]
 
@@ -48,56 +42,6 @@ STOPWORDS = frozenset(
     they this those through to too under until up very was we were what when where which
     while who whom why will with would you your describe tell show led lead""".split()
 )
-
-
-@dataclass(frozen=True)
-class Sentence:
-    """A sentence and where it sits in its text (character offsets, end exclusive)."""
-
-    text: str
-    start: int
-    end: int
-    index: int
-
-
-def _blocks(text: str) -> Iterator[tuple[int, int]]:
-    """Paragraph blocks (start, end), split at blank lines and at markdown headings."""
-    start: int | None = None
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            if start is not None:
-                yield start, offset
-                start = None
-        elif start is None:
-            start = offset
-        offset += len(line)
-    if start is not None:
-        yield start, offset
-
-
-def sentences(text: str) -> list[Sentence]:
-    """Prose sentences of a markdown text, headings excluded, with exact offsets.
-
-    Trailing text without end punctuation still counts as a sentence, so nothing in a
-    draft escapes the reviewer's checks by omitting a full stop.
-    """
-    found: list[Sentence] = []
-    for block_start, block_end in _blocks(text):
-        block = text[block_start:block_end]
-        consumed = 0
-        for match in _SENTENCE.finditer(block):
-            start = block_start + match.start()
-            end = block_start + match.end()
-            found.append(Sentence(text=text[start:end], start=start, end=end, index=len(found)))
-            consumed = match.end()
-        rest = block[consumed:]
-        if rest.strip():
-            start = block_start + consumed + (len(rest) - len(rest.lstrip()))
-            end = block_start + consumed + len(rest.rstrip())
-            found.append(Sentence(text=text[start:end], start=start, end=end, index=len(found)))
-    return found
 
 
 def terms(text: str) -> list[str]:
@@ -158,16 +102,3 @@ def join_sentences(parts: list[str]) -> str:
             text += " "
         text += part
     return text
-
-
-def headings(markdown: str) -> list[str]:
-    """Second-level section titles of a markdown article."""
-    return [line[3:].strip() for line in markdown.splitlines() if line.startswith("## ")]
-
-
-def title_of(text: str, fallback: str) -> str:
-    """The first top-level heading, else the fallback."""
-    for line in text.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()[:300] or fallback
-    return fallback

@@ -81,10 +81,13 @@ class Passage:
 
     @property
     def usable(self) -> bool:
-        """Whether it can be a fact: a statement, and not a pronoun with nothing before it."""
+        """Whether it can be a fact: a statement, not a pronoun with nothing before it.
+
+        A label, a lead-in to a list or code, and a question are no statements.
+        """
         plain = self.sentence.plain
-        if plain.endswith((":", "：")) or word_count(plain) < MIN_FACT_WORDS:
-            return False
+        if plain.endswith((":", "：", "?", "？")) or word_count(plain) < MIN_FACT_WORDS:
+            return False  # it introduces what follows, or asks: no statement to cite
         if _RUN_IN_HEADING.fullmatch(self.sentence.text.strip()):
             return False
         return not (self.leans and self.sentence.position == 0)

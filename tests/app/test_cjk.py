@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.agents.apparatus import without_apparatus
-from app.text import cite, join_sentences, sentences, strip_citations, terms, word_count
+from app.documents import read_document
+from app.text import cite, join_sentences, strip_citations, terms, word_count
 from app.workflow import Workflow
 from contracts import TaskState
 from graphs.markdown import CITATION
@@ -75,7 +76,7 @@ def test_a_cjk_article_cites_before_full_width_stops_and_every_sentence_cites(
     for found in CITATION.finditer(body):
         after = body[found.end() : found.end() + 1]
         assert after == "" or FULL_STOP.fullmatch(after) or after == "[", body
-    for sentence in sentences(body):
+    for sentence in read_document(body).sentences:
         assert CITATION.search(sentence.text), f"uncited sentence {sentence.text!r}"
         assert FULL_STOP.search(sentence.text[-1]), sentence.text
 
@@ -96,15 +97,19 @@ def test_the_word_limit_counts_cjk_characters_and_is_honoured(
     assert CITATION.search(limited)
 
 
+def sentences(text: str) -> list[str]:
+    return [sentence.text for sentence in read_document(text).sentences]
+
+
 def test_full_width_stops_end_sentences_without_a_following_space() -> None:
-    found = [s.text for s in sentences("长城很长。它在中国！真的吗？是的")]
+    found = sentences("长城很长。它在中国！真的吗？是的")
     assert found == ["长城很长。", "它在中国！", "真的吗？", "是的"]
-    quoted = [s.text for s in sentences("彼は「はい。」と言った。次の文。")]
+    quoted = sentences("彼は「はい。」と言った。次の文。")
     assert quoted == ["彼は「はい。」", "と言った。", "次の文。"]
 
 
 def test_english_sentences_split_as_before() -> None:
-    found = [s.text for s in sentences("It is 3.5 km long. Then it rained! Done")]
+    found = sentences("It is 3.5 km long. Then it rained! Done")
     assert found == ["It is 3.5 km long.", "Then it rained!", "Done"]
 
 

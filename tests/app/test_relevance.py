@@ -82,3 +82,15 @@ def test_threads_stem_alike_each_with_its_own_stemmer() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         rounds = list(pool.map(lambda _: [stem.__wrapped__(w) for w in words], range(64)))
     assert all(found == serial for found in rounds)
+
+
+def test_the_quantity_word_of_a_how_question_is_not_a_key_term() -> None:
+    assert query_keys("How far do foragers fly?") == keys("foragers fly")
+    assert query_keys("How many eggs can a queen lay?") == keys("eggs queen lay")
+
+
+def test_terms_that_always_occur_together_count_once() -> None:
+    wife = query_keys("What was the name of von Frisch's wife?")
+    assert wife == keys("von Frisch wife"), "'name' asks for an answer, it is not a term"
+    assert frozenset(keys("von Frisch")) in RARITY.units(wife)
+    assert not any(RARITY.addresses(wife, sentence) for sentence in SENTENCES)

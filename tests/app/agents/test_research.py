@@ -232,7 +232,7 @@ def test_a_bold_run_in_heading_is_a_label_not_a_fact(tmp_path: Path) -> None:
         "worker runs a different thread.\n"
     )
     corpus = write_corpus(tmp_path / "docs", {"workers.md": text})
-    task = TaskSpec(task_id="t", objective="How do many workers run at once?", corpus=[str(corpus)])
+    task = TaskSpec(task_id="t", objective="How do workers share a database?", corpus=[str(corpus)])
     _, bundle = _run(tmp_path, task)
     assert [fact.quote for fact in bundle.facts] == [
         "Workers share one database and each worker runs a different thread."
