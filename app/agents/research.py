@@ -24,6 +24,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from app.agents.apparatus import file_name
 from app.antecedents import leans_on_earlier
 from app.corpus import (
     CorpusDocument,
@@ -495,7 +496,12 @@ class OfflineResearchAgent:
         return sorted(agreeing, key=lambda other: int(other.removeprefix("src-")))
 
     def _notes(self, task: TaskSpec, found: Retrieval) -> str:
-        lines = [f"# Research notes: {task.objective}", ""]
+        lines = [f"# Research notes: {task.objective}", "", "## Sources read", ""]
+        lines += [
+            f"- {source.id}: *{source.title}*, {file_name(source)} (sha256 {source.sha256[:12]})"
+            for source in found.sources
+        ]
+        lines.append("")
         queries = [
             *(
                 (f"{question.id}: {question.text}", found.ranked[question.id])
@@ -510,7 +516,8 @@ class OfflineResearchAgent:
             for rank, (index, score) in enumerate(hits, start=1):
                 passage = found.passages[index]
                 lines.append(
-                    f"{rank}. [{passage.source.id}, lines {passage.lines.first}-"
+                    f"{rank}. [{passage.source.id} {file_name(passage.source)}, lines "
+                    f"{passage.lines.first}-"
                     f"{passage.lines.last}, chars {passage.sentence.start}-"
                     f"{passage.sentence.end}, score {score:.3f}] {passage.sentence.plain}"
                 )

@@ -237,3 +237,11 @@ def test_a_bold_run_in_heading_is_a_label_not_a_fact(tmp_path: Path) -> None:
     assert [fact.quote for fact in bundle.facts] == [
         "Workers share one database and each worker runs a different thread."
     ]
+
+
+def test_the_notes_name_each_source_file_a_reader_can_open(tmp_path: Path) -> None:
+    store, bundle = _run(tmp_path, TaskSpec(task_id="t", objective=OBJECTIVE))
+    notes = store.get(bundle.artifact_refs[0]).decode()
+    for source in bundle.sources:
+        assert f"- {source.id}: *{source.title}*, " in notes
+    assert "[src-4 the-rosetta-stone.md, lines " in notes
