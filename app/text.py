@@ -15,7 +15,6 @@ _CLOSERS = "」』）〕】”’"
 _WORD = WORD
 CJK_RUN = re.compile(rf"[{CJK}]+")
 """A run of Chinese or Japanese characters."""
-_CJK_RUN = CJK_RUN
 _CITATION_GROUP = re.compile(r"\s*(?:\[claim-[0-9]+\]\s*)+")
 _CJK_MARKS = "、，：；「『（"
 _SPACE_IN_CJK = re.compile(
@@ -51,10 +50,10 @@ def terms(text: str) -> list[str]:
     stays itself): with no spaces to find words by, pairs are what search engines index
     for these scripts, and one character alone matches far too much.
     """
-    latin = _CJK_RUN.sub(" ", text)
+    latin = CJK_RUN.sub(" ", text)
     words = (match.group(0).lower().replace("’", "'") for match in _WORD.finditer(latin))
     found = [word for word in words if word not in STOPWORDS and len(word) > 1]
-    return found + [pair for run in _CJK_RUN.findall(text) for pair in _pairs(run)]
+    return found + [pair for run in CJK_RUN.findall(text) for pair in _pairs(run)]
 
 
 def _pairs(run: str) -> list[str]:
@@ -86,7 +85,7 @@ def cite(claim: str, claim_id: str) -> str:
     text = strip_citations(claim)
     ending = _ENDING.search(text)
     if ending is None:
-        last_is_cjk = bool(text) and _CJK_RUN.fullmatch(text[-1]) is not None
+        last_is_cjk = bool(text) and CJK_RUN.fullmatch(text[-1]) is not None
         return f"{text}[{claim_id}]。" if last_is_cjk else f"{text} [{claim_id}]."
     body, end = text[: ending.start()], ending.group(0)
     if end[0] in FULL_STOPS:
