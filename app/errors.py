@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contracts import ErrorCode, HumanRequest, RunOutcome
-from graphs.errors import ExitCode, HandoffError
+from graphs.errors import ArtifactNotFound, ExitCode, HandoffError
 
 
 class ThreadNotFound(HandoffError, LookupError):
@@ -134,3 +134,15 @@ class SubmitUsage(HandoffError, ValueError):
 
     code = ErrorCode.INVALID_INPUT
     exit_code = ExitCode.USAGE
+
+
+class ArtifactLost(ArtifactNotFound):
+    """A revision the store recorded (or a thread holds a ref to) whose bytes are gone.
+
+    Not an unknown name the caller can correct (exit 5): the thread says the bytes existed
+    and the store no longer has them, which is damage to the store, reported as an
+    integrity error (exit 8) like bytes that no longer match their sha256. It stays an
+    ArtifactNotFound, so freshness checks still classify the input as missing.
+    """
+
+    exit_code = ExitCode.INTEGRITY

@@ -19,6 +19,7 @@ from app.artifacts.records import (
     recorded_revision,
     sha256_hex,
 )
+from app.errors import ArtifactLost
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import ArtifactNotFound, IntegrityError
 
@@ -62,9 +63,10 @@ class ArtifactStoreBase(ABC, Generic[Session]):
         """Bytes of a revision, verified; errors name the uri, revision and blob."""
         content = self._fetch_blob(session, ref.sha256)
         if content is None:
-            raise ArtifactNotFound(
+            raise ArtifactLost(
                 f"{ref.uri} revision {ref.revision}: blob {self._blob_name(ref.sha256)} "
-                "is missing from the store"
+                "is missing from the store (deleted or lost since it was recorded; restore "
+                "it from a backup)"
             )
         actual = sha256_hex(content)
         if actual != ref.sha256:

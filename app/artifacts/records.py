@@ -11,8 +11,9 @@ from typing import Literal, cast, get_args
 
 from pydantic import ValidationError
 
+from app.errors import ArtifactLost
 from contracts import ArtifactKind, ArtifactRef
-from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError, InvalidArtifactId
+from graphs.errors import ArtifactError, IntegrityError, InvalidArtifactId
 
 Verification = Literal["fresh", "stale", "tampered", "missing"]
 """What verify() found: current, superseded, bytes changed on disk, or gone."""
@@ -90,11 +91,14 @@ def candidate(
 def recorded_revision(ref: ArtifactRef, history: list[ArtifactRef]) -> ArtifactRef:
     """The store's own record of ref's revision, so a forged ref cannot fetch bytes."""
     if not history:
-        raise ArtifactNotFound(f"artifact {ref.artifact_id!r} ({ref.uri}) is not in the store")
+        raise ArtifactLost(
+            f"artifact {ref.artifact_id!r} ({ref.uri}) is not in the store: the revision "
+            f"{ref.revision} recorded for it was deleted or lost (restore it from a backup)"
+        )
     if ref.revision > len(history):
-        raise ArtifactNotFound(
-            f"artifact {ref.artifact_id!r} has no revision {ref.revision}; "
-            f"the head is revision {len(history)}"
+        raise ArtifactLost(
+            f"artifact {ref.artifact_id!r} has no revision {ref.revision}; the head is "
+            f"revision {len(history)} ({ref.uri}: later revisions were deleted or lost)"
         )
     recorded = history[ref.revision - 1]
     if recorded != ref:
