@@ -3,8 +3,9 @@
 Whoever starts a run names its corpus: the CLI's user, but also any client of the dev
 server. So every path is resolved (symlinks followed) and must land inside one of the
 corpus roots; only regular files are opened (never a device, FIFO or folder), a file over
-the size limit is refused before it is read, and no read takes more than the size limit
-plus one byte or runs past the time limit. A source re-read later to check it is unchanged
+the size limit is refused before it is read, a corpus of more documents than the file-count
+limit is refused before any is read, and no read takes more than the size limit plus one
+byte or runs past the time limit. A source re-read later to check it is unchanged
 (``app/source_probe.py``) goes through the same rules.
 """
 
@@ -15,6 +16,7 @@ import hashlib
 import os
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +70,16 @@ def real_path(path: Path | str) -> str:
     return os.path.realpath(path)
 
 
+DEFAULT_MAX_FILES = 2_000
+"""Most documents one corpus may hold (``HANDOFF_CORPUS_MAX_FILES``).
+
+Each document read becomes a source in the research bundle, and the bundle is part of
+every later checkpoint of the thread: 10,000 small files made each SQLite checkpoint
+8.5 MB and the run 35 s (``bench/p7_big_corpus.py``). 2,000 keeps a run within seconds
+and a checkpoint under 2 MB while covering a large documentation tree.
+"""
+
+
 class CorpusNotFound(FileNotFoundError):
     """A corpus location that does not exist or holds no readable documents."""
 
@@ -82,6 +94,8 @@ class CorpusPolicy:
     roots: tuple[Path, ...]
     max_bytes: int
     read_seconds: float
+    max_files: int = DEFAULT_MAX_FILES
+    """Most documents a corpus may hold; more is refused before any is read."""
     digests: FileDigests = field(default=DIGESTS, compare=False, repr=False)
     """Digests of files hashed before (see :meth:`sha256`)."""
 
@@ -122,6 +136,20 @@ class CorpusPolicy:
             raise SourceRefused(
                 f"{what} {path} is {info.st_size:,} bytes, over the limit of "
                 f"{self.max_bytes:,} (HANDOFF_CORPUS_MAX_BYTES)"
+            )
+
+    def check_count(self, count: int, locations: list[Path]) -> None:
+        """Refuse a corpus once ``count`` documents found exceed the limit.
+
+        Called as documents are found, so a huge tree is refused after ``max_files + 1``
+        of them, not after walking all of it; nothing has been read by then.
+        """
+        if count > self.max_files:
+            shown = ", ".join(str(location) for location in locations)
+            raise SourceRefused(
+                f"corpus {shown} holds more than {self.max_files:,} documents (.md/.txt), "
+                f"the limit (HANDOFF_CORPUS_MAX_FILES); nothing was read: name a smaller "
+                "folder, or raise the limit"
             )
 
     def read(self, path: Path, what: str = "source") -> bytes:
@@ -207,14 +235,17 @@ class CorpusDocument:
 def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument]:
     """Every .md/.txt file under the locations, sorted, so numbering is deterministic.
 
-    Raises SourceRefused for a location or file the policy refuses (nothing is read), and
-    CorpusNotFound when a location inside the roots does not exist or holds no documents.
+    Raises SourceRefused for a location or file the policy refuses, or for more documents
+    than the policy's ``max_files`` (nothing is read), and CorpusNotFound when a location
+    inside the roots does not exist or holds no documents.
     """
-    files: list[Path] = []
+    files: set[Path] = set()
     for location in locations:
         resolved = policy.admit(location, "corpus path")
         if resolved.is_dir():
-            files.extend(_documents_in(location, policy))
+            for found in _documents_in(location, policy):
+                files.add(found)
+                policy.check_count(len(files), locations)
             continue
         try:
             info = resolved.stat()
@@ -226,8 +257,9 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
                 f"{sorted(CORPUS_SUFFIXES)}"
             )
         policy.check_file("corpus file", location, info)
-        files.append(resolved)
-    unique = sorted(set(files))
+        files.add(resolved)
+        policy.check_count(len(files), locations)
+    unique = sorted(files)
     if not unique:
         raise CorpusNotFound(
             "no .md or .txt documents found in corpus: " + ", ".join(str(p) for p in locations)
@@ -238,9 +270,11 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
     ]
 
 
-def _documents_in(folder: Path, policy: CorpusPolicy) -> list[Path]:
-    """The resolved .md/.txt files below a folder (links to folders are not entered)."""
-    found: list[Path] = []
+def _documents_in(folder: Path, policy: CorpusPolicy) -> Iterator[Path]:
+    """The resolved .md/.txt files below a folder (links to folders are not entered).
+
+    A generator, so the caller can stop the walk as soon as the corpus is over its limit.
+    """
     for parent, folders, names in os.walk(folder):
         for name in folders:
             if Path(parent, name).is_symlink():  # not entered, but never a way out either
@@ -259,8 +293,7 @@ def _documents_in(folder: Path, policy: CorpusPolicy) -> list[Path]:
                 raise SourceRefused(
                     f"corpus file {path} links to {resolved}, which is not .md or .txt"
                 )
-            found.append(resolved)
-    return found
+            yield resolved
 
 
 def sha256_of(data: bytes) -> str:

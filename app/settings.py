@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.corpus import CorpusPolicy
+from app.corpus import DEFAULT_MAX_FILES, CorpusPolicy
 from app.faults import parse_faults
 from app.models import OFFLINE, check_spec
 
@@ -72,6 +72,13 @@ class Settings(BaseSettings):
         le=3600,
         description="Seconds reading one corpus file may take before it is given up.",
     )
+    corpus_max_files: int = Field(
+        default=DEFAULT_MAX_FILES,
+        ge=1,
+        description="Most documents (.md/.txt) one corpus may hold; a task naming more is "
+        "refused before any is read. Every document becomes a source in each later "
+        "checkpoint of the thread.",
+    )
     worker_heartbeat_seconds: float = Field(
         default=10.0,
         gt=0,
@@ -133,6 +140,7 @@ class Settings(BaseSettings):
             roots=tuple(dict.fromkeys(root.resolve() for root in roots)),
             max_bytes=self.corpus_max_bytes,
             read_seconds=self.corpus_read_seconds,
+            max_files=self.corpus_max_files,
         )
 
     def resolved_database_url(self) -> str:
