@@ -92,6 +92,15 @@ class MemoryRunLedger:
                     return entry.result
         return None
 
+    def latest_result(self, thread_id: str, node_id: str) -> str | None:
+        """The stored update of the node's latest succeeded attempt, whatever its input."""
+        with self._lock:
+            for entry in reversed(self._entries.get(thread_id, [])):
+                run = entry.run
+                if run.node_id == node_id and run.status == "succeeded" and entry.result:
+                    return entry.result
+        return None
+
     def abandon_running(self, thread_id: str, detail: str) -> int:
         """Mark attempts left 'running' by a process that died as failed; returns how many."""
         with self._lock:
@@ -219,6 +228,18 @@ class SqlRunLedger(ABC):
                     "ORDER BY seq DESC LIMIT 1"
                 ),
                 (thread_id, node_id, input_hash),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def latest_result(self, thread_id: str, node_id: str) -> str | None:
+        """The stored update of the node's latest succeeded attempt, whatever its input."""
+        with self._cursor() as cursor:
+            row = cursor.execute(
+                self._sql(
+                    "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
+                    "AND status = 'succeeded' AND result IS NOT NULL ORDER BY seq DESC LIMIT 1"
+                ),
+                (thread_id, node_id),
             ).fetchone()
         return None if row is None else str(row[0])
 

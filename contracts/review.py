@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, VersionedContract
+from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract, upgrader
 from contracts.errors import ErrorCode
 
 Verdict = Literal["approved", "changes_requested", "rejected"]
@@ -25,10 +25,17 @@ class RequiredChange(Contract):
 class ReviewResult(VersionedContract):
     """The Reviewer's verdict on one draft revision."""
 
+    VERSION: ClassVar[str] = "1.1"
+
     kind: Literal["review_result"] = Field(default="review_result", description="Discriminator.")
     task_id: Identifier = Field(description="Task this review serves.")
     draft_revision: int = Field(ge=1, description="Draft revision that was reviewed.")
     verdict: Verdict = Field(description="approved, changes_requested or rejected.")
+    draft_sha256: Sha256Hex | None = Field(
+        default=None,
+        description="sha256 of the draft body this review read, stamped by the reviewer "
+        "node: finalize publishes only these exact bytes.",
+    )
     accepted_claims: list[Identifier] = Field(
         default_factory=list, description="Cited claims verified against their sources."
     )
@@ -42,6 +49,12 @@ class ReviewResult(VersionedContract):
         default_factory=list, description="Sources whose snapshots were checked."
     )
     report: ArtifactRef | None = Field(default=None, description="Full review report artifact.")
+
+    @upgrader(from_version="1.0", to_version="1.1")
+    @classmethod
+    def _names_the_bytes_it_read(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """1.1 names the draft bytes it reviewed; a 1.0 review cannot, so it names none."""
+        return {**data, "draft_sha256": None}
 
     def summary(self) -> str:
         """Progress line: the verdict."""

@@ -17,7 +17,7 @@ from contracts import (
     ResearchBundle,
 )
 from graphs.errors import SourceRefused
-from graphs.ports import ArtifactStore, SourceProbe
+from graphs.ports import ArtifactStore, SourceProbe, scoped_artifact_id
 
 RESEARCH, DRAFT = "research", "draft"
 """The state channel each checked input was handed over in (a check's ``producer``)."""
@@ -25,17 +25,20 @@ SEVERITY: dict[RefStatus, int] = {"fresh": 0, "stale": 1, "missing": 2, "tampere
 
 
 def check_artifact(
-    name: str, producer: str, ref: ArtifactRef, store: ArtifactStore
+    name: str, producer: str, ref: ArtifactRef, store: ArtifactStore, *, owned_id: str | None = None
 ) -> RefCheck | None:
     """One artifact ref against the store; None when it is fresh (the report lists problems).
 
     Fresh means the ref is the store's own record of its head revision, so only a
-    problem needs the head looked up.
+    problem needs the head looked up. ``owned_id`` is the id this thread's artifact in
+    that place has: a ref to any other id (another thread's draft or snapshot, put into
+    state by an edit) is refused as tampered, whatever the store says of it.
     """
-    status = store.verify(ref)
+    foreign = owned_id is not None and ref.artifact_id != owned_id
+    status: RefStatus = "tampered" if foreign else store.verify(ref)
     if status == "fresh":
         return None
-    head = store.head(ref.artifact_id)
+    head = None if foreign else store.head(ref.artifact_id)
     return RefCheck(
         name=name,
         kind="artifact",
@@ -46,6 +49,9 @@ def check_artifact(
         current_revision=head.revision if head else None,
         current_sha256=head.sha256 if head else None,
         status=status,
+        detail=f"{ref.artifact_id} is not this thread's artifact (expected {owned_id})"
+        if foreign
+        else None,
     )
 
 
@@ -84,8 +90,16 @@ def check_inputs(
     handoff: Handoff | None,
     draft: DraftArticle | None,
     previous: FreshnessReport | None,
+    thread_id: str | None = None,
 ) -> FreshnessReport:
-    """Check everything this consumer is about to rely on; reads no content it returns."""
+    """Check everything this consumer is about to rely on; reads no content it returns.
+
+    With ``thread_id``, every artifact must also be that thread's own.
+    """
+
+    def owned(name: str) -> str | None:
+        return scoped_artifact_id(thread_id, name) if thread_id is not None else None
+
     checks: list[RefCheck | None] = []
     if bundle is not None:
         pinned = {item.uri: item.sha256 for item in handoff.authoritative_inputs} if handoff else {}
@@ -96,12 +110,30 @@ def check_inputs(
                 )
             )
             checks.append(
-                check_artifact(f"snapshot of {source.id}", RESEARCH, source.snapshot, store)
+                check_artifact(
+                    f"snapshot of {source.id}",
+                    RESEARCH,
+                    source.snapshot,
+                    store,
+                    owned_id=owned(source.id),
+                )
             )
         for ref in bundle.artifact_refs:
-            checks.append(check_artifact(f"research {ref.kind}", RESEARCH, ref, store))
+            checks.append(
+                check_artifact(
+                    f"research {ref.kind}", RESEARCH, ref, store, owned_id=owned(ref.kind)
+                )
+            )
     if draft is not None:
-        checks.append(check_artifact(f"draft revision {draft.revision}", DRAFT, draft.body, store))
+        checks.append(
+            check_artifact(
+                f"draft revision {draft.revision}",
+                DRAFT,
+                draft.body,
+                store,
+                owned_id=owned(draft.body.kind),
+            )
+        )
     problems = [check for check in checks if check is not None]
     verdict: RefStatus = max(
         (check.status for check in problems), key=SEVERITY.__getitem__, default="fresh"

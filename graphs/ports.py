@@ -85,6 +85,14 @@ class RunLedger(Protocol):
         """The stored update of a succeeded attempt with this input, if any."""
         ...
 
+    def latest_result(self, thread_id: str, node_id: str) -> str | None:
+        """The stored update of the node's latest succeeded attempt, whatever its input.
+
+        What a node last produced, as the ledger (not the checkpoint) recorded it: finalize
+        compares the review it is handed against it, so a state edit cannot forge one.
+        """
+        ...
+
 
 @dataclass(frozen=True)
 class StepInfo:
@@ -107,11 +115,21 @@ class StepInfo:
 
     def artifact_id(self, name: str) -> str:
         """Artifact ids are scoped per thread so threads never overwrite each other."""
-        return f"{self.thread_id}-{name}"
+        return scoped_artifact_id(self.thread_id, name)
 
     def provenance(self, producer: str | None = None) -> Provenance:
         """Provenance stamped on what this step produces."""
         return Provenance(producer=producer or self.node, node=self.node, step=self.step)
+
+
+def scoped_artifact_id(thread_id: str, name: str) -> str:
+    """The id of a thread's artifact: ``<thread>-<name>``.
+
+    The name is the artifact's kind (``draft``, ``notes``, ``review``, ``article``), or the
+    source id for a source snapshot; consumers check a ref against the id this gives, so
+    another thread's artifact is never consumed as this thread's.
+    """
+    return f"{thread_id}-{name}"
 
 
 def ref_id(ref: ArtifactRef) -> str:

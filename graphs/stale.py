@@ -132,6 +132,7 @@ def guard(
         handoff=handoff,
         draft=draft,
         previous=call.read("freshness"),
+        thread_id=call.step.thread_id,
     )
     if report.verdict == "fresh":
         return report, None

@@ -26,6 +26,7 @@ from contracts import (
     Verdict,
 )
 from graphs import AgentOutput, ArtifactStore, ReviewRequest, StepInfo
+from graphs.citations import quote_problem
 from graphs.errors import ArtifactError
 from graphs.markdown import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, apparatus_heading
 
@@ -300,13 +301,8 @@ class OfflineReviewerAgent:
                     if source.id not in checked:
                         checked.append(source.id)
                 text = snapshots[source.id]
-                if problem is None and source.snapshot.sha256 != source.sha256:
-                    problem = f"snapshot of {source.id} is not the content research read"
-                if problem is None and text[fact.span.start : fact.span.end] != fact.quote:
-                    problem = (
-                        f"quote of {claim_id} is not found verbatim in {source.id} at "
-                        f"{fact.span.start}-{fact.span.end}"
-                    )
+                if problem is None:
+                    problem = quote_problem(fact, source, text)
                 if problem is None:
                     if source.id not in documents:
                         documents[source.id] = read_document(text, source.snapshot.media_type)

@@ -17,9 +17,11 @@ from contracts import (
     TaskSpec,
     TaskState,
 )
+from graphs.approval import prove_approval
 from graphs.declare import node
 from graphs.freshness import summary
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.nodes.reviewer import reviewer
 from graphs.ports import ref_id
 from graphs.stale import adopt_head, guard, only_revised_draft
 
@@ -54,7 +56,10 @@ def unanswered_error(question: Question) -> ErrorDetail:
 
 @node("finalize", reads=FinalizeInput, writes=FinalizeOutput, terminal=True, stores_artifacts=True)
 def finalize(call: NodeCall) -> NodeResult:
-    """Publish exactly the reviewed revision; an unreviewed one is never published."""
+    """Publish exactly the reviewed revision; an unreviewed one is never published.
+
+    The approval is proven, not trusted: see ``graphs.approval``.
+    """
     draft: DraftArticle = call.require("draft")
     review: ReviewResult = call.require("review")
     bundle: ResearchBundle = call.require("research")
@@ -66,12 +71,15 @@ def finalize(call: NodeCall) -> NodeResult:
                 {"draft": adopted, "freshness": report}, checked_inputs=summary(report)
             )
         return stop
-    if review.verdict != "approved" or review.draft_revision != draft.revision:
-        raise ValueError(
-            f"finalize needs an approved review of draft revision {draft.revision}; "
-            f"got {review.verdict!r} for revision {review.draft_revision}"
-        )
-    body = call.ctx.store.get(draft.body)
+    body = prove_approval(
+        thread_id=call.step.thread_id,
+        reviewer=reviewer.name,
+        draft=draft,
+        review=review,
+        bundle=bundle,
+        store=call.ctx.store,
+        ledger=call.ctx.ledger,
+    )
     article = call.ctx.store.put(
         call.step.artifact_id("article"), "article", body, draft.body.media_type
     )

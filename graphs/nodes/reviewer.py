@@ -72,6 +72,8 @@ def reviewer(call: NodeCall) -> NodeResult:
     )
     output = call.agent.run(request)
     review: ReviewResult = call.accept("review", output.result)
+    # The node, not the agent, names the bytes reviewed: finalize publishes only those.
+    review = review.model_copy(update={"draft_sha256": draft.body.sha256})
     return NodeResult(
         update={"review": review, "draft": draft, "freshness": report},
         usage=output.usage,
