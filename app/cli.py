@@ -25,7 +25,7 @@ from app.errors import (
     UnknownContract,
 )
 from app.exit_codes import EXPECTED_ERRORS, for_error, for_outcome
-from app.fleet import JobState
+from app.fleet import DECIDE, JobState, queued_refusal
 from app.invocation import command
 from app.postgres import describe_url, is_postgres_url, redact
 from app.settings import Settings
@@ -285,6 +285,7 @@ def resume(
     raw = _decision_options(locals()).raw()
     try:
         with _workflow() as workflow:
+            workflow.refuse_if_queued(thread_id, "nothing was resumed")  # before any prompt
             request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
             decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
             if request is not None:
@@ -334,7 +335,9 @@ def submit(
 
     Needs PostgreSQL and the queue extra; `handoff worker` processes run the jobs. The task
     or decision is checked now, as `run` and `resume` check it, and nothing is queued when
-    it is refused.
+    it is refused: a thread with an unfinished job (exit 7), or a decision other than the
+    one already queued or applied for the request (exit 2); the same decision again is not
+    queued twice.
     """
     params = locals()  # the task and decision options, by name
     raw = _decision_options(params).raw()
@@ -342,9 +345,12 @@ def submit(
         raise SubmitUsage("give an OBJECTIVE to queue a new thread, or --resume ID, not both")
     with _workflow() as workflow:
         if resume_id is not None:
+            job = workflow.job(resume_id)
+            if job is not None and job.unfinished and job.task != DECIDE:
+                raise queued_refusal(resume_id, job, "no decision was queued")
             request = workflow.pending(resume_id)
-            decision = (
-                None
+            decision = (  # not waiting: the flags as given, compared with queued decisions
+                raw
                 if request is None
                 else decision_for(request, raw, from_file=decision_file is not None)
             )
@@ -354,8 +360,18 @@ def submit(
                     "--constraint …, --accept-partial, --grant-round, --abort --reason … "
                     "or --decision-file"
                 )
-            checked = workflow.submit_decision(resume_id, decision)
-            out.print(f"queued: {checked.action} for thread {resume_id}", markup=False)
+            queued = workflow.submit_decision(resume_id, decision)
+            action = queued.decision.action
+            if queued.duplicate:
+                out.print(
+                    f"already queued: {action} for thread {resume_id} (job {queued.job_id}); "
+                    "not queued again",
+                    markup=False,
+                )
+            else:
+                out.print(
+                    f"queued: {action} for thread {resume_id} (job {queued.job_id})", markup=False
+                )
             out.print(resume_id, markup=False)
             return
         if raw is not None:
@@ -375,11 +391,16 @@ def worker(
         bool, typer.Option("--burst", help="Stop once the queue is empty instead of waiting.")
     ] = False,
 ) -> None:
-    """Run queued jobs until stopped (Ctrl-C or SIGTERM finish the jobs in hand first)."""
-    from app.fleet import Fleet
+    """Run queued jobs until stopped (Ctrl-C or SIGTERM finish the jobs in hand first).
+
+    A lost database is one line on stderr; the worker waits for it with backoff and carries
+    on, exiting 9 only if told to stop meanwhile or after HANDOFF_WORKER_OUTAGE_SECONDS.
+    """
+    from app.fleet import Fleet, configure_worker_logging
 
     settings = Settings()
     fleet = Fleet(settings)
+    configure_worker_logging()
     err.print(
         f"worker: {concurrency} at once on {describe_url(settings.resolved_database_url())}",
         markup=False,

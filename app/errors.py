@@ -146,3 +146,32 @@ class ArtifactLost(ArtifactNotFound):
     """
 
     exit_code = ExitCode.INTEGRITY
+
+
+class ThreadQueued(ThreadBusy):
+    """The worker fleet has a job of the thread queued or running; nothing was changed.
+
+    That job brings the thread as far as it goes. A run, resume, cancel or submission in
+    between would drop it (its objective never run, its approval gate skipped) or fork the
+    thread, so it is refused until the job has finished; exit code 7, as for a busy thread.
+    """
+
+    def __init__(self, message: str, *, job_id: int, task: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.task = task
+
+
+class DecisionConflict(HandoffError, ValueError):
+    """A decision for a request another decision already answers (queued, running or done).
+
+    Decisions for one thread are serialized: the first one queued is the answer, a
+    different one is refused naming it, and nothing is queued.
+    """
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str, *, job_id: int) -> None:
+        super().__init__(message)
+        self.job_id = job_id

@@ -93,6 +93,13 @@ class Settings(BaseSettings):
         description="Attempts a fleet job gets when its thread is busy elsewhere or the "
         "database is unavailable.",
     )
+    worker_outage_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        le=86400,
+        description="Seconds a running fleet worker waits for a lost database to come back "
+        "(retrying with backoff, one log line) before it exits with code 9.",
+    )
 
     fault: str | None = Field(
         default=None,

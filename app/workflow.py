@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.backends import Backend, open_backend, storage_errors
 from app.errors import (
+    DatabaseUnavailable,
     DecisionRequired,
     InvalidDecision,
     InvalidEdit,
@@ -33,9 +34,18 @@ from app.errors import (
     ThreadNotFound,
     UnknownArtifactName,
 )
-from app.fleet import Fleet, JobState
+from app.fleet import (
+    Fleet,
+    JobState,
+    QueuedDecision,
+    queue_decision,
+    queue_run,
+    queued_refusal,
+    running_job_of,
+    unfinished_job,
+)
 from app.ledger import RunLedgerBackend
-from app.postgres import describe_url, is_postgres_url
+from app.postgres import describe_url, is_outage, is_postgres_url
 from app.services import build_context
 from app.settings import Settings
 from app.sources import (
@@ -283,6 +293,8 @@ class Workflow:
         on_progress: ProgressCallback | None = None,
     ) -> RunOutcome:
         """Start a new thread for ``task`` and run it to its end (or first pause)."""
+        if thread_id is not None:  # always, inside the lock: a new id has been chosen
+            self.refuse_if_queued(thread_id, "nothing was run")
         spec, thread = self._new_thread(task, thread_id)
         return self._drive({"task": spec}, thread, on_progress) or self.outcome(thread)
 
@@ -291,24 +303,47 @@ class Workflow:
         """Queue a new thread for the worker fleet (PostgreSQL); returns its id.
 
         The task is checked as ``run`` checks it before anything is queued; a worker starts
-        the thread. Submitting an id that exists or is already queued is refused.
+        the thread. Submitting an id that exists or has an unfinished job is refused
+        (ThreadExists, ThreadQueued), checked again under the thread's locks.
         """
         spec, thread = self._new_thread(task, thread_id)
-        Fleet(self.settings).submit_run(thread, spec)
+        queue_run(self, thread, spec)
         return thread
 
     @_storage
-    def submit_decision(self, thread_id: str, decision: Any) -> HumanDecision:
-        """Queue a decision for a waiting thread, checked now against its open request."""
-        request = self.pending(check_thread_id(thread_id))
-        if request is None:
-            raise NotWaiting(
-                f"thread {thread_id!r} is not waiting for a decision; nothing was queued "
-                f"(see `handoff status {thread_id}`)"
-            )
-        checked = as_asked_on(self.check_decision(request, decision), request, thread_id)
-        Fleet(self.settings).submit_decision(thread_id, checked)
-        return checked
+    def submit_decision(self, thread_id: str, decision: Any) -> QueuedDecision:
+        """Queue a decision for a waiting thread, checked now against its open request.
+
+        Decisions of one thread are serialized (``app.fleet.queue_decision``): while a
+        decision job is unfinished, or once one answered the request, the same decision
+        returns that job (``duplicate``) and a different one is refused (DecisionConflict).
+        """
+        return queue_decision(self, check_thread_id(thread_id), decision)
+
+    @_storage
+    def refuse_if_queued(self, thread_id: str, consequence: str = "nothing was changed") -> None:
+        """Raise ThreadQueued if the worker fleet has a job of the thread not yet finished.
+
+        Such a job brings the thread as far as it goes; running, resuming or cancelling the
+        thread meanwhile would drop it. ``run``, ``resume`` and ``cancel`` call this while
+        they hold the thread's lock, which submitting takes too, so the answer holds until
+        they are done. A fleet job's own body passes (``app.fleet.running_job_of``).
+        """
+        pool = self.backend.pool
+        if pool is None or running_job_of(check_thread_id(thread_id)):
+            return  # no queue on this database, or the queue itself is running the thread
+        try:
+            with pool.connection() as conn:
+                job = unfinished_job(conn, thread_id)
+        except Exception as error:
+            if not is_outage(error):
+                raise
+            raise DatabaseUnavailable(
+                f"database unavailable at {self._where()} ({type(error).__name__}: "
+                f"{' '.join(str(error).split())}); nothing was changed"
+            ) from error
+        if job is not None:
+            raise queued_refusal(thread_id, job, consequence)
 
     def job(self, thread_id: str) -> JobState | None:
         """The thread's latest worker-fleet job (queued, running, done), or None if none.
@@ -373,7 +408,7 @@ class Workflow:
         result for a finished one; both are refused here, as is a thread waiting for a human
         when no decision is given.
         """
-        check_thread_id(thread_id)
+        self.refuse_if_queued(thread_id, "nothing was resumed")
         if not self._exists(thread_id):
             raise ThreadNotFound(
                 f"no thread {thread_id!r} in {self._where()}; nothing to resume "
@@ -672,6 +707,7 @@ class Workflow:
         """
         if not reason.strip():
             raise InvalidDecision("reason is required to cancel a thread: say why")
+        self.refuse_if_queued(thread_id, "nothing was cancelled")
         if not self._exists(thread_id):
             raise ThreadNotFound(f"no thread {thread_id!r} in {self._where()}; nothing to cancel")
         snapshot = self.graph.get_state(self.config(thread_id))

@@ -223,7 +223,8 @@ def test_submit_refuses_what_it_cannot_queue_and_queues_nothing(
     first = submit(OBJECTIVE, "--thread", "q-1")
     assert first.returncode == 0 and first.stdout.strip() == "q-1", first.stderr
     again = submit(OBJECTIVE, "--thread", "q-1")
-    assert again.returncode == ExitCode.USAGE and "already queued" in again.stderr
+    assert again.returncode == ExitCode.THREAD_BUSY, again.stderr
+    assert "'q-1' is queued" in again.stderr and "run job" in again.stderr
     both = submit(OBJECTIVE, "--resume", "q-1", "--approve")
     assert both.returncode == ExitCode.USAGE and "not both" in both.stderr
     stray = submit(OBJECTIVE, "--approve")
