@@ -631,26 +631,23 @@ def threads(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """List every thread: its state, result, step, what runs next and when it last changed."""
-    with _workflow(read_only=True) as workflow:
-        rows = [
-            (workflow.status(thread_id), workflow.outcome(thread_id))
-            for thread_id in workflow.threads()
-        ]
-        started = {info.thread_id for info, _ in rows}
+    with _workflow(read_only=True) as workflow:  # one read of small channels per thread
+        rows = [workflow.summary(thread_id) for thread_id in workflow.threads()]
+        started = {row.thread_id for row in rows}
         waiting = [job for key, job in sorted(workflow.queued().items()) if key not in started]
     if as_json:
         out.print_json(
             json.dumps(
                 [
                     {
-                        "thread_id": info.thread_id,
-                        "state": outcome.state.value,
-                        "result": outcome.result_status,
-                        "step": info.step,
-                        "next": list(info.next_nodes),
-                        "updated_at": info.updated_at,
+                        "thread_id": row.thread_id,
+                        "state": row.outcome.state.value,
+                        "result": row.outcome.result_status,
+                        "step": row.step,
+                        "next": list(row.next_nodes),
+                        "updated_at": row.updated_at,
                     }
-                    for info, outcome in rows
+                    for row in rows
                 ]
                 + [
                     {"thread_id": job.thread_id, "state": job.label.upper(), "job": _job_json(job)}
@@ -663,14 +660,14 @@ def threads(
         err.print(f"no threads yet; start one: {command()} run OBJECTIVE", markup=False)
         return
     table = Table("thread", "state", "result", "step", "next", "updated")
-    for info, outcome in rows:
+    for row in rows:
         table.add_row(
-            info.thread_id,
-            outcome.state.value.removeprefix("TASK_STATE_"),
-            outcome.result_status or "",
-            "" if info.step is None else str(info.step),
-            ", ".join(info.next_nodes),
-            (info.updated_at or "")[:19].replace("T", " "),
+            row.thread_id,
+            row.outcome.state.value.removeprefix("TASK_STATE_"),
+            row.outcome.result_status or "",
+            "" if row.step is None else str(row.step),
+            ", ".join(row.next_nodes),
+            (row.updated_at or "")[:19].replace("T", " "),
         )
     for job in waiting:  # submitted to the fleet, no step saved yet
         table.add_row(job.thread_id, job.label.upper(), "", "", "", "")

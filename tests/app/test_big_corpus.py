@@ -8,6 +8,7 @@ are never decoded for them, on either backend.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from app.corpus import CorpusPolicy, discover
 from app.settings import Settings
 from app.workflow import Workflow
 from graphs.errors import SourceRefused
+from tests.backends import backend_env
 from tests.cli import handoff, one_line_error
 from tests.conftest import OBJECTIVE, write_corpus
 
@@ -107,3 +109,124 @@ def test_the_cli_refuses_a_corpus_over_the_limit_with_exit_2(tmp_path: Path) -> 
     assert "more than 3 documents" in line and "HANDOFF_CORPUS_MAX_FILES" in line, line
     listed = handoff("threads", data_dir=data, env=env)
     assert listed.returncode == 0 and listed.stdout == "", listed
+
+
+# -- listing reads only what it prints ---------------------------------------------------
+
+
+def _threads_at_every_stop(workflow: Workflow) -> dict[str, str]:
+    """Threads ended, waiting on approval and waiting on a review decision; by id."""
+    ended = workflow.run(workflow.task(OBJECTIVE), thread_id="t-ended")
+    approval = workflow.run(
+        workflow.task(OBJECTIVE, policies={"require_approval": True}),
+        thread_id="t-approval",
+    )
+    review = workflow.run(
+        workflow.task(
+            OBJECTIVE,
+            constraints={"required_sections": ["Kubernetes Networking"]},
+            budget={"max_review_rounds": 1},
+            policies={"on_review_exhausted": "ask"},
+        ),
+        thread_id="t-review",
+    )
+    return {
+        "t-ended": ended.state.value,
+        "t-approval": approval.state.value,
+        "t-review": review.state.value,
+    }
+
+
+def test_status_and_threads_read_as_the_full_state_says(workflow: Workflow, tmp_path: Path) -> None:
+    states = _threads_at_every_stop(workflow)
+    assert states == {
+        "t-ended": "TASK_STATE_COMPLETED",
+        "t-approval": "TASK_STATE_INPUT_REQUIRED",
+        "t-review": "TASK_STATE_INPUT_REQUIRED",
+    }
+    saver = workflow.saver
+    listed = sorted({item.config["configurable"]["thread_id"] for item in saver.list(None)})
+    assert workflow.threads() == listed == sorted(states)
+    for thread_id, state in states.items():
+        full = workflow.graph.get_state(workflow.config(thread_id))
+        status = workflow.status(thread_id)
+        summary = workflow.summary(thread_id)
+        assert status.next_nodes == summary.next_nodes == tuple(full.next)
+        assert full.metadata is not None
+        assert status.step == summary.step == full.metadata["step"]
+        assert status.updated_at == summary.updated_at == full.created_at
+        assert status.checkpoints == len(list(saver.list(workflow.config(thread_id))))
+        bundle = full.values["research"]
+        assert status.fact_count == len(bundle.facts) > 0
+        draft = full.values.get("draft")
+        assert status.draft_revision == (draft.revision if draft else None)
+        assert workflow.outcome(thread_id) == summary.outcome
+        assert summary.outcome.state.value == state
+        if summary.outcome.human_request is not None:
+            assert summary.outcome.human_request.model_dump() == full.interrupts[0].value
+            assert summary.outcome.fact_count == len(bundle.facts)
+
+
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every ResearchBundle or Handoff built, however a reader builds it."""
+    from contracts import Handoff, ResearchBundle
+
+    made: list[str] = []
+    for model in (ResearchBundle, Handoff):
+        for name in ("model_construct", "model_validate", "model_validate_json"):
+            original = getattr(model, name)
+
+            def recording(
+                *args: object,
+                _original: object = original,
+                _name: str = model.__name__,
+                **kwargs: object,
+            ) -> object:
+                made.append(_name)
+                return _original(*args, **kwargs)  # type: ignore[operator]
+
+            monkeypatch.setattr(model, name, recording)
+        init = model.__init__
+
+        def recording_init(
+            self: object, *args: object, _init: object = init, **kwargs: object
+        ) -> None:
+            made.append(type(self).__name__)
+            _init(self, *args, **kwargs)  # type: ignore[operator]
+
+        monkeypatch.setattr(model, "__init__", recording_init)
+    return made
+
+
+def test_threads_and_status_never_build_the_research_bundle_or_the_handoff(
+    workflow: Workflow, tmp_path: Path, built: list[str]
+) -> None:
+    _threads_at_every_stop(workflow)
+    built.clear()
+    for thread_id in workflow.threads():
+        workflow.summary(thread_id)
+        workflow.status(thread_id)
+        workflow.outcome(thread_id)
+    assert built == [], f"a listing decoded {sorted(set(built))}"
+    workflow.graph.get_state(workflow.config("t-ended"))
+    assert "ResearchBundle" in built, "the probe sees a full read build the bundle"
+
+
+def test_the_cli_lists_and_shows_the_status_of_a_large_thread(
+    settings: Settings, tmp_path: Path
+) -> None:
+    corpus = _corpus(tmp_path / "corpus", 150)
+    with Workflow(settings) as workflow:
+        outcome = workflow.run(workflow.task(OBJECTIVE, corpus=[str(corpus)]), thread_id="t-big")
+    env = backend_env(settings) | {"HANDOFF_CORPUS_ROOTS": f'["{tmp_path}"]'}
+    listed = handoff("threads", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [row["thread_id"] for row in rows] == ["t-big"]
+    assert rows[0]["state"] == outcome.state.value
+    status = handoff("status", "t-big", "--json", env=env)
+    assert status.returncode == 0, status.stderr
+    shown = json.loads(status.stdout)
+    assert shown["outcome"]["state"] == outcome.state.value
+    assert shown["checkpoints"] >= 3 and shown["next"] == []
