@@ -1,0 +1,221 @@
+"""P7 a big corpus in the store: ``threads`` and ``status`` with and without it.
+
+Two SQLite stores hold four threads each, run to the end: one holds four small threads
+(the bundled corpus), the other three of them and a thread that researched a corpus of
+10,000 small generated markdown files (``HANDOFF_CORPUS_MAX_FILES`` raised to admit it).
+Its research bundle and handoff envelope list every source, and SQLite keeps every channel
+in every checkpoint.
+
+- threads: what ``handoff threads`` does after start-up: open a read-only Workflow, list
+  the thread ids and read each thread's row (``Workflow.summary``). The store of small
+  threads (baseline) vs the store with the big thread in place of one (candidate).
+- status: what ``handoff status`` does: a read-only Workflow, ``status`` and ``outcome``.
+  A small thread (baseline) vs the big thread (candidate), in the store holding both.
+- info: the big thread's status read the way LangGraph reads a thread (``get_state`` of
+  the full state and ``list`` of its checkpoints, as ``status`` did before it read only
+  the small channels) vs as ``status`` reads it now.
+
+Printed besides: the big thread's bytes per checkpoint and the time its run took.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from app.backends import sqlite_path
+from app.settings import Settings
+from app.workflow import Workflow
+from bench._common import (
+    OBJECTIVE,
+    Measure,
+    Row,
+    interleaved,
+    ms,
+    parse_args,
+    print_rows,
+    print_table,
+    scratch_dir,
+    size,
+    timed,
+    workflow_settings,
+)
+
+FILES = 10_000
+QUICK_FILES = 200
+SMALL_THREADS = 3
+THREADS_TARGET = 1.5
+"""A store holding the big thread lists its threads at most this much slower."""
+STATUS_TARGET = 2.0
+"""The big thread's status takes at most this much longer than a small thread's."""
+_WORDS = (
+    "stone script priest decree king temple scribe greek demotic hieroglyph text name "
+    "royal cartouche column copy museum"
+).split()
+
+
+def write_corpus(folder: Path, count: int) -> Path:
+    """``count`` small markdown files of deterministic prose about the objective's topic."""
+    folder.mkdir(parents=True)
+    rng = random.Random(7)
+    for index in range(count):
+        body = " ".join(rng.choice(_WORDS) for _ in range(40))
+        (folder / f"note-{index:05d}.md").write_text(
+            f"# Note {index}\n\nThe Rosetta Stone {body}.\n", encoding="utf-8"
+        )
+    return folder
+
+
+def _small_threads(settings: Settings, count: int) -> list[str]:
+    threads = [f"small-{index}" for index in range(count)]
+    with Workflow(settings) as workflow:
+        for thread in threads:
+            outcome = workflow.run(OBJECTIVE, thread_id=thread)
+            if outcome.result_status != "completed":
+                raise RuntimeError(f"small thread did not complete: {outcome}")
+    return threads
+
+
+def checkpoint_bytes(database: Path, thread_id: str) -> tuple[int, int]:
+    """The thread's checkpoints: how many, and the bytes of the largest."""
+    with sqlite3.connect(database) as conn:
+        count, largest = conn.execute(
+            "SELECT COUNT(*), MAX(LENGTH(checkpoint)) FROM checkpoints WHERE thread_id = ?",
+            (thread_id,),
+        ).fetchone()
+    conn.close()
+    return int(count), int(largest)
+
+
+def list_threads(settings: Settings) -> Callable[[int], float]:
+    """One sample of ``handoff threads``: open, list ids, read each thread's row."""
+
+    def sample(_: int) -> float:
+        def command() -> None:
+            with Workflow(settings, read_only=True) as workflow:
+                rows = [workflow.summary(thread) for thread in workflow.threads()]
+            if not rows:
+                raise RuntimeError("no threads listed")
+
+        return timed(command)
+
+    return sample
+
+
+def show_status(settings: Settings, thread_id: str) -> Callable[[int], float]:
+    """One sample of ``handoff status THREAD``: open, status and outcome."""
+
+    def sample(_: int) -> float:
+        def command() -> None:
+            with Workflow(settings, read_only=True) as workflow:
+                workflow.status(thread_id)
+                workflow.outcome(thread_id)
+
+        return timed(command)
+
+    return sample
+
+
+def full_read(settings: Settings, thread_id: str) -> Callable[[int], float]:
+    """One sample of a thread read LangGraph's way: the full state and every checkpoint."""
+
+    def sample(_: int) -> float:
+        def command() -> None:
+            with Workflow(settings, read_only=True) as workflow:
+                config = workflow.config(thread_id)
+                workflow.graph.get_state(config)
+                sum(1 for _ in workflow.saver.list(config))
+
+        return timed(command)
+
+    return sample
+
+
+def main(argv: Sequence[str] | None = None) -> list[Row]:
+    """Measure and print P7; returns the rows."""
+    args = parse_args(
+        argv, "P7 threads and status beside a big-corpus thread", repeats=20, quick_repeats=2
+    )
+    files = QUICK_FILES if args.quick else FILES
+    with scratch_dir("p7") as root:
+        corpus = write_corpus(root / "corpus", files)
+        plain = workflow_settings(root, "without")
+        loaded = workflow_settings(root, "with").with_overrides(
+            corpus_roots=[root], corpus_max_files=files
+        )
+        small = _small_threads(plain, SMALL_THREADS + 1)
+        _small_threads(loaded, SMALL_THREADS)
+        with Workflow(loaded) as workflow:
+            began = time.perf_counter()
+            outcome = workflow.run(workflow.task(OBJECTIVE, corpus=[str(corpus)]), "big")
+            run_seconds = time.perf_counter() - began
+        if outcome.state.value != "TASK_STATE_COMPLETED":
+            raise RuntimeError(f"the big thread did not end: {outcome}")
+        checkpoints, largest = checkpoint_bytes(sqlite_path(loaded.resolved_database_url()), "big")
+
+        samples = interleaved(
+            {
+                "threads without": list_threads(plain),
+                "threads with": list_threads(loaded),
+                "status small": show_status(loaded, small[0]),
+                "status big": show_status(loaded, "big"),
+            },
+            repeats=args.repeats,
+        )
+        full = interleaved(
+            {"full": full_read(loaded, "big"), "glance": show_status(loaded, "big")},
+            repeats=max(1, args.repeats // 3),
+        )
+    rows = [
+        Row(
+            bench="P7",
+            case=f"threads, one of {files:,} files",
+            unit="s",
+            baseline_name=f"{SMALL_THREADS + 1} small threads",
+            baseline=Measure.of(samples["threads without"]),
+            candidate_name=f"{SMALL_THREADS} + a {files:,}-file one",
+            candidate=Measure.of(samples["threads with"]),
+            max_ratio=THREADS_TARGET,
+        ),
+        Row(
+            bench="P7",
+            case="status",
+            unit="s",
+            baseline_name="small thread",
+            baseline=Measure.of(samples["status small"]),
+            candidate_name=f"{files:,}-file thread",
+            candidate=Measure.of(samples["status big"]),
+            max_ratio=STATUS_TARGET,
+        ),
+        Row(
+            bench="P7",
+            case=f"status of the {files:,}-file thread (info)",
+            unit="s",
+            baseline_name="small channels",
+            baseline=Measure.of(full["glance"]),
+            candidate_name="full state + list",
+            candidate=Measure.of(full["full"]),
+        ),
+    ]
+    print_rows("P7 threads and status beside a big-corpus thread (SQLite)", rows, ms)
+    print_table(
+        "P7 the big thread",
+        ["files", "run", "checkpoints", "largest checkpoint", "result"],
+        [
+            [
+                f"{files:,}",
+                f"{run_seconds:.1f} s",
+                str(checkpoints),
+                size(largest),
+                str(outcome.result_status),
+            ]
+        ],
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    main()
