@@ -18,6 +18,7 @@ import importlib.util
 import os
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from app.backends import backend_for, sqlite_path
 from app.errors import ThreadBusy, ThreadFinished
 from app.locks import ThreadLock
 from app.postgres import describe_url
+from app.running_nodes import RUNNING_NODES
 from app.services import build_context
 from app.settings import PROJECT_ROOT, Settings
 from contracts import ErrorCode, RunChoices, RunOutcome, StalePolicy
@@ -103,7 +105,8 @@ def _services(agent_models: tuple[tuple[str, str], ...]) -> RunContext:
         settings = settings.with_overrides(
             agent_models={**settings.agent_models, **dict(agent_models)}
         )
-    return build_context(settings)
+    # Every served node counts in the process's registry: the lock waits for it (make_graph).
+    return replace(build_context(settings), node_running=RUNNING_NODES.running)
 
 
 @cache
@@ -129,6 +132,9 @@ def served_graph() -> ServedGraph:
     return served_builder().compile(name=GRAPH_ID)
 
 
+DRAIN_SECONDS = 30.0
+"""How long a run waits for a cancelled run's node of the same thread to stop in this
+process before it tries the lock (and, if that node still runs, fails as busy)."""
 LOCKED_ACCESS = ("threads.create_run", "threads.update")
 """Server uses of the graph that write a thread's checkpoints: they hold its lock."""
 
@@ -141,10 +147,11 @@ async def make_graph(
 
     The server enters this context for each use of the graph and keeps it entered until
     that use ends. A run, and a state update, therefore hold the thread's lock for their
-    whole length, the same lock ``handoff resume`` and ``Workflow`` take: one that finds
-    the thread held by another process fails at once with "thread … is busy" and changes
-    nothing (a state update gets HTTP 409 with that message), instead of forking the
-    checkpoint chain. A run on a thread that has already ended is refused too, so a late
+    whole length (a cancelled run until its node has really stopped, see
+    ``app/running_nodes.py``), the same lock ``handoff resume`` and ``Workflow`` take: one
+    that finds the thread held by another process fails at once with "thread … is busy"
+    and changes nothing (a state update gets HTTP 409 with that message), instead of
+    forking the checkpoint chain. A run on a thread that has already ended is refused too, so a late
     decision is never silently dropped.
     """
     graph = served_graph()
@@ -154,7 +161,7 @@ async def make_graph(
         return
     with ExitStack() as held:
         try:
-            await asyncio.to_thread(held.enter_context, server_lock().hold(str(thread_id)))
+            await asyncio.to_thread(_take_over, str(thread_id), held)
         except ThreadBusy as busy:
             if runtime.access_context == "threads.create_run":
                 raise  # the run ends in error with this message
@@ -166,7 +173,35 @@ async def make_graph(
                 await refuse_finished(str(thread_id))
             yield graph
         finally:
-            await asyncio.to_thread(held.close)
+            # Shielded: a second cancel cannot make the lock go before the node has stopped.
+            release = ExitStack()  # closed last to first: the lock, then the count
+            release.enter_context(RUNNING_NODES.releasing(str(thread_id)))
+            release.push(held.pop_all())
+            await asyncio.shield(asyncio.to_thread(_release_when_idle, str(thread_id), release))
+
+
+def _take_over(thread_id: str, held: ExitStack) -> None:
+    """Take the thread's lock, after a cancelled run of this process has let go of it.
+
+    Such a run keeps the lock while its node finishes (``_release_when_idle``); a run that
+    supersedes it waits for that, up to DRAIN_SECONDS. Any other holder means busy at once.
+    """
+    deadline = time.monotonic() + DRAIN_SECONDS
+    RUNNING_NODES.idle(thread_id, DRAIN_SECONDS)
+    while True:
+        try:
+            held.enter_context(server_lock().hold(thread_id))
+            return
+        except ThreadBusy:
+            if not RUNNING_NODES.will_release(thread_id) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _release_when_idle(thread_id: str, held: ExitStack) -> None:
+    """Let go of the thread once no node of it runs in this process (a cancelled one too)."""
+    RUNNING_NODES.idle(thread_id)
+    held.close()
 
 
 async def refuse_finished(thread_id: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,11 @@ def no_fault(point: str) -> None:
     """The default fault hook does nothing; tests and the app may inject one."""
 
 
+def untracked(thread_id: str) -> contextlib.AbstractContextManager[object]:
+    """The default: nobody in this process waits for a thread's nodes to stop."""
+    return contextlib.nullcontext()
+
+
 @dataclass(frozen=True)
 class RunContext:
     """Everything a node needs besides state. Not persisted: pass it on every resume."""
@@ -41,6 +47,12 @@ class RunContext:
     """First retry delay after a transient error; doubles per attempt (capped at 5 s)."""
     choices: RunChoices | None = None
     """Policies and limits the caller chose for this run (e.g. a Studio assistant's)."""
+    node_running: Callable[[str], contextlib.AbstractContextManager[object]] = field(
+        default=untracked
+    )
+    """Held (by thread id) while a node runs. A cancelled run's node goes on running in its
+    worker thread until it returns; the dev server waits on this before it lets go of
+    the thread's lock, so no second attempt can start beside it (``app/server.py``)."""
 
     def agent_for(self, spec: NodeSpec) -> Any:
         """The agent for a declared node, checked against the protocol it declares."""

@@ -453,23 +453,24 @@ def run_node(
         checked = CheckedState(state)
         given = require(checked, "task", TaskSpec, node=spec.name)
         step = step_info(config, spec.name, given, ctx.fault)
-        task = chosen_task(ctx, given, step)
-        if task is not given:  # a copy with the choices in force: validated when first read
-            checked = CheckedState({**state, "task": task})
-        visit = Visit(
-            spec=spec,
-            route=route,
-            state=checked,
-            task=task,
-            ctx=ctx,
-            step=step,
-            key=input_hash(spec, checked, ctx, task),
-            agent=agent_name(ctx, spec),
-        )
-        ctx.fault(f"{spec.name}:start")
-        update = reuse(visit) or over_budget(visit)
-        if update is None:
-            update = pause(visit) if spec.pauses else attempts(visit)
+        with ctx.node_running(step.thread_id):
+            task = chosen_task(ctx, given, step)
+            if task is not given:  # a copy with the choices in force: validated when first read
+                checked = CheckedState({**state, "task": task})
+            visit = Visit(
+                spec=spec,
+                route=route,
+                state=checked,
+                task=task,
+                ctx=ctx,
+                step=step,
+                key=input_hash(spec, checked, ctx, task),
+                agent=agent_name(ctx, spec),
+            )
+            ctx.fault(f"{spec.name}:start")
+            update = reuse(visit) or over_budget(visit)
+            if update is None:
+                update = pause(visit) if spec.pauses else attempts(visit)
         return update if task is given else {**update, "task": task}
 
     node.__name__ = spec.name

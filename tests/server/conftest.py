@@ -8,6 +8,7 @@ nothing is written to the checkout.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import shutil
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 READY_SECONDS = 60.0
 STOP_SECONDS = 15.0
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
+HANDOFF = Path(sys.executable).parent / "handoff"
 
 
 def server_folder(folder: Path, database_url: str | None = None) -> Path:
@@ -163,6 +165,16 @@ def dev_server(
         yield server
 
 
+@pytest.fixture(scope="module", params=PER_BACKEND)
+def gated_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    """A dev server whose writer waits for the test's gate file before it writes."""
+    folder = tmp_path_factory.mktemp(f"gated-{request.param}")
+    with served(request.param, folder, f"HANDOFF_FAULT=wait:writer:{folder / 'gate'}") as server:
+        yield server
+
+
 @contextmanager
 def served(kind: str, folder: Path, *env: str) -> Iterator[RunningServer]:
     """A ready server on backend ``kind`` in ``folder``; ``env`` adds lines to its .env."""
@@ -229,3 +241,32 @@ def check_article(server: RunningServer, thread_id: str, outcome: RunOutcome) ->
     assert hashlib.sha256(data).hexdigest() == ref.sha256
     assert len(data) == ref.size_bytes
     return data
+
+
+async def cli_resume(folder: Path, thread_id: str, *decision: str) -> tuple[int, str]:
+    """``handoff resume ID [decision flags]`` where the server runs (same .env, database)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        "resume",
+        thread_id,
+        *decision,
+        cwd=folder,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode is not None
+    return process.returncode, (out + err).decode()
+
+
+async def writing(workflow: Workflow, thread_id: str) -> None:
+    """Wait until the thread's writer attempt is running: its resumer holds the thread."""
+    for _ in range(600):
+        runs = await asyncio.to_thread(workflow.history, thread_id)
+        if any(run.node_id == "writer" and run.status == "running" for run in runs):
+            return
+        await asyncio.sleep(0.1)
+    pytest.fail(f"{thread_id}: no writer attempt started within 60 s")

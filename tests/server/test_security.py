@@ -1,10 +1,11 @@
 """What a browser page or an API client can make the served graph do.
 
 ``langgraph dev`` answers every origin unless langgraph.json restricts CORS, and any
-client can start a run naming files or change a thread's state: these tests drive a real
-server to show that other origins get no CORS permission, that a corpus outside the roots
-is refused before anything is read, and that a source re-pointed at /dev/zero through
-``update_state`` is refused instead of pinning a worker.
+client can start a run naming files: these tests drive a real server to show that other
+origins get no CORS permission, that a corpus outside the roots is refused before anything
+is read, and that a source re-pointed at /dev/zero through ``update_state`` is refused
+before it is written (the server lets no client edit state; a re-pointed source that does
+reach a thread is refused by name: tests/app/test_corpus_security.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from app.server import GRAPH_ID
 from app.workflow import Workflow
 from contracts import ResearchBundle, TaskSpec
 from tests.conftest import OBJECTIVE
-from tests.server.conftest import RunningServer, approval, start, waiting
+from tests.server.conftest import RunningServer, start
 
 pytestmark = pytest.mark.server
 
@@ -98,34 +99,31 @@ def test_a_served_run_with_a_corpus_outside_the_roots_is_refused_and_reads_nothi
         assert workflow.context.store.head(f"{thread_id}-notes") is None
 
 
-def test_a_served_source_repointed_at_dev_zero_is_refused_and_research_redone(
+def test_a_served_source_repointed_at_dev_zero_is_refused_before_it_is_written(
     dev_server: RunningServer,
 ) -> None:
-    async def scenario() -> tuple[str, list[str]]:
+    async def scenario() -> tuple[str, int, str, list[str]]:
         client = get_client(url=dev_server.url)
         thread_id, _ = await start(client, "sdk-dev-zero")
         state = await client.threads.get_state(thread_id)
         bundle = ResearchBundle.model_validate(state["values"]["research"])
         first = bundle.sources[0].model_copy(update={"uri": "file:///dev/zero"})
         changed = bundle.model_copy(update={"sources": [first, *bundle.sources[1:]]})
-        await client.threads.update_state(thread_id, {"research": changed.model_dump(mode="json")})
-        await asyncio.wait_for(client.runs.wait(thread_id, GRAPH_ID), RUN_SECONDS)
-        request = await waiting(client, thread_id)
-        command = {"resume": approval(request)}
-        await asyncio.wait_for(client.runs.wait(thread_id, GRAPH_ID, command=command), RUN_SECONDS)
-        again = await waiting(client, thread_id)  # research re-ran and asks for approval again
-        output = await asyncio.wait_for(
-            client.runs.wait(thread_id, GRAPH_ID, command={"resume": approval(again)}),
-            RUN_SECONDS,
-        )
-        sources = [source["uri"] for source in output["research"]["sources"]]
-        return thread_id, sources
+        try:
+            await client.threads.update_state(
+                thread_id, {"research": changed.model_dump(mode="json")}
+            )
+        except Exception as error:  # the SDK raises the server's error response
+            response = getattr(error, "response", None)
+            if response is None:
+                raise
+            status, body = int(response.status_code), str(response.text)
+        else:
+            pytest.fail("the server accepted a state edit")
+        after = await client.threads.get_state(thread_id)
+        sources = [source["uri"] for source in after["values"]["research"]["sources"]]
+        return thread_id, status, body, sources
 
-    thread_id, sources = asyncio.run(scenario())
-    assert "file:///dev/zero" not in sources
-    with Workflow(dev_server.settings) as workflow:
-        assert workflow.outcome(thread_id).result_status == "completed"
-        writer = next(run for run in workflow.history(thread_id) if run.node_id == "writer")
-    assert any(
-        "source /dev/zero is outside the corpus roots" in line for line in writer.checked_inputs
-    )
+    thread_id, status, body, sources = asyncio.run(scenario())
+    assert status == 403 and "does not let clients edit a thread's state" in body, body
+    assert "file:///dev/zero" not in sources, "nothing was written"

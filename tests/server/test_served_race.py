@@ -12,11 +12,7 @@ keep a single chain of checkpoints with no node run twice.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,52 +22,17 @@ from app.exit_codes import ExitCode
 from app.server import GRAPH_ID
 from app.workflow import Workflow
 from contracts import HumanRequest, TaskState
-from tests.server.conftest import PER_BACKEND, RunningServer, approval, served, start
+from tests.server.conftest import (
+    RunningServer,
+    approval,
+    cli_resume,
+    start,
+    writing,
+)
 
 pytestmark = pytest.mark.server
 
 ROUNDS = 20
-HANDOFF = Path(sys.executable).parent / "handoff"
-
-
-@pytest.fixture(scope="module", params=PER_BACKEND)
-def gated_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RunningServer]:
-    """A dev server whose writer waits for the test's gate file before it writes."""
-    folder = tmp_path_factory.mktemp(f"race-{request.param}")
-    gated = f"HANDOFF_FAULT=wait:writer:{folder / 'gate'}"
-    with served(request.param, folder, gated) as server:
-        yield server
-
-
-async def cli_resume(folder: Path, thread_id: str) -> tuple[int, str]:
-    """``handoff resume ID --approve`` where the server runs (same .env, same database)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        "resume",
-        thread_id,
-        "--approve",
-        cwd=folder,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
-    assert process.returncode is not None
-    return process.returncode, (out + err).decode()
-
-
-async def writing(workflow: Workflow, thread_id: str) -> None:
-    """Wait until the thread's writer attempt is running: its resumer holds the thread."""
-    for _ in range(600):
-        runs = await asyncio.to_thread(workflow.history, thread_id)
-        if any(run.node_id == "writer" and run.status == "running" for run in runs):
-            return
-        await asyncio.sleep(0.1)
-    pytest.fail(f"{thread_id}: no writer attempt started within 60 s")
 
 
 async def race(
@@ -94,11 +55,11 @@ async def race(
     if first == "server":
         leader = asyncio.create_task(served())
         await writing(workflow, thread_id)
-        code, cli_output = await cli_resume(server.folder, thread_id)
+        code, cli_output = await cli_resume(server.folder, thread_id, "--approve")
         gate.touch()
         outcome = await leader
     else:
-        leading = asyncio.create_task(cli_resume(server.folder, thread_id))
+        leading = asyncio.create_task(cli_resume(server.folder, thread_id, "--approve"))
         await writing(workflow, thread_id)
         outcome = await served()
         gate.touch()
@@ -173,7 +134,7 @@ def test_a_late_served_decision_on_a_finished_thread_is_refused(
         client = get_client(url=gated_server.url)
         thread_id, request = await start(client, "race-late")
         (gated_server.folder / "gate").touch()  # nothing to race here: let the writer go
-        code, output = await cli_resume(gated_server.folder, thread_id)
+        code, output = await cli_resume(gated_server.folder, thread_id, "--approve")
         assert code == ExitCode.COMPLETED, output
         return await client.runs.wait(
             thread_id, GRAPH_ID, command={"resume": approval(request)}, raise_error=False
@@ -183,7 +144,7 @@ def test_a_late_served_decision_on_a_finished_thread_is_refused(
     assert refusal is not None and "is complete" in refusal and "nothing was changed" in refusal
 
 
-def test_a_served_state_update_of_a_thread_being_resumed_is_refused_as_busy(
+def test_a_served_state_update_of_a_thread_being_resumed_is_refused_and_writes_nothing(
     gated_server: RunningServer,
 ) -> None:
     async def update_while_held() -> tuple[str | None, int, int, int]:
@@ -192,7 +153,7 @@ def test_a_served_state_update_of_a_thread_being_resumed_is_refused_as_busy(
         gate = gated_server.folder / "gate"
         gate.unlink(missing_ok=True)
         with Workflow(gated_server.settings) as workflow:
-            leading = asyncio.create_task(cli_resume(gated_server.folder, thread_id))
+            leading = asyncio.create_task(cli_resume(gated_server.folder, thread_id, "--approve"))
             await writing(workflow, thread_id)
             before = workflow.checkpoint_count(thread_id)
             refusal: str | None = None
@@ -206,6 +167,7 @@ def test_a_served_state_update_of_a_thread_being_resumed_is_refused_as_busy(
         return refusal, before, after, code
 
     refusal, before, after, code = asyncio.run(update_while_held())
-    assert refusal is not None and "is busy" in refusal, refusal
+    # The server refuses every state edit (app/server_auth.py) before the lock is tried.
+    assert refusal is not None and "does not let clients edit a thread's state" in refusal
     assert after == before, "the refused update wrote no checkpoint"
     assert code == ExitCode.COMPLETED, "the resume that held the thread finished"
