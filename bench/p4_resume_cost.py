@@ -11,7 +11,9 @@ RunContext, SQLite saver and ``durability="sync"``.
   draft artifact 49 revisions); then ``update_state`` (as the Reviewer, same review) adds
   checkpoints up to the target history length.
 - short thread: a fresh thread given the long thread's final values by ``update_state``
-  (as the Reviewer), three times: 3 checkpoints, an empty ledger, no draft revisions.
+  (as the Reviewer), three times: 3 checkpoints, an empty ledger, one draft revision. The
+  artifacts those values name are copied to the short thread's own ids first (a consumer
+  refuses another thread's artifact), byte for byte.
 
 A fresh pair of threads is built (untimed) for every repeat: a resume consumes its thread.
 An informational row times ``Workflow.status`` (what ``handoff status`` calls) on the
@@ -38,8 +40,8 @@ from bench._common import (
     workflow_settings,
 )
 from bench._variants import StubbornWriter
-from contracts import Budget, TaskSpec
-from graphs import build_graph
+from contracts import ArtifactRef, Budget, DraftArticle, ResearchBundle, TaskSpec
+from graphs import ArtifactStore, build_graph
 
 TARGET = 1.2
 SHORT = 3
@@ -59,6 +61,24 @@ class Pair:
     short_checkpoints: int
     long_checkpoints: int
     long_audit_rows: int
+
+
+def owned_copy(values: dict[str, Any], store: ArtifactStore, thread_id: str) -> dict[str, Any]:
+    """The values with the research and draft artifacts copied to ``thread_id``'s own ids."""
+
+    def copy(ref: ArtifactRef, name: str) -> ArtifactRef:
+        return store.put(f"{thread_id}-{name}", ref.kind, store.get(ref), ref.media_type)
+
+    bundle: ResearchBundle = values["research"]
+    draft: DraftArticle = values["draft"]
+    sources = [
+        source.model_copy(update={"snapshot": copy(source.snapshot, source.id)})
+        for source in bundle.sources
+    ]
+    refs = [copy(ref, ref.kind) for ref in bundle.artifact_refs]
+    research = bundle.model_copy(update={"sources": sources, "artifact_refs": refs})
+    body = copy(draft.body, draft.body.kind)
+    return {**values, "research": research, "draft": draft.model_copy(update={"body": body})}
 
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
@@ -98,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
             snapshot = graph.get_state(workflow.config(long_id))
             values = dict(snapshot.values)
             pad(long_id, {"review": values["review"]}, long_length)
-            pad(short_id, values, SHORT)
+            pad(short_id, owned_copy(values, workflow.context.store, short_id), SHORT)
             for thread_id in (short_id, long_id):
                 if graph.get_state(workflow.config(thread_id)).next != ("writer",):
                     raise RuntimeError(f"{thread_id} is not waiting before the writer")
