@@ -72,6 +72,7 @@ class ArtifactNotFound(ArtifactError, LookupError):
     """The artifact, revision or blob does not exist."""
 
     code = ErrorCode.MISSING_INPUT
+    exit_code = ExitCode.NOT_FOUND
 
 
 class IntegrityError(ArtifactError):

@@ -49,7 +49,7 @@ FINISHED = _outcome(TaskState.COMPLETED, "completed")
 # The exit code table of docs/cli.md, one raised error per row (and the foreign exceptions).
 EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (ContractViolation("bad", node="writer", channel="draft", fields=["body"]), ExitCode.FAILED),
-    (ArtifactNotFound("blob missing"), ExitCode.FAILED),
+    (ArtifactNotFound("no such artifact"), ExitCode.NOT_FOUND),
     (app.models.ModelConfigError("no such model"), ExitCode.FAILED),
     (OSError("disk full"), ExitCode.FAILED),
     (FileNotFoundError("no corpus"), ExitCode.FAILED),
