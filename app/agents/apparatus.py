@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 from urllib.parse import unquote, urlparse
 
 from contracts import Fact, Question, ResearchBundle, Source
+from graphs import ReviewRequest, WriteRequest
 from graphs.markdown import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, apparatus_heading
 
 UNANSWERED = "no source in the corpus answers it"
@@ -84,16 +85,37 @@ def apparatus(bundle: ResearchBundle, open_questions: list[Question], cited: lis
     return "\n".join(lines).rstrip() + "\n" if lines else ""
 
 
+def _split(markdown: str) -> tuple[list[str], list[str]]:
+    """A body's lines outside and inside its Open questions and Sources sections."""
+    outside: list[str] = []
+    inside: list[str] = []
+    within = False
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            within = apparatus_heading(line)
+        (inside if within else outside).append(line)
+    return outside, inside
+
+
 def without_apparatus(markdown: str) -> str:
     """A body with any Open questions or Sources section removed.
 
     A model may write its own; the one a reader gets is always built from the contracts.
     """
-    kept: list[str] = []
-    skipping = False
-    for line in markdown.splitlines():
-        if line.startswith("#"):
-            skipping = apparatus_heading(line)
-        if not skipping:
-            kept.append(line)
-    return "\n".join(kept).rstrip() + "\n"
+    return "\n".join(_split(markdown)[0]).rstrip() + "\n"
+
+
+def apparatus_lines(markdown: str) -> list[str]:
+    """The non-blank lines of a body's Open questions and Sources sections, headings included.
+
+    The Reviewer compares a draft's with those built from the contracts: the apparatus is
+    generated, never written, so nothing (prose a person added, a claim hidden in a list
+    item) can pass through these sections unchecked.
+    """
+    return [line.rstrip() for line in _split(markdown)[1] if line.strip()]
+
+
+def open_questions(request: WriteRequest | ReviewRequest) -> list[Question]:
+    """The task's questions still open, with any answer a person gave."""
+    handed = request.handoff.open_questions if request.handoff else []
+    return list(handed) or list(request.bundle.open_questions)

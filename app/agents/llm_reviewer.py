@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel
 
 from app import prompts
+from app.agents.apparatus import open_questions
 from app.agents.reviewer import OfflineReviewerAgent
 from app.agents.structured import ModelBacked, ask
 from contracts import (
@@ -35,7 +36,7 @@ class LLMReviewerAgent(ModelBacked):
         """Check, ask for a critique, and decide with both."""
         task, bundle, draft = request.task, request.bundle, request.draft
         store, step = request.store, request.step
-        findings = self.checks.check(task, bundle, draft, store)
+        findings = self.checks.check(task, bundle, draft, store, open_questions(request))
         cited: list[Fact] = [fact for fact in map(bundle.fact, findings.accepted) if fact]
         prompt = prompts.reviewer_prompt(
             task, findings.body, cited, findings.changes, revision=draft.revision

@@ -10,6 +10,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from app.agents.apparatus import apparatus, apparatus_lines, open_questions
 from app.antecedents import leans_on_earlier
 from app.documents import Document, ProseSentence, read_document
 from app.relevance import off_topic
@@ -18,6 +19,7 @@ from contracts import (
     DraftArticle,
     ErrorCode,
     Fact,
+    Question,
     RequiredChange,
     ResearchBundle,
     ReviewResult,
@@ -30,6 +32,8 @@ from graphs.citations import quote_problem
 from graphs.errors import ArtifactError
 from graphs.markdown import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, apparatus_heading
 
+LISTING_CODES = frozenset({ErrorCode.SOURCE_NOT_LISTED, ErrorCode.QUESTION_NOT_ADDRESSED})
+"""Changes that already name what the apparatus lacks: APPARATUS_ALTERED is not added."""
 SUPPORT_OVERLAP = 0.5
 """Share of a sentence's content terms that must appear in the facts it cites."""
 
@@ -99,9 +103,8 @@ class OfflineReviewerAgent:
         """Verify the draft; every problem becomes a required change with a stable code."""
         task, bundle, draft = request.task, request.bundle, request.draft
         store, step = request.store, request.step
-        return self.conclude(
-            task, bundle, draft, self.check(task, bundle, draft, store), store, step
-        )
+        findings = self.check(task, bundle, draft, store, open_questions(request))
+        return self.conclude(task, bundle, draft, findings, store, step)
 
     def check(
         self,
@@ -109,13 +112,16 @@ class OfflineReviewerAgent:
         bundle: ResearchBundle,
         draft: DraftArticle,
         store: ArtifactStore,
+        still_open: list[Question] | None = None,
     ) -> Findings:
         """Every deterministic check; each problem is a required change with its own code.
 
         Citations walked back to the snapshots (verbatim, from prose), support, the task
         (sections present, non-empty and on topic; word limit; every question answered or
         listed as open), what a reader needs (no uncited or dangling sentence, no code or
-        table quoted, every cited source in the Sources list).
+        table quoted, every cited source in the Sources list), and the apparatus exactly
+        as built from the contracts (``still_open``: the questions the writer was handed as
+        open; the bundle's when not given).
         """
         body = store.get(draft.body).decode("utf-8")
         article = read_document(body)
@@ -172,6 +178,11 @@ class OfflineReviewerAgent:
         if cited_ids:  # an empty article answers nothing: EMPTY_ARTICLE says it all
             self._check_questions(task, bundle, cited_ids, layout, changes)
         self._check_sources_listed(bundle, cited_ids, layout, changes)
+        if not {change.code for change in changes} & LISTING_CODES:  # those say it precisely
+            expected = apparatus(
+                bundle, bundle.open_questions if still_open is None else still_open, cited_ids
+            )
+            self._check_apparatus(body, expected, changes)
         return Findings(body, changes, accepted, rejected, checked)
 
     @staticmethod
@@ -441,6 +452,35 @@ class OfflineReviewerAgent:
                     claim_id=claims[0],
                 )
             )
+
+    @staticmethod
+    def _check_apparatus(body: str, expected: str, changes: list[RequiredChange]) -> None:
+        """The Open questions and Sources sections are the ones built from the contracts.
+
+        Their sentences are not checked as prose, so they must hold nothing but what the
+        apparatus builder writes: no prose a person added, no claim hidden in a list item.
+        """
+        found, wanted = apparatus_lines(body), apparatus_lines(expected)
+        if found == wanted:
+            return
+        at = next(
+            (
+                index
+                for index, pair in enumerate(zip(found, wanted, strict=False))
+                if pair[0] != pair[1]
+            ),
+            min(len(found), len(wanted)),
+        )
+        got = found[at] if at < len(found) else "(nothing)"
+        want = wanted[at] if at < len(wanted) else "(nothing)"
+        changes.append(
+            RequiredChange(
+                code=ErrorCode.APPARATUS_ALTERED,
+                reason=f"the {OPEN_QUESTIONS_HEADING!r}/{SOURCES_HEADING!r} sections differ "
+                f"from those built from the research at their line {at + 1}: found "
+                f"{got[:160]!r}, expected {want[:160]!r}",
+            )
+        )
 
     def _report(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.agents.apparatus import apparatus
+from app.agents.apparatus import apparatus, open_questions
 from app.relevance import fact_context, heading_keys, keys, query_keys
 from app.text import FULL_STOPS, join_sentences, strip_citations, word_count
 from app.text import cite as cite_claim
@@ -49,12 +49,6 @@ def addressed_changes(review: ReviewResult | None) -> list[str]:
 _CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
 Group = tuple[str | None, list[Fact]]
 """A section of the article: its heading (None for the opening text) and facts, best first."""
-
-
-def open_questions(request: WriteRequest) -> list[Question]:
-    """The task's questions still open, with any answer a person gave."""
-    handed = request.handoff.open_questions if request.handoff else []
-    return list(handed) or list(request.bundle.open_questions)
 
 
 @dataclass

@@ -140,6 +140,11 @@ def dangling_opening(body: str, request: WriteRequest) -> str:
     return relisted(f"{title}\n\n{cite(leaning.statement, leaning.id)}\n{rest}", request)
 
 
+def prose_in_sources(body: str, request: WriteRequest) -> str:
+    """A claim no fact makes, hidden in the Sources list where prose is not checked."""
+    return body.rstrip() + "\n- The Rosetta Stone was carved by aliens in 1999.\n"
+
+
 YOUNG = (
     "# Thomas Young\n\nThomas Young studied the Rosetta Stone from 1814 onward. "
     "He identified the cartouche of Ptolemy in the hieroglyphic text of the stone.\n"
@@ -155,6 +160,7 @@ CASES: list[tuple[ErrorCode, Defect, dict[str, Any]]] = [
     (ErrorCode.SOURCE_NOT_LISTED, no_sources_list, {}),
     (ErrorCode.EMPTY_ARTICLE, empty_article, {}),
     (ErrorCode.DANGLING_REFERENCE, dangling_opening, {}),
+    (ErrorCode.APPARATUS_ALTERED, prose_in_sources, {}),
 ]
 
 
