@@ -53,15 +53,19 @@ def sources_list(bundle: ResearchBundle, cited: list[str]) -> list[str]:
         if source is None:
             continue
         cited_facts = sorted(by_source[source_id], key=lambda fact: fact.span.start)
-        claims = "; ".join(
-            fact.id + (f" ({found})" if (found := where(fact, source.title)) else "")
-            for fact in cited_facts
-        )
-        lines.append(
-            f"- {source.id}: *{source.title}*, {file_name(source)} "
-            f"(sha256 {source.sha256[:12]}): {claims}"
-        )
+        claims = "; ".join(claim_entry(fact, source) for fact in cited_facts)
+        lines.append(source_entry(source) + claims)
     return lines + [""]
+
+
+def source_entry(source: Source) -> str:
+    """The start of a source's line in the Sources list, up to its claims."""
+    return f"- {source.id}: *{source.title}*, {file_name(source)} (sha256 {source.sha256[:12]}): "
+
+
+def claim_entry(fact: Fact, source: Source) -> str:
+    """One claim in its source's line: its id, and where its quote sits."""
+    return fact.id + (f" ({found})" if (found := where(fact, source.title)) else "")
 
 
 def open_questions_list(questions: list[Question]) -> list[str]:
@@ -105,14 +109,37 @@ def without_apparatus(markdown: str) -> str:
     return "\n".join(_split(markdown)[0]).rstrip() + "\n"
 
 
-def apparatus_lines(markdown: str) -> list[str]:
-    """The non-blank lines of a body's Open questions and Sources sections, headings included.
+def unbuilt_apparatus_lines(
+    markdown: str, bundle: ResearchBundle, still_open: list[Question]
+) -> list[str]:
+    """Lines of a body's Open questions and Sources sections the builder could not write.
 
-    The Reviewer compares a draft's with those built from the contracts: the apparatus is
-    generated, never written, so nothing (prose a person added, a claim hidden in a list
-    item) can pass through these sections unchecked.
+    The apparatus is generated, never written, and its lines are not checked as prose, so
+    each must be one the builder writes from the contracts: a heading, a question still
+    open as listed, or a source's entry naming claims of that source, each with where its
+    quote sits. A person who removes a sentence may leave its claim listed (the entry is
+    still true); prose added there, or a claim hidden in an entry, is not such a line.
     """
-    return [line.rstrip() for line in _split(markdown)[1] if line.strip()]
+    allowed = {f"## {OPEN_QUESTIONS_HEADING}", f"## {SOURCES_HEADING}"}
+    allowed |= {line for line in open_questions_list(still_open) if line.strip()}
+    entries = {
+        source_entry(source): {
+            claim_entry(fact, source) for fact in bundle.facts if fact.source_id == source.id
+        }
+        for source in bundle.sources
+    }
+
+    def built(line: str) -> bool:
+        if line in allowed:
+            return True
+        for start, claims in entries.items():
+            if line.startswith(start):
+                named = line.removeprefix(start).split("; ")
+                return all(claim in claims for claim in named)
+        return False
+
+    lines = (line.rstrip() for line in _split(markdown)[1] if line.strip())
+    return [line for line in lines if not built(line)]
 
 
 def open_questions(request: WriteRequest | ReviewRequest) -> list[Question]:

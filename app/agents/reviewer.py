@@ -10,7 +10,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from app.agents.apparatus import apparatus, apparatus_lines, open_questions
+from app.agents.apparatus import open_questions, unbuilt_apparatus_lines
 from app.antecedents import leans_on_earlier
 from app.documents import Document, ProseSentence, read_document
 from app.relevance import off_topic
@@ -32,8 +32,6 @@ from graphs.citations import quote_problem
 from graphs.errors import ArtifactError
 from graphs.markdown import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, apparatus_heading
 
-LISTING_CODES = frozenset({ErrorCode.SOURCE_NOT_LISTED, ErrorCode.QUESTION_NOT_ADDRESSED})
-"""Changes that already name what the apparatus lacks: APPARATUS_ALTERED is not added."""
 SUPPORT_OVERLAP = 0.5
 """Share of a sentence's content terms that must appear in the facts it cites."""
 
@@ -178,11 +176,8 @@ class OfflineReviewerAgent:
         if cited_ids:  # an empty article answers nothing: EMPTY_ARTICLE says it all
             self._check_questions(task, bundle, cited_ids, layout, changes)
         self._check_sources_listed(bundle, cited_ids, layout, changes)
-        if not {change.code for change in changes} & LISTING_CODES:  # those say it precisely
-            expected = apparatus(
-                bundle, bundle.open_questions if still_open is None else still_open, cited_ids
-            )
-            self._check_apparatus(body, expected, changes)
+        open_now = bundle.open_questions if still_open is None else still_open
+        self._check_apparatus(unbuilt_apparatus_lines(body, bundle, open_now), changes)
         return Findings(body, changes, accepted, rejected, checked)
 
     @staticmethod
@@ -454,33 +449,21 @@ class OfflineReviewerAgent:
             )
 
     @staticmethod
-    def _check_apparatus(body: str, expected: str, changes: list[RequiredChange]) -> None:
-        """The Open questions and Sources sections are the ones built from the contracts.
+    def _check_apparatus(unbuilt: list[str], changes: list[RequiredChange]) -> None:
+        """The Open questions and Sources sections hold only what their builder writes.
 
-        Their sentences are not checked as prose, so they must hold nothing but what the
-        apparatus builder writes: no prose a person added, no claim hidden in a list item.
+        Their lines are not checked as prose, so a line the builder could not have written
+        (prose a person added, a claim hidden in an entry) is a change to make.
         """
-        found, wanted = apparatus_lines(body), apparatus_lines(expected)
-        if found == wanted:
-            return
-        at = next(
-            (
-                index
-                for index, pair in enumerate(zip(found, wanted, strict=False))
-                if pair[0] != pair[1]
-            ),
-            min(len(found), len(wanted)),
-        )
-        got = found[at] if at < len(found) else "(nothing)"
-        want = wanted[at] if at < len(wanted) else "(nothing)"
-        changes.append(
-            RequiredChange(
-                code=ErrorCode.APPARATUS_ALTERED,
-                reason=f"the {OPEN_QUESTIONS_HEADING!r}/{SOURCES_HEADING!r} sections differ "
-                f"from those built from the research at their line {at + 1}: found "
-                f"{got[:160]!r}, expected {want[:160]!r}",
+        if unbuilt:
+            changes.append(
+                RequiredChange(
+                    code=ErrorCode.APPARATUS_ALTERED,
+                    reason=f"the {OPEN_QUESTIONS_HEADING!r}/{SOURCES_HEADING!r} sections hold "
+                    f"{len(unbuilt)} line(s) not built from the research, first: "
+                    f"{unbuilt[0][:160]!r}",
+                )
             )
-        )
 
     def _report(
         self,

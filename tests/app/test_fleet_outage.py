@@ -166,11 +166,13 @@ def test_a_worker_gives_up_after_the_outage_limit_with_exit_9(
 ) -> None:
     env = _env(outage, tmp_path, HANDOFF_WORKER_OUTAGE_SECONDS="3")
     log = tmp_path / "worker.log"
-    with Workflow(_settings(env)):
-        pass  # the tables exist before the worker starts
+    with Workflow(_settings(env)) as workflow:
+        workflow.submit(TaskSpec(task_id="first", objective=OBJECTIVE), "first")
     worker = _worker(env, log)
     try:
-        time.sleep(2)
+        # Serving, not starting: a worker that cannot reach the database at its start
+        # exits 9 at once, without the outage line this test is about.
+        wait_for(lambda: {j["status"] for j in jobs(outage.url)} == {"succeeded"}, "the job")
         outage.begin()
         code = worker.wait(timeout=60)
     finally:

@@ -86,7 +86,7 @@ def _largest_checkpoint_bytes(workflow: Workflow, thread_id: str) -> int:
     return max(sizes)
 
 
-def test_largest_checkpoint_stays_under_16kb_with_a_5mb_document_in_the_corpus(
+def test_largest_checkpoint_stays_under_20kb_with_a_5mb_document_in_the_corpus(
     tmp_path: Path, settings: Settings
 ) -> None:
     corpus = write_corpus(tmp_path / "big", {})
@@ -104,7 +104,9 @@ def test_largest_checkpoint_stays_under_16kb_with_a_5mb_document_in_the_corpus(
         bundle = workflow.state("t-big")["research"]
         large = next(source for source in bundle.sources if source.title == "Large document")
         assert large.snapshot.size_bytes > 5_000_000, "the large source is held by reference"
-        assert _largest_checkpoint_bytes(workflow, "t-big") < 16 * 1024
+        # Each source's path is in the checkpoint several times: the bound leaves room for a
+        # long temporary folder (a test worker's), and is still 250 times below the document.
+        assert _largest_checkpoint_bytes(workflow, "t-big") < 20 * 1024
 
 
 @pytest.mark.parametrize("corpus_name", ["bundled", "built_in_test"])
