@@ -1,0 +1,102 @@
+"""build_graph refuses each omission in the wiring, naming the node, router or channel.
+
+Every variant below is the shipped WIRING plus (or with one router swapped for) a node
+declared here with the project's ``@node``; the shipped nodes are left as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
+
+import pytest
+
+from contracts import RunOutcome, TaskSpec
+from graphs import WIRING, NodeCall, NodeResult, Wiring, build_graph, node
+from graphs.errors import WiringError
+from graphs.graph import route_after_approval, route_after_review_decision
+from graphs.nodes.approve_research import approve_research
+from graphs.nodes.review_decision import review_decision
+from tests.routes import graph_edges
+
+
+class TaskOnly(TypedDict):
+    task: TaskSpec
+
+
+class Nothing(TypedDict, total=False):
+    pass
+
+
+def to_research(state: Mapping[str, Any]) -> Literal["research", "__end__"]:
+    return "research"
+
+
+def first(spec: Any) -> Wiring:
+    """The shipped wiring with ``spec`` where a run starts, handing over to research."""
+    return ((spec, to_research), *WIRING)
+
+
+@node("orphan", reads=TaskOnly, writes=Nothing)
+def orphan(call: NodeCall) -> NodeResult:
+    return NodeResult({})
+
+
+@node("start", reads=TaskOnly, writes=Nothing)
+def start(call: NodeCall) -> NodeResult:
+    return NodeResult({})
+
+
+def test_the_shipped_wiring_builds_and_its_edges_are_the_ones_routers_name() -> None:
+    edges = graph_edges()
+    assert ("approve_research", "writer") in edges and ("review_decision", "writer") in edges
+    assert ("approve_research", "__end__") in edges and ("review_decision", "__end__") in edges
+    extended = build_graph(wiring=first(start)).compile().get_graph()  # reachable: fine
+    assert ("start", "research") in {(edge.source, edge.target) for edge in extended.edges}
+
+
+def test_a_node_no_route_reaches_fails_the_build() -> None:
+    with pytest.raises(WiringError, match=r"no route from 'research' .* reaches \['orphan'\]"):
+        build_graph(wiring=(*WIRING, (orphan, to_research)))
+
+
+def test_a_router_target_with_no_node_fails_the_build() -> None:
+    def route_to_fact_check(state: Mapping[str, Any]) -> Literal["fact_check", "research"]:
+        return "research"
+
+    with pytest.raises(
+        WiringError, match=r"router route_to_fact_check of 'start' names no node: \['fact_check'\]"
+    ):
+        build_graph(wiring=((start, route_to_fact_check), *WIRING))
+
+
+@node("ask_again", reads=TaskOnly, writes=Nothing, pauses=True)
+def ask_again(call: NodeCall) -> NodeResult:
+    return NodeResult({})
+
+
+def test_two_pauses_sharing_a_router_fail_the_build() -> None:
+    shared = ((ask_again, route_after_approval), *WIRING)
+    with pytest.raises(
+        WiringError,
+        match=r"pause 'ask_again' shares its router route_after_approval with "
+        r"\['approve_research'\]: each pause routes on its own",
+    ):
+        build_graph(wiring=shared)
+
+
+def test_the_shipped_pauses_share_no_router_and_route_alike() -> None:
+    routers = dict((spec.name, route) for spec, route in WIRING)
+    assert routers[approve_research.name] is route_after_approval
+    assert routers[review_decision.name] is route_after_review_decision
+    for route in (route_after_approval, route_after_review_decision):
+        assert route({}) == route({"outcome": None}) == "writer"
+    outcome = {
+        "thread_id": "t",
+        "task_id": "t",
+        "state": "TASK_STATE_FAILED",
+        "result_status": "failed",
+    }
+    assert route_after_approval({"outcome": outcome}) == "__end__"
+    assert route_after_review_decision({"outcome": outcome}) == "__end__"
+    RunOutcome.model_validate(outcome)  # the state above is a real outcome
