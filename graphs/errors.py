@@ -101,6 +101,7 @@ class SourceRefused(HandoffError, ValueError):
 class WiringError(HandoffError, ValueError):
     """The wiring leaves something out that would otherwise only show at run time, or never.
 
-    A node no route reaches, a route to no node, or a router a pause shares with another
-    node: ``build_graph`` refuses each, naming it.
+    A node no route reaches, a route to no node, a router a pause shares with another
+    node, or a body reading a channel its node does not declare: ``build_graph`` refuses
+    each, naming it.
     """

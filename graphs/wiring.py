@@ -21,6 +21,7 @@ from langgraph.graph import END
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
 from graphs.node_runner import Router
+from graphs.reads import body_reads
 
 Wiring = tuple[tuple[NodeSpec, Router], ...]
 """Nodes with their routers; the first node is where a run starts."""
@@ -56,6 +57,8 @@ def check_wiring(wiring: Wiring) -> dict[str, tuple[str, ...]]:
             raise WiringError(f"router {route.__name__} of {spec.name!r} names no node: {unknown}")
     check_own_routers(wiring)
     check_reachable(names[0], ends)
+    for spec, _ in wiring:
+        check_reads(spec)
     return ends
 
 
@@ -88,3 +91,14 @@ def check_reachable(start: str, ends: dict[str, tuple[str, ...]]) -> None:
             f"no route from {start!r} (where a run starts) reaches {unreached}: such a node "
             "would be built and never run; add it to a router's Literal return type"
         )
+
+
+def check_reads(spec: NodeSpec) -> None:
+    """Every channel the body reads is one its input schema declares."""
+    declared = spec.inputs
+    for channel, where in body_reads(spec.name, spec.body).items():
+        if channel not in declared:
+            raise WiringError(
+                f"node {spec.name!r} reads {channel!r} at {where}, which its input schema "
+                f"{spec.reads.__name__} does not declare; declared: {sorted(declared)}"
+            )
