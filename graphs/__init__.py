@@ -2,7 +2,7 @@
 
 from graphs.context import RunContext
 from graphs.declare import NodeSpec, Retry, node
-from graphs.graph import WIRING, Wiring, build_graph, workflow_channels
+from graphs.graph import WIRING, build_graph, workflow_channels
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import (
     AgentOutput,
@@ -17,6 +17,7 @@ from graphs.ports import (
     WriteRequest,
 )
 from graphs.state import RunnerWrites, WorkflowInput, WorkflowOutput
+from graphs.wiring import Wiring
 
 __all__ = [
     "WIRING",

@@ -96,3 +96,12 @@ class SourceRefused(HandoffError, ValueError):
 
     code = ErrorCode.INVALID_INPUT
     exit_code = ExitCode.USAGE
+
+
+class WiringError(HandoffError, ValueError):
+    """The wiring leaves something out that would otherwise only show at run time, or never.
+
+    A node no route reaches, a route to no node, a router a pause shares with another
+    node, or a body reading a channel its node does not declare: ``build_graph`` refuses
+    each, naming it.
+    """

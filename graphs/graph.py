@@ -9,7 +9,7 @@ records names the node that actually runs next.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, cast, get_args, get_type_hints
+from typing import Any, Literal, cast, get_args
 
 from langgraph.graph import END, START, StateGraph
 
@@ -27,8 +27,7 @@ from contracts import (
 from graphs.boundary import read, require
 from graphs.channels import Channel, ChannelError, merge, state_schema
 from graphs.context import RunContext
-from graphs.declare import NodeSpec
-from graphs.node_runner import ContextFactory, Router, run_node
+from graphs.node_runner import ContextFactory, run_node
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.conclude import conclude
 from graphs.nodes.finalize import finalize
@@ -39,6 +38,7 @@ from graphs.nodes.stale_decision import stale_decision
 from graphs.nodes.writer import writer
 from graphs.stale import only_revised_draft, research_changed
 from graphs.state import RunnerWrites, WorkflowInput, WorkflowOutput
+from graphs.wiring import Wiring, check_wiring
 
 STOP: Literal["__end__"] = "__end__"
 assert STOP == END
@@ -100,8 +100,12 @@ def route_after_research(
     return "conclude"
 
 
-def route_after_decision(state: Mapping[str, Any]) -> Literal["writer", "__end__"]:
-    """After a human decision: write (approved, revised, round granted) or end."""
+def route_after_approval(state: Mapping[str, Any]) -> Literal["writer", "__end__"]:
+    """Approved or revised research goes to the writer; a rejection recorded the end.
+
+    Each pause has a router of its own: a node inserted after this decision changes this
+    route only, never the one after the review decision.
+    """
     return STOP if stopped(state) else "writer"
 
 
@@ -160,6 +164,11 @@ def route_after_review(
     return "review_decision" if task.policies.on_review_exhausted == "ask" else "conclude"
 
 
+def route_after_review_decision(state: Mapping[str, Any]) -> Literal["writer", "__end__"]:
+    """A granted round goes back to the writer; accepting as partial or aborting ended it."""
+    return STOP if stopped(state) else "writer"
+
+
 FinalizeStale = Literal["reviewer", "writer", "stale_decision"]
 """Finalize checks the draft only: a newer one is reviewed, a missing one written again."""
 
@@ -199,36 +208,17 @@ def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
     return STOP
 
 
-Wiring = tuple[tuple[NodeSpec, Router], ...]
-"""Nodes with their routers; the first node is where a run starts."""
-
 WIRING: Wiring = (
     (research, route_after_research),
-    (approve_research, route_after_decision),
+    (approve_research, route_after_approval),
     (writer, route_after_writer),
     (reviewer, route_after_review),
-    (review_decision, route_after_decision),
+    (review_decision, route_after_review_decision),
     (stale_decision, route_after_stale_decision),
     (finalize, route_after_finalize),
     (conclude, route_after_conclude),
 )
 """Every node of the workflow with its router; the first one is where a run starts."""
-
-
-def targets(route: Router) -> tuple[str, ...]:
-    """A router's branch targets: the ``Literal`` values of its return type."""
-    found: list[str] = []
-    pending = [get_type_hints(route)["return"]]
-    while pending:
-        hint = pending.pop()
-        args = get_args(hint)
-        if args and all(isinstance(arg, str) for arg in args):
-            found += [arg for arg in args if arg not in found]
-        else:
-            pending += list(args)
-    if not found:
-        raise TypeError(f"router {route.__name__} must return a Literal of node names")
-    return tuple(found)
 
 
 def workflow_channels(wiring: Wiring = WIRING) -> dict[str, Channel]:
@@ -254,22 +244,20 @@ def build_graph(
     Services arrive as ``Runtime[RunContext]`` (``invoke(..., context=...)``). Hosts that
     cannot pass Python objects as context, like the dev server, give ``default_context``.
     ``wiring`` is the list of (node, router) pairs: pass an extended one to add a node.
+    What LangGraph would build but never run right (a node nothing reaches, a route to no
+    node, a router two pauses share, a read of an undeclared channel) is refused here,
+    before any node runs: see ``graphs.wiring``.
     """
-    names = [spec.name for spec, _ in wiring]
-    if len(set(names)) != len(names):
-        raise ValueError(f"node names must be unique; got {names}")
+    channels = workflow_channels(wiring)
+    ends = check_wiring(wiring)
     builder: StateGraph[Any, RunContext, WorkflowInput, WorkflowOutput] = StateGraph(
-        state_schema("WorkflowState", workflow_channels(wiring)),
+        state_schema("WorkflowState", channels),
         input_schema=WorkflowInput,
         output_schema=WorkflowOutput,
         context_schema=RunContext,
     )
     for spec, route in wiring:
-        ends = targets(route)
-        unknown = sorted(set(ends) - set(names) - {END})
-        if unknown:
-            raise ValueError(f"router {route.__name__} of {spec.name!r} names no node: {unknown}")
         builder.add_node(spec.name, run_node(spec, route, default_context))
-        builder.add_conditional_edges(spec.name, route, list(ends))
-    builder.add_edge(START, names[0])
+        builder.add_conditional_edges(spec.name, route, list(ends[spec.name]))
+    builder.add_edge(START, wiring[0][0].name)
     return builder
