@@ -23,7 +23,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 from functools import cache
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
 from hypothesis import strategies as st
@@ -36,8 +36,8 @@ from contracts.research import Fact, LineRange, ResearchBundle, Span
 from contracts.task import Constraints
 from tests.contracts.examples import valid_examples
 
-T = TypeVar("T")
 Payload = dict[str, Any]
+"""A contract's data as drawn, before the contract validates it."""
 
 SHORT = 40
 """Longest text drawn for any string field (all limits are higher)."""
