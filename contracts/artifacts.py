@@ -31,6 +31,18 @@ class ArtifactRef(VersionedContract):
     revision: int = Field(ge=1, description="Revision number; grows by one per content change.")
     size_bytes: int = Field(ge=0, description="Length of the bytes of this revision.")
 
+    EXAMPLES = [
+        {
+            "artifact_id": "article-rosetta",
+            "kind": "article",
+            "uri": "artifact://article/article-rosetta",
+            "media_type": "text/markdown",
+            "sha256": "0123456789abcdef" * 4,
+            "revision": 2,
+            "size_bytes": 1234,
+        }
+    ]
+
     @model_validator(mode="after")
     def _uri_matches(self) -> ArtifactRef:
         expected = f"artifact://{self.kind}/{self.artifact_id}"

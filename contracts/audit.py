@@ -62,6 +62,21 @@ class NodeRun(VersionedContract):
         "hash (typically before a crash) had recorded its result, which was reused.",
     )
 
+    EXAMPLES = [
+        {
+            "task_version": 2,
+            "node_id": "writer",
+            "attempt": 1,
+            "status": "succeeded",
+            "input_hash": "3f" * 32,
+            "started_at": "2025-05-01T09:31:00Z",
+            "ended_at": "2025-05-01T09:31:02Z",
+            "duration_ms": 2012.5,
+            "usage": {"tool_calls": 2},
+            "artifact_ids": ["draft-rosetta@2"],
+        }
+    ]
+
     @upgrader(from_version="1.0", to_version="1.1")
     @classmethod
     def _records_the_agent(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -16,6 +17,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.config import JsonDict
 
 INITIAL_VERSION = "1.0"
 """The version a contract has until it declares another ``VERSION``."""
@@ -161,6 +163,16 @@ def _schema_version_field(cls: type[VersionedContract]) -> Any:
     )
 
 
+def _schema_examples(schema: JsonDict, cls: type[BaseModel]) -> None:
+    """Put a contract's ``EXAMPLES`` into its JSON Schema, as the ``examples`` keyword.
+
+    Copied, so whoever edits a generated schema cannot change the class's examples.
+    """
+    examples = getattr(cls, "EXAMPLES", ())
+    if examples:
+        schema["examples"] = copy.deepcopy(list(examples))
+
+
 class VersionedContract(Contract):
     """Base for top-level contracts, which travel between agents and processes.
 
@@ -171,8 +183,11 @@ class VersionedContract(Contract):
     back to ``model_construct`` when the constructor fails, so a payload it could not read
     must still fail on the re-validation every node does, rather than be half-loaded.
 
-    Every subclass registers itself when it is defined; nothing lists contracts by hand.
+    Every subclass registers itself when it is defined; nothing lists contracts by hand,
+    and each declares ``EXAMPLES``, the data its schema shows and its tests start from.
     """
+
+    model_config = ConfigDict(json_schema_extra=_schema_examples)
 
     VERSION: ClassVar[str] = INITIAL_VERSION
     """The version this code writes; raise it (with an upgrader) when the shape changes."""
@@ -180,6 +195,11 @@ class VersionedContract(Contract):
     """Versions a reader accepts, oldest first, the current one last (derived)."""
     UPGRADE_STEPS: ClassVar[Mapping[str, tuple[str, str]]] = {}
     """``from -> (to, upgrader method name)`` for every older supported version (derived)."""
+    EXAMPLES: ClassVar[Sequence[JsonDict]] = ()
+    """Realistic payloads as this contract's writers write them (JSON; fields left out take
+    their defaults). They are the ``examples`` of the exported JSON Schema, and the tests
+    validate, round-trip and generate data from them, so a new contract needs no test data
+    of its own; a registered contract without one fails the tests, naming it."""
 
     schema_version: str = Field(
         default=INITIAL_VERSION,

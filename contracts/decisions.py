@@ -43,6 +43,21 @@ class DecisionLog(VersionedContract):
         max_length=1000, description="Decisions, oldest first."
     )
 
+    EXAMPLES = [
+        {
+            "decisions": [
+                {
+                    "interrupt_id": "approve-research-s1",
+                    "request_kind": "approve_research",
+                    "action": "approve",
+                    "decided_by": "editor",
+                    "constraints": ["at most 150 words"],
+                    "provenance": {"producer": "human", "node": "approve_research", "step": 3},
+                }
+            ]
+        }
+    ]
+
     def granted_review_rounds(self) -> int:
         """Extra review rounds people granted beyond the budget."""
         return sum(1 for item in self.decisions if item.action == "grant_round")

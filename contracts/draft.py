@@ -33,6 +33,27 @@ class DraftArticle(VersionedContract):
     word_count: int = Field(ge=0, description="Words in the body, excluding headings/citations.")
     errors: list[ErrorDetail] = Field(default_factory=list, description="Problems met.")
 
+    EXAMPLES = [
+        {
+            "task_id": "rosetta",
+            "result_status": "completed",
+            "revision": 2,
+            "body": {
+                "artifact_id": "draft-rosetta",
+                "kind": "draft",
+                "uri": "artifact://draft/draft-rosetta",
+                "media_type": "text/markdown",
+                "sha256": "0123456789abcdef" * 4,
+                "revision": 2,
+                "size_bytes": 1234,
+            },
+            "cited_claim_ids": ["claim-1"],
+            "excluded_claim_ids": ["claim-7"],
+            "addressed_changes": ["UNCITED_SENTENCE"],
+            "word_count": 412,
+        }
+    ]
+
     def summary(self) -> str:
         """Progress line: which round, how long."""
         return f"draft revision {self.revision}, {self.word_count} words"

@@ -61,6 +61,26 @@ class FreshnessReport(VersionedContract):
         default=0, ge=0, description="Consecutive checks that found problems (bounds re-runs)."
     )
 
+    EXAMPLES = [
+        {
+            "node": "writer",
+            "verdict": "stale",
+            "checked": 5,
+            "checks": [
+                {
+                    "name": "source src-1",
+                    "kind": "source",
+                    "producer": "research",
+                    "uri": "file:///corpus/rosetta.md",
+                    "recorded_sha256": "3f" * 32,
+                    "current_sha256": "e" * 64,
+                    "status": "stale",
+                }
+            ],
+            "round": 1,
+        }
+    ]
+
     def problems(self) -> list[RefCheck]:
         """The inputs that are not fresh."""
         return [check for check in self.checks if check.status != "fresh"]

@@ -106,6 +106,60 @@ class Handoff(VersionedContract):
     )
     provenance: Provenance = Field(description="Who made this handoff, where.")
 
+    EXAMPLES = [
+        {
+            "task_id": "rosetta",
+            "task_version": 2,
+            "objective": (
+                "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
+            ),
+            "from_node": "research",
+            "next_allowed_action": "writer",
+            "accepted_decisions": [
+                {
+                    "text": "Write for a general audience.",
+                    "provenance": {"producer": "research", "node": "research", "step": 3},
+                }
+            ],
+            "constraints": [
+                {
+                    "text": "At most 800 words.",
+                    "provenance": {"producer": "human", "node": "research", "step": 3},
+                }
+            ],
+            "authoritative_inputs": [
+                {
+                    "name": "source src-1",
+                    "uri": "artifact://source/src-1",
+                    "sha256": "3f" * 32,
+                    "provenance": {"producer": "research", "node": "research", "step": 3},
+                }
+            ],
+            "artifacts": [
+                {
+                    "artifact_id": "notes-rosetta",
+                    "kind": "notes",
+                    "uri": "artifact://notes/notes-rosetta",
+                    "media_type": "text/markdown",
+                    "sha256": "0123456789abcdef" * 4,
+                    "revision": 2,
+                    "size_bytes": 1234,
+                }
+            ],
+            "tool_receipts": [
+                {
+                    "tool": "read_source",
+                    "call_id": "call-1",
+                    "input_summary": "rosetta.md",
+                    "output_sha256": "3f" * 32,
+                    "provenance": {"producer": "research", "node": "research", "step": 3},
+                }
+            ],
+            "open_questions": [{"id": "q-2", "text": "Who deciphered the hieroglyphs, and how?"}],
+            "provenance": {"producer": "research", "node": "research", "step": 3},
+        }
+    ]
+
     @upgrader(from_version="1.0", to_version="1.1")
     @classmethod
     def _actions_became_node_names(cls, data: dict[str, Any]) -> dict[str, Any]:

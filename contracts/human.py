@@ -62,6 +62,37 @@ class HumanRequest(VersionedContract):
     artifacts: list[ArtifactRef] = Field(default_factory=list, description="Evidence artifacts.")
     changes: list[str] = Field(default_factory=list, description="What changed (stale inputs).")
 
+    EXAMPLES = [
+        {
+            "interrupt_id": "approve-research-1",
+            "request_kind": "approve_research",
+            "question": "Research found 1 fact from 1 source. Approve writing?",
+            "allowed_actions": ["approve", "revise", "reject"],
+            "fact_count": 1,
+            "source_count": 1,
+            "top_facts": [
+                {
+                    "claim_id": "claim-1",
+                    "claim": "The stone repeats one decree in three scripts.",
+                    "source_id": "src-1",
+                    "confidence": "medium",
+                }
+            ],
+            "open_questions": [{"id": "q-2", "text": "Who deciphered the hieroglyphs, and how?"}],
+            "artifacts": [
+                {
+                    "artifact_id": "notes-rosetta",
+                    "kind": "notes",
+                    "uri": "artifact://notes/notes-rosetta",
+                    "media_type": "text/markdown",
+                    "sha256": "0123456789abcdef" * 4,
+                    "revision": 2,
+                    "size_bytes": 1234,
+                }
+            ],
+        }
+    ]
+
     @upgrader(from_version="1.0", to_version="1.1")
     @classmethod
     def _requests_name_their_thread(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -88,6 +119,22 @@ class HumanDecision(VersionedContract):
         default_factory=list, max_length=20, description="Constraints to add, in prose."
     )
     decided_by: str = Field(default="human", max_length=100, description="Who decided.")
+
+    EXAMPLES = [
+        {
+            "interrupt_id": "approve-research-1",
+            "action": "revise",
+            "reason": "Name the decipherer.",
+            "answers": [{"question_id": "q-2", "text": "Jean-François Champollion, in 1822."}],
+            "constraints": ["Mention Thomas Young's earlier work."],
+            "decided_by": "editor@example.org",
+        },
+        {
+            "interrupt_id": "approve-research-1",
+            "action": "reject",
+            "reason": "The sources are about the Parthenon, not the Rosetta Stone.",
+        },
+    ]
 
     @model_validator(mode="after")
     def _reason_for_rejection(self) -> HumanDecision:

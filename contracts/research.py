@@ -167,6 +167,69 @@ class ResearchBundle(VersionedContract):
         default_factory=list, description="Inputs that were needed but absent."
     )
 
+    EXAMPLES = [
+        {
+            "task_id": "rosetta",
+            "result_status": "partial",
+            "facts": [
+                {
+                    "id": "claim-1",
+                    "claim": "The stone repeats one decree in three scripts.",
+                    "source_id": "src-1",
+                    "quote": (
+                        "The Rosetta Stone carries the same decree in hieroglyphic, "
+                        "Demotic and Greek."
+                    ),
+                    "span": {"start": 120, "end": 197},
+                    "confidence": "medium",
+                    "question_id": "q-1",
+                    "section": ["The Rosetta Stone", "What it says"],
+                    "lines": {"first": 7, "last": 7},
+                    "provenance": {"producer": "research", "node": "research", "step": 3},
+                }
+            ],
+            "sources": [
+                {
+                    "id": "src-1",
+                    "uri": "file:///corpus/rosetta.md",
+                    "title": "The Rosetta Stone",
+                    "retrieved_at": "2025-05-01T09:30:00Z",
+                    "sha256": "3f" * 32,
+                    "snapshot": {
+                        "artifact_id": "src-1",
+                        "kind": "source",
+                        "uri": "artifact://source/src-1",
+                        "media_type": "text/markdown",
+                        "sha256": "0123456789abcdef" * 4,
+                        "revision": 2,
+                        "size_bytes": 1234,
+                    },
+                }
+            ],
+            "open_questions": [{"id": "q-2", "text": "Who deciphered the hieroglyphs, and how?"}],
+            "artifact_refs": [
+                {
+                    "artifact_id": "notes-rosetta",
+                    "kind": "notes",
+                    "uri": "artifact://notes/notes-rosetta",
+                    "media_type": "text/markdown",
+                    "sha256": "0123456789abcdef" * 4,
+                    "revision": 2,
+                    "size_bytes": 1234,
+                }
+            ],
+            "errors": [
+                {
+                    "code": "INSUFFICIENT_EVIDENCE",
+                    "detail": "No source names the decipherer.",
+                    "field": "questions[1]",
+                }
+            ],
+            "retryable": True,
+            "missing_inputs": ["a source on Champollion"],
+        }
+    ]
+
     @model_validator(mode="after")
     def _facts_cite_known_sources(self) -> ResearchBundle:
         source_ids = [source.id for source in self.sources]

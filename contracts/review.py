@@ -50,6 +50,33 @@ class ReviewResult(VersionedContract):
     )
     report: ArtifactRef | None = Field(default=None, description="Full review report artifact.")
 
+    EXAMPLES = [
+        {
+            "task_id": "rosetta",
+            "draft_revision": 2,
+            "verdict": "changes_requested",
+            "accepted_claims": ["claim-1"],
+            "rejected_claims": ["claim-7"],
+            "required_changes": [
+                {
+                    "code": "MISSING_SECTION",
+                    "reason": "The Decipherment section is missing.",
+                    "section": "Decipherment",
+                }
+            ],
+            "checked_sources": ["src-1"],
+            "report": {
+                "artifact_id": "review-rosetta",
+                "kind": "review",
+                "uri": "artifact://review/review-rosetta",
+                "media_type": "text/markdown",
+                "sha256": "0123456789abcdef" * 4,
+                "revision": 2,
+                "size_bytes": 1234,
+            },
+        }
+    ]
+
     @upgrader(from_version="1.0", to_version="1.1")
     @classmethod
     def _names_the_bytes_it_read(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -148,6 +148,34 @@ class TaskSpec(VersionedContract):
     budget: Budget = Field(default_factory=Budget, description="Limits for the run.")
     policies: Policies = Field(default_factory=Policies, description="Decision policies.")
 
+    EXAMPLES = [
+        {
+            "task_id": "rosetta",
+            "task_version": 2,
+            "objective": (
+                "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
+            ),
+            "questions": [
+                "What does the stone contain?",
+                "Who deciphered the hieroglyphs, and how?",
+            ],
+            "constraints": {
+                "max_words": 800,
+                "required_sections": ["Background", "Decipherment"],
+                "notes": ["No jargon."],
+            },
+            "corpus": ["examples/corpus"],
+            "budget": {
+                "max_tool_calls": 40,
+                "max_tokens": 50000,
+                "deadline": "2030-01-01T12:00:00Z",
+                "max_attempts": 2,
+            },
+            "policies": {"require_approval": True, "on_stale": "ask"},
+        },
+        {"objective": "Explain how the Rosetta Stone was deciphered"},
+    ]
+
     @field_validator("objective", mode="before")
     @classmethod
     def _strip_objective(cls, value: object) -> object:

@@ -38,6 +38,8 @@ class FactCheck(VersionedContract):
     checked: list[str] = Field(description="Claim ids the draft cites.")
     unknown: list[str] = Field(description="Cited claim ids no fact has.")
 
+    EXAMPLES = [{"draft_revision": 2, "checked": ["claim-1", "claim-9"], "unknown": ["claim-9"]}]
+
     def summary(self) -> str:
         """Progress line."""
         return f"{len(self.checked)} citations checked, {len(self.unknown)} unknown"

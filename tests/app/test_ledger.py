@@ -15,7 +15,7 @@ import pytest
 from app.ledger import MemoryRunLedger, PostgresRunLedger, RunLedgerBackend, SqliteRunLedger
 from contracts import NodeRun
 from tests.backends import postgres_schema
-from tests.contracts.examples import node_run
+from tests.contracts.examples import EXAMPLES
 
 Opener = Callable[[], RunLedgerBackend]
 
@@ -43,7 +43,7 @@ def open_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Open
 
 
 def _run(status: str = "running", input_hash: str = "a" * 64) -> NodeRun:
-    return node_run().model_copy(update={"status": status, "input_hash": input_hash})
+    return EXAMPLES[NodeRun].model_copy(update={"status": status, "input_hash": input_hash})
 
 
 def test_records_finishes_and_finds_results(open_ledger: Opener) -> None:

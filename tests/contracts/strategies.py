@@ -1,4 +1,13 @@
-"""Hypothesis strategies that build valid contracts, nested parts and cross-field rules included.
+"""Hypothesis strategies of valid contracts, derived from each contract's fields and examples.
+
+Nothing here names a top-level contract, so a new one needs no edit: each field's strategy
+comes from its type and constraints (``Literal``, enums, bounds, lengths, patterns, nested
+models, optionals, lists, dicts), and an instance is validated by the contract itself.
+Rules that relate several fields (a URI built from kind and id, a span as long as its
+quote, facts citing the bundle's sources) are beyond field types: ``RELATIONS`` fixes
+drawn payloads of the few parts that have such rules, wherever they appear; and a drawn
+value that still breaks a rule of the contract gives way to the value of one of its
+``EXAMPLES``, so every draw is valid and no draw is filtered away.
 
 Texts are kept short (the properties are about shape, not size) and time zones are whole-minute
 offsets, because JSON serialization drops the seconds of an offset.
@@ -6,109 +15,34 @@ offsets, because JSON serialization drops the seconds of an offset.
 
 from __future__ import annotations
 
-import string
+import re
+import types
+import typing
+import zlib
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Any, TypeVar, get_args
+from enum import Enum
+from functools import cache
+from typing import Any, Literal, get_args, get_origin
 
+import annotated_types
 from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
-from contracts import (
-    Answer,
-    ArtifactKind,
-    ArtifactRef,
-    AuthoritativeInput,
-    Budget,
-    ConstraintItem,
-    Constraints,
-    Decision,
-    DecisionLog,
-    DraftArticle,
-    ErrorCode,
-    ErrorDetail,
-    ErrorKind,
-    Fact,
-    FactSummary,
-    FreshnessReport,
-    Handoff,
-    HumanAction,
-    HumanDecision,
-    HumanRequest,
-    NodeError,
-    NodeRun,
-    NodeStatus,
-    Policies,
-    Provenance,
-    Question,
-    RecordedDecision,
-    RefCheck,
-    RefStatus,
-    RequiredChange,
-    ResearchBundle,
-    ResultStatus,
-    ReviewResult,
-    RunOutcome,
-    Source,
-    Span,
-    StalePolicy,
-    TaskSpec,
-    TaskState,
-    ToolReceipt,
-    Usage,
-    Verdict,
-    VersionedContract,
-)
-from contracts.human import RequestKind
-from contracts.research import Confidence
+from contracts import VersionedContract, registered
+from contracts.artifacts import ArtifactRef
+from contracts.research import Fact, LineRange, ResearchBundle, Span
+from contracts.task import Constraints
+from tests.contracts.examples import valid_examples
 
-T = TypeVar("T")
+Payload = dict[str, Any]
+"""A contract's data as drawn, before the contract validates it."""
 
 SHORT = 40
 """Longest text drawn for any string field (all limits are higher)."""
-
-ID_START = string.ascii_letters + string.digits
-ID_REST = ID_START + "._-"
-
-one_line = st.characters(exclude_categories=("Cs",), exclude_characters="\n")
-
-
-def literals(alias: Any) -> st.SearchStrategy[Any]:
-    """One of the values of a ``Literal`` alias."""
-    return st.sampled_from(get_args(alias))
-
-
-def texts(min_size: int = 0) -> st.SearchStrategy[str]:
-    return st.text(min_size=min_size, max_size=SHORT)
-
-
-def non_blank_texts() -> st.SearchStrategy[str]:
-    return texts(min_size=1).filter(lambda text: bool(text.strip()))
-
-
-def optional(strategy: st.SearchStrategy[T]) -> st.SearchStrategy[T | None]:
-    return st.none() | strategy
-
-
-def few(strategy: st.SearchStrategy[T], min_size: int = 0) -> st.SearchStrategy[list[T]]:
-    return st.lists(strategy, min_size=min_size, max_size=3)
-
-
-identifiers = st.builds(
-    lambda first, rest: first + rest, st.sampled_from(ID_START), st.text(ID_REST, max_size=20)
-)
-sha256s = st.text("0123456789abcdef", min_size=64, max_size=64)
-media_types = st.from_regex(r"[a-z]{1,12}/[A-Za-z0-9.+-]{1,24}", fullmatch=True)
-counts = st.integers(min_value=0)
-positive = st.integers(min_value=1)
-
-
-def numbered(prefix: str) -> st.SearchStrategy[str]:
-    """Ids such as ``src-3`` or ``claim-12``."""
-    return st.integers(min_value=0, max_value=10**6).map(lambda n: f"{prefix}-{n}")
-
-
-source_ids = numbered("src")
-claim_ids = numbered("claim")
-question_ids = numbered("q")
+FEW = 3
+"""Most items drawn for any list or dict."""
 
 whole_minute_offsets = st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1).map(
     lambda minutes: timezone(timedelta(minutes=minutes))
@@ -119,323 +53,275 @@ aware_datetimes = st.datetimes(
     max_value=datetime(9999, 12, 30),
     timezones=whole_minute_offsets,
 )
-any_datetimes = aware_datetimes  # contracts refuse naive datetimes
+"""Contracts refuse naive datetimes, so every datetime field draws aware ones."""
 
 
-@st.composite
-def artifact_refs(draw: st.DrawFn) -> ArtifactRef:
-    kind = draw(literals(ArtifactKind))
-    artifact_id = draw(identifiers)
-    return ArtifactRef(
-        artifact_id=artifact_id,
-        kind=kind,
-        uri=f"artifact://{kind}/{artifact_id}",
-        media_type=draw(media_types),
-        sha256=draw(sha256s),
-        revision=draw(positive),
-        size_bytes=draw(counts),
+def _bounds(metadata: list[Any]) -> dict[str, Any]:
+    """The constraints pydantic keeps as field metadata, by kind."""
+    found: dict[str, Any] = {"patterns": []}
+    for item in metadata:
+        if isinstance(item, FieldInfo):
+            nested = _bounds(item.metadata)
+            found["patterns"] += nested.pop("patterns")
+            found.update(nested)
+        elif isinstance(item, annotated_types.Ge):
+            found["min_value"] = item.ge
+        elif isinstance(item, annotated_types.Gt):
+            found["min_value"] = item.gt + 1 if isinstance(item.gt, int) else item.gt
+            found["exclude_min"] = not isinstance(item.gt, int)
+        elif isinstance(item, annotated_types.Le):
+            found["max_value"] = item.le
+        elif isinstance(item, annotated_types.Lt):
+            found["max_value"] = item.lt - 1 if isinstance(item.lt, int) else item.lt
+            found["exclude_max"] = not isinstance(item.lt, int)
+        elif isinstance(item, annotated_types.MinLen):
+            found["min_size"] = item.min_length
+        elif isinstance(item, annotated_types.MaxLen):
+            found["max_size"] = item.max_length
+        elif getattr(item, "pattern", None) is not None:
+            found["patterns"].append(item.pattern)
+    return found
+
+
+_ATOM = re.compile(
+    r"(?:\[(?P<chars>[^\]\\^][^\]\\]*)\]|(?P<literal>[A-Za-z0-9_@:/-]))"
+    r"(?P<repeat>[*+?]|\{\d+(?:,\d*)?\})?"
+)
+"""One atom of a simple pattern: a character class or a literal, with an optional repeat."""
+
+
+def _class_alphabet(chars: str) -> str:
+    """The characters a class such as ``A-Za-z0-9._-`` stands for."""
+    alphabet, index = [], 0
+    while index < len(chars):
+        if index + 2 < len(chars) and chars[index + 1] == "-":
+            first, last = ord(chars[index]), ord(chars[index + 2])
+            alphabet += [chr(code) for code in range(first, last + 1)]
+            index += 3
+        else:
+            alphabet.append(chars[index])
+            index += 1
+    return "".join(alphabet)
+
+
+def _simple_pattern(pattern: str) -> st.SearchStrategy[str] | None:
+    """Strings of an anchored pattern made only of classes and literals, drawn a run at a time.
+
+    ``from_regex`` draws such strings one character at a time, which made a sha256 field
+    cost more than the rest of its contract; None for any other pattern.
+    """
+    if not (pattern.startswith("^") and pattern.endswith("$")):
+        return None
+    body, parts, position = pattern[1:-1], [], 0
+    while position < len(body):
+        atom = _ATOM.match(body, position)
+        if atom is None:
+            return None
+        position = atom.end()
+        if atom["literal"] and not atom["repeat"]:
+            parts.append(st.just(atom["literal"]))
+            continue
+        alphabet = _class_alphabet(atom["chars"]) if atom["chars"] else atom["literal"]
+        repeat = atom["repeat"] or "{1}"
+        low, high = {"*": (0, SHORT), "+": (1, SHORT), "?": (0, 1)}.get(repeat, (None, None))
+        if low is None:
+            counts = repeat.strip("{}").split(",")
+            low = int(counts[0])
+            high = low if len(counts) == 1 else int(counts[1]) if counts[1] else low + SHORT
+        parts.append(st.text(alphabet, min_size=low, max_size=high))
+    return st.tuples(*parts).map("".join)
+
+
+def _strings(bounds: dict[str, Any]) -> st.SearchStrategy[str]:
+    low, high = bounds.get("min_size", 0), bounds.get("max_size")
+    patterns: list[str] = bounds["patterns"]
+    if not patterns:
+        return st.text(min_size=low, max_size=min(high or SHORT, max(low, SHORT)))
+    first, *others = patterns
+    simple = _simple_pattern(first)
+    drawn = st.from_regex(first, fullmatch=True) if simple is None else simple
+    return drawn.filter(
+        lambda text: (
+            low <= len(text) <= (high or len(text))
+            and all(re.fullmatch(pattern, text) for pattern in others)
+        )
     )
 
 
-provenances = st.builds(
-    Provenance,
-    producer=texts(),
-    node=texts(),
-    step=optional(st.integers(min_value=-1)),
-)
+def for_annotation(annotation: Any, metadata: list[Any]) -> st.SearchStrategy[Any]:
+    """Values of one annotated type, within the bounds its metadata sets."""
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        base, *extra = get_args(annotation)
+        return for_annotation(base, [*metadata, *extra])
+    bounds = _bounds(metadata)
+    if origin is Literal:
+        return st.sampled_from(get_args(annotation))
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of(*(for_annotation(arm, metadata) for arm in get_args(annotation)))
+    if annotation is type(None):
+        return st.none()
+    if origin is list:
+        (item,) = get_args(annotation)
+        low = bounds.get("min_size", 0)
+        return st.lists(
+            for_annotation(item, []),
+            min_size=low,
+            max_size=max(low, min(FEW, bounds.get("max_size", FEW))),
+        )
+    if origin is dict:
+        key, value = get_args(annotation)
+        return st.dictionaries(for_annotation(key, []), for_annotation(value, []), max_size=FEW)
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return st.sampled_from(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return payloads(annotation)
+    if annotation is bool:
+        return st.booleans()
+    if annotation is int:
+        return st.integers(bounds.get("min_value"), bounds.get("max_value"))
+    if annotation is float:
+        return st.floats(
+            bounds.get("min_value"),
+            bounds.get("max_value"),
+            exclude_min=bounds.get("exclude_min", False),
+            exclude_max=bounds.get("exclude_max", False),
+            allow_nan=False,
+            allow_infinity=False,
+        )
+    if annotation is str:
+        return _strings(bounds)
+    if annotation is datetime:
+        return aware_datetimes
+    return st.from_type(annotation)
 
-error_details = st.builds(
-    ErrorDetail,
-    code=st.sampled_from(ErrorCode),
-    detail=texts(),
-    source_id=optional(identifiers),
-    claim_id=optional(identifiers),
-    field=optional(texts()),
-)
 
-questions = st.builds(
-    Question,
-    id=question_ids,
-    text=texts(min_size=1),
-    answer=optional(texts()),
-    answered_by=optional(provenances),
-)
+def for_field(model: type[BaseModel], name: str) -> st.SearchStrategy[Any]:
+    """Values of one field; a contract's ``schema_version`` is its current version."""
+    if name == "schema_version" and issubclass(model, VersionedContract):
+        return st.just(model.VERSION)
+    field = model.model_fields[name]
+    return for_annotation(field.annotation, list(field.metadata))
 
-sources = st.builds(
-    Source,
-    id=source_ids,
-    uri=texts(),
-    title=texts(),
-    retrieved_at=any_datetimes,
-    sha256=sha256s,
-    snapshot=artifact_refs(),
-)
+
+def _uri_names_kind_and_id(ref: Payload) -> Payload:
+    return {**ref, "uri": f"artifact://{ref['kind']}/{ref['artifact_id']}"}
+
+
+def _span_after_start(span: Payload) -> Payload:
+    return {**span, "end": max(span["end"], span["start"] + 1)}
+
+
+def _last_line_after_first(lines: Payload) -> Payload:
+    return {**lines, "last": max(lines["last"], lines["first"])}
+
+
+def _span_as_long_as_quote(fact: Payload) -> Payload:
+    start = fact["span"]["start"]
+    return {**fact, "span": {"start": start, "end": start + len(fact["quote"])}}
+
+
+def _one_line_titles(constraints: Payload) -> Payload:
+    titles = [" ".join(title.split())[:120] for title in constraints["required_sections"]]
+    return {**constraints, "required_sections": [title for title in titles if title]}
+
+
+def _number(identifier: str) -> int:
+    """A stable number for any drawn id, to pick one of the bundle's own ids by."""
+    return zlib.crc32(identifier.encode("utf-8", "surrogatepass"))
+
+
+def _facts_cite_the_bundle(bundle: Payload) -> Payload:
+    """Unique sources and facts; every cited source, and every fact leaned on, is in the bundle.
+
+    Drawn ids are mapped onto the bundle's own by their number, so citations stay varied.
+    """
+    sources = list({source["id"]: source for source in bundle["sources"]}.values())
+    ids = [source["id"] for source in sources]
+    facts = list({fact["id"]: fact for fact in bundle["facts"]}.values()) if ids else []
+    claims = [fact["id"] for fact in facts]
+
+    def cite(source_id: str) -> str:
+        return ids[_number(source_id) % len(ids)]
+
+    def lean(claim_id: str | None) -> str | None:
+        return None if claim_id is None else claims[_number(claim_id) % len(claims)]
+
+    facts = [
+        {
+            **fact,
+            "source_id": cite(fact["source_id"]),
+            "corroborating_source_ids": [cite(c) for c in fact["corroborating_source_ids"]],
+            "leans_on": lean(fact["leans_on"]),
+        }
+        for fact in facts
+    ]
+    return {**bundle, "sources": sources, "facts": facts}
+
+
+RELATIONS: dict[type[BaseModel], Callable[[Payload], Payload]] = {
+    ArtifactRef: _uri_names_kind_and_id,
+    Span: _span_after_start,
+    LineRange: _last_line_after_first,
+    Fact: _span_as_long_as_quote,
+    Constraints: _one_line_titles,
+    ResearchBundle: _facts_cite_the_bundle,
+}
+"""Rules between fields that field types cannot state, as fixes of a drawn payload (keyed by
+the part that has the rule, so they hold wherever it is nested). Optional: a contract
+without an entry still gets valid instances (see ``instances``)."""
+
+
+@cache
+def payloads(model: type[BaseModel]) -> st.SearchStrategy[Payload]:
+    """Unvalidated payloads of a model: every field drawn from its type, nested parts too."""
+    drawn = st.fixed_dictionaries({name: for_field(model, name) for name in model.model_fields})
+    relation = RELATIONS.get(model)
+    return drawn.map(relation) if relation else drawn
+
+
+@cache
+def _bases(model: type[VersionedContract]) -> tuple[VersionedContract, ...]:
+    return tuple(valid_examples(model))
 
 
 @st.composite
-def facts(draw: st.DrawFn, source_id: st.SearchStrategy[str] = source_ids) -> Fact:
-    """A fact whose span is exactly as long as its quote."""
-    quote = draw(texts(min_size=1))
-    start = draw(st.integers(min_value=0, max_value=10**9))
-    return Fact(
-        id=draw(claim_ids),
-        claim=draw(optional(texts(min_size=1))),
-        source_id=draw(source_id),
-        quote=quote,
-        span=Span(start=start, end=start + len(quote)),
-        confidence=draw(literals(Confidence)),
-        corroborating_source_ids=draw(few(source_id)),
-        question_id=draw(optional(question_ids)),
-        provenance=draw(provenances),
-    )
+def _instances(draw: st.DrawFn, model: type[VersionedContract]) -> VersionedContract:
+    values = draw(payloads(model))
+    try:
+        return model.model_validate(values)
+    except ValidationError:
+        pass
+    bases = _bases(model)
+    if not bases:
+        raise AssertionError(f"{model.__name__} has no valid example to draw from")
+    base = draw(st.sampled_from(bases))
+    current: Payload = {name: getattr(base, name) for name in model.model_fields}
+    for name in draw(st.permutations(sorted(values))):
+        trial = {**current, name: values[name]}
+        try:
+            model.model_validate(trial)
+        except ValidationError:
+            continue
+        current = trial
+    return model.model_validate(current)
 
 
-@st.composite
-def research_bundles(draw: st.DrawFn) -> ResearchBundle:
-    """A bundle whose facts cite only sources it holds, with unique fact ids."""
-    bundle_sources = draw(st.lists(sources, max_size=3, unique_by=lambda source: source.id))
-    bundle_facts: list[Fact] = []
-    if bundle_sources:
-        known = st.sampled_from([source.id for source in bundle_sources])
-        bundle_facts = draw(st.lists(facts(known), max_size=4, unique_by=lambda fact: fact.id))
-    return ResearchBundle(
-        task_id=draw(identifiers),
-        result_status=draw(literals(ResultStatus)),
-        facts=bundle_facts,
-        sources=bundle_sources,
-        open_questions=draw(few(questions)),
-        artifact_refs=draw(few(artifact_refs())),
-        errors=draw(few(error_details)),
-        retryable=draw(st.booleans()),
-        missing_inputs=draw(few(texts())),
-    )
+def instances(model: type[VersionedContract]) -> st.SearchStrategy[VersionedContract]:
+    """Valid instances of a contract.
 
+    A payload drawn from the fields is used as is when the contract accepts it. Otherwise
+    one of the contract's examples is the start, and each drawn field value replaces the
+    example's in turn unless the contract refuses it, so a rule this module does not know
+    keeps the example's value for the fields it ties, and every other field still varies.
+    """
+    return _instances(model)
 
-section_titles = (
-    st.text(one_line, min_size=1, max_size=SHORT).map(str.strip).filter(lambda title: title != "")
-)
-objectives = st.text(min_size=3, max_size=SHORT).map(str.strip).filter(lambda text: len(text) >= 3)
-
-constraints = st.builds(
-    Constraints,
-    max_words=optional(st.integers(min_value=10, max_value=20000)),
-    required_sections=few(section_titles),
-    notes=few(texts()),
-)
-budgets = st.builds(
-    Budget,
-    max_tool_calls=optional(positive),
-    max_tokens=optional(positive),
-    deadline=optional(aware_datetimes),
-    max_review_rounds=st.integers(min_value=1, max_value=50),
-    max_attempts=st.integers(min_value=1, max_value=10),
-)
-policies = st.builds(Policies, require_approval=st.booleans(), on_stale=literals(StalePolicy))
-
-task_specs = st.builds(
-    TaskSpec,
-    task_id=identifiers,
-    task_version=positive,
-    objective=objectives,
-    questions=few(texts(min_size=1)),
-    constraints=constraints,
-    corpus=few(texts()),
-    budget=budgets,
-    policies=policies,
-)
-
-draft_articles = st.builds(
-    DraftArticle,
-    task_id=identifiers,
-    result_status=literals(ResultStatus),
-    revision=positive,
-    body=artifact_refs(),
-    cited_claim_ids=few(claim_ids),
-    excluded_claim_ids=few(claim_ids),
-    addressed_changes=few(texts()),
-    word_count=counts,
-    errors=few(error_details),
-)
-
-review_results = st.builds(
-    ReviewResult,
-    task_id=identifiers,
-    draft_revision=positive,
-    verdict=literals(Verdict),
-    accepted_claims=few(claim_ids),
-    rejected_claims=few(claim_ids),
-    required_changes=few(
-        st.builds(
-            RequiredChange,
-            code=st.sampled_from(ErrorCode),
-            reason=texts(),
-            claim_id=optional(claim_ids),
-            section=optional(texts()),
-        )
-    ),
-    checked_sources=few(source_ids),
-    report=optional(artifact_refs()),
-)
-
-
-@st.composite
-def human_decisions(draw: st.DrawFn) -> HumanDecision:
-    """A decision that gives a non-blank reason whenever it rejects or aborts."""
-    action = draw(literals(HumanAction))
-    needs_reason = action in ("reject", "abort")
-    return HumanDecision(
-        interrupt_id=draw(identifiers),
-        action=action,
-        reason=draw(non_blank_texts() if needs_reason else optional(texts())),
-        answers=draw(few(st.builds(Answer, question_id=question_ids, text=texts(min_size=1)))),
-        constraints=draw(few(non_blank_texts())),
-        decided_by=draw(texts()),
-    )
-
-
-human_requests = st.builds(
-    HumanRequest,
-    interrupt_id=identifiers,
-    request_kind=literals(RequestKind),
-    question=texts(),
-    allowed_actions=few(literals(HumanAction), min_size=1),
-    fact_count=counts,
-    source_count=counts,
-    top_facts=few(
-        st.builds(
-            FactSummary,
-            claim_id=claim_ids,
-            claim=texts(),
-            source_id=source_ids,
-            confidence=literals(Confidence),
-        )
-    ),
-    open_questions=few(questions),
-    artifacts=few(artifact_refs()),
-    changes=few(texts()),
-)
-
-node_runs = st.builds(
-    NodeRun,
-    task_version=positive,
-    node_id=texts(),
-    attempt=positive,
-    status=literals(NodeStatus),
-    input_hash=sha256s,
-    started_at=any_datetimes,
-    ended_at=optional(any_datetimes),
-    duration_ms=optional(st.floats(min_value=0, allow_nan=False, allow_infinity=False)),
-    usage=st.builds(Usage, tool_calls=counts, tokens=counts),
-    artifact_ids=few(st.builds(lambda ident, rev: f"{ident}@{rev}", identifiers, positive)),
-    error=optional(st.builds(NodeError, kind=literals(ErrorKind), detail=texts())),
-)
-
-run_outcomes = st.builds(
-    RunOutcome,
-    thread_id=texts(),
-    task_id=identifiers,
-    state=st.sampled_from(TaskState),
-    result_status=optional(literals(ResultStatus)),
-    errors=few(error_details),
-    retryable=st.booleans(),
-    missing_inputs=few(texts()),
-    article=optional(artifact_refs()),
-    draft=optional(artifact_refs()),
-    review_rounds=counts,
-    fact_count=counts,
-    human_request=optional(human_requests),
-    reason=optional(texts()),
-)
-
-node_names = st.sampled_from(
-    ["research", "approve_research", "writer", "reviewer", "finalize", "__end__"]
-) | st.from_regex(r"[a-z][a-z0-9_]{0,30}", fullmatch=True)
-"""What a Handoff may name as its next node: the graph's names, or any name of that shape."""
-
-handoffs = st.builds(
-    Handoff,
-    task_id=identifiers,
-    task_version=positive,
-    objective=texts(),
-    from_node=texts(),
-    next_allowed_action=node_names,
-    accepted_decisions=few(st.builds(Decision, text=texts(min_size=1), provenance=provenances)),
-    constraints=few(st.builds(ConstraintItem, text=texts(min_size=1), provenance=provenances)),
-    authoritative_inputs=few(
-        st.builds(
-            AuthoritativeInput, name=texts(), uri=texts(), sha256=sha256s, provenance=provenances
-        )
-    ),
-    artifacts=few(artifact_refs()),
-    tool_receipts=few(
-        st.builds(
-            ToolReceipt,
-            tool=texts(),
-            call_id=identifiers,
-            input_summary=texts(),
-            output_sha256=optional(sha256s),
-            provenance=provenances,
-        )
-    ),
-    open_questions=few(questions),
-    provenance=provenances,
-)
-
-ref_checks = st.builds(
-    RefCheck,
-    name=texts(),
-    kind=st.sampled_from(["artifact", "source"]),
-    producer=texts(),
-    uri=texts(),
-    recorded_revision=optional(positive),
-    recorded_sha256=sha256s,
-    current_revision=optional(positive),
-    current_sha256=optional(sha256s),
-    status=literals(RefStatus),
-)
-
-freshness_reports = st.builds(
-    FreshnessReport,
-    node=texts(),
-    verdict=literals(RefStatus),
-    checked=counts,
-    checks=few(ref_checks),
-    round=counts,
-)
-
-decision_logs = st.builds(
-    DecisionLog,
-    decisions=few(
-        st.builds(
-            RecordedDecision,
-            interrupt_id=identifiers,
-            request_kind=literals(RequestKind),
-            action=literals(HumanAction),
-            reason=optional(texts()),
-            decided_by=texts(),
-            answers=few(st.builds(Answer, question_id=question_ids, text=texts(min_size=1))),
-            constraints=few(non_blank_texts()),
-            repins=few(ref_checks),
-            provenance=provenances,
-        )
-    ),
-)
 
 STRATEGIES: dict[type[VersionedContract], st.SearchStrategy[Any]] = {
-    DecisionLog: decision_logs,
-    FreshnessReport: freshness_reports,
-    ArtifactRef: artifact_refs(),
-    DraftArticle: draft_articles,
-    Handoff: handoffs,
-    HumanDecision: human_decisions(),
-    HumanRequest: human_requests,
-    NodeRun: node_runs,
-    ResearchBundle: research_bundles(),
-    ReviewResult: review_results,
-    RunOutcome: run_outcomes,
-    TaskSpec: task_specs,
+    model: instances(model) for model in registered()
 }
-"""A strategy of valid instances for every top-level contract."""
+"""A strategy of valid instances for every registered contract."""
 
 
 def json_values(allow_non_finite: bool = False) -> st.SearchStrategy[Any]:
@@ -457,4 +343,4 @@ def json_values(allow_non_finite: bool = False) -> st.SearchStrategy[Any]:
     )
 
 
-__all__ = ["STRATEGIES", "json_values"]
+__all__ = ["RELATIONS", "STRATEGIES", "for_annotation", "instances", "json_values", "payloads"]

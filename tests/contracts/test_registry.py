@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import given, settings
 from jsonschema import Draft202012Validator
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
@@ -21,8 +22,9 @@ from pydantic import BaseModel
 import contracts
 from contracts import ErrorCode, Handoff, VersionedContract, registered, serializable_types
 from contracts.base import defined_contracts
-from contracts.registry import by_name, export_schemas, render_schema
-from tests.contracts.examples import EXAMPLES, contract_id
+from contracts.registry import by_name, export_schemas, json_schema, render_schema
+from tests.contracts.examples import EXAMPLES, contract_id, example_problems
+from tests.contracts.strategies import instances
 
 SERDE_LOGGER = "langgraph.checkpoint.serde.jsonplus"
 
@@ -60,6 +62,10 @@ NEW_MODULE = '''
 
         lines: list[MemoLine] = Field(description="The lines.")
         codes: dict[str, ErrorCode] = Field(default_factory=dict, description="Codes by line.")
+
+        EXAMPLES = [
+            {"lines": [{"text": "Check src-2.", "mood": "urgent"}], "codes": {"0": "STALE_INPUT"}}
+        ]
 '''
 
 
@@ -127,6 +133,22 @@ def test_a_contract_in_a_new_module_is_schema_exported_with_its_own_version(
     assert list(schema.iter_errors(instance.model_dump(mode="json"))) == []
     assert schema.schema["properties"]["schema_version"]["enum"] == ["2.3"]
     assert instance.schema_version == "2.3"
+
+
+def test_a_contract_in_a_new_module_brings_its_own_example_and_strategy(
+    new_contract_module: NewModule,
+) -> None:
+    memo = new_contract_module.contract
+    assert example_problems(memo) == []
+    assert json_schema(memo)["examples"] == list(memo.EXAMPLES)
+
+    @settings(max_examples=20, deadline=None, database=None)
+    @given(instance=instances(memo))
+    def round_trips(instance: VersionedContract) -> None:
+        assert type(instance) is memo
+        assert memo.model_validate_json(instance.model_dump_json()) == instance
+
+    round_trips()
 
 
 def test_a_contract_in_a_new_module_has_its_nested_models_and_enums_allowlisted(

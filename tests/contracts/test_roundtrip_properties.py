@@ -55,13 +55,6 @@ def wrong_values(model: type[VersionedContract], field: str) -> st.SearchStrateg
     return CONTAINERS
 
 
-def test_every_registered_contract_has_a_strategy() -> None:
-    missing = [model.__name__ for model in CONTRACTS if model not in STRATEGIES]
-    assert missing == [], f"add a strategy to tests/contracts/strategies.py for: {missing}"
-    unregistered = [model.__name__ for model in STRATEGIES if model not in CONTRACTS]
-    assert unregistered == [], f"strategies of classes that are not registered: {unregistered}"
-
-
 @contracts
 @properties
 @given(data=st.data())

@@ -56,13 +56,6 @@ def is_described(root: dict[str, Any], prop: dict[str, Any]) -> bool:
     return False
 
 
-def test_every_registered_contract_has_an_example() -> None:
-    missing = [model.__name__ for model in CONTRACTS if model not in EXAMPLES]
-    assert missing == [], f"add an example to tests/contracts/examples.py for: {missing}"
-    unregistered = [model.__name__ for model in EXAMPLES if model not in CONTRACTS]
-    assert unregistered == [], f"examples of classes that are not registered: {unregistered}"
-
-
 @contracts
 def test_committed_schema_file_equals_the_rendered_current_schema(
     model: type[VersionedContract],
