@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.text import CITATION
 from contracts import Constraints, Decision, Fact, Question, RequiredChange, TaskSpec
+from graphs.ports import ReviewRequest, WriteRequest, request_channels
 
 Prompt = list[BaseMessage]
 
@@ -200,6 +201,55 @@ def research_prompt(
     return [SystemMessage(f"{system}\n\n{_reply_format(ResearchReply)}"), _human(lines)]
 
 
+def laid_out(request: type[object], *names: str) -> frozenset[str]:
+    """The request fields a prompt lays out itself; a name the request lacks fails at import.
+
+    Every other field the node fills from state is rendered by ``request_inputs``, so a
+    new input reaches the model without an edit here.
+    """
+    channels = request_channels(request)
+    unknown = sorted(set(names) - set(channels))
+    if unknown:
+        raise TypeError(f"{request.__name__} has no state fields {unknown}: {sorted(channels)}")
+    return frozenset(names)
+
+
+def request_inputs(request: object, shown: frozenset[str]) -> list[str]:
+    """Every state field of the request the prompt does not lay out, with its descriptions.
+
+    A contract is rendered field by field, each under its description (the same text its
+    JSON Schema carries); empty fields are left out.
+    """
+    lines: list[str] = []
+    for name in request_channels(type(request)):
+        value = getattr(request, name)
+        if name in shown or value is None:
+            continue
+        title = (type(value).__doc__ or name).strip().splitlines()[0]
+        lines += ["", f"{name} ({_line(title)}):"]
+        if not isinstance(value, BaseModel):
+            lines.append(f"- {_clip(json.dumps(value, default=str))}")
+            continue
+        for field_name, info in type(value).model_fields.items():
+            item = getattr(value, field_name)
+            if field_name in ("schema_version", "kind") or item in (None, [], {}, ""):
+                continue
+            shown_value = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+            text = (
+                shown_value
+                if isinstance(shown_value, str)
+                else json.dumps(shown_value, default=str, ensure_ascii=False)
+            )
+            lines.append(f"- {_line(info.description or field_name)}: {_clip(text)}")
+    return lines
+
+
+WRITER_LAYS_OUT = laid_out(WriteRequest, "task", "handoff", "bundle", "previous", "review")
+"""What ``writer_prompt`` shows of a WriteRequest in its own layout."""
+REVIEWER_LAYS_OUT = laid_out(ReviewRequest, "task", "handoff", "bundle", "draft")
+"""What ``reviewer_prompt`` shows of a ReviewRequest in its own layout."""
+
+
 def writer_prompt(
     task: TaskSpec,
     facts: Sequence[Fact],
@@ -208,8 +258,12 @@ def writer_prompt(
     changes: Sequence[RequiredChange] = (),
     excluded: Sequence[str] = (),
     decisions: Sequence[Decision] = (),
+    inputs: Sequence[str] = (),
 ) -> Prompt:
-    """Writer: objective, constraints, usable facts, the last review's required changes."""
+    """Writer: objective, constraints, usable facts, the last review's required changes.
+
+    ``inputs``: the request's other inputs (``request_inputs``), shown after the facts.
+    """
     lines = [f"Objective: {_line(task.objective)}", "", *_constraints(task.constraints)]
     if decisions:
         lines += ["", "Decisions already made (do not revisit):"]
@@ -220,6 +274,7 @@ def writer_prompt(
         lines.append(f"[{fact.id}] {_line(fact.statement)}{after}")
         if fact.claim is not None and fact.quote != fact.claim:
             lines.append(f'    quote from {fact.source_id}: "{_line(fact.quote)}"')
+    lines += list(inputs)
     if excluded:
         lines += ["", f"Never cite (rejected by review): {', '.join(excluded)}"]
     lines += ["", f"This is draft revision {revision}."]
@@ -238,9 +293,14 @@ def reviewer_prompt(
     findings: Sequence[RequiredChange],
     *,
     revision: int,
+    inputs: Sequence[str] = (),
 ) -> Prompt:
-    """Reviewer: objective, constraints, the draft, the facts it cites, the checks' findings."""
+    """Reviewer: objective, constraints, the draft, the facts it cites, the checks' findings.
+
+    ``inputs``: the request's other inputs (``request_inputs``), shown after the objective.
+    """
     lines = [f"Objective: {_line(task.objective)}", "", *_constraints(task.constraints)]
+    lines += list(inputs)
     lines += ["", "Facts the draft cites (verified against their sources):"]
     lines += [
         f'[{fact.id}] {_line(fact.statement)} (quote: "{_line(fact.quote)}")' for fact in facts

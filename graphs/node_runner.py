@@ -24,7 +24,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar, get_args, get_type_hints
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
@@ -52,12 +52,13 @@ from graphs.declare import NodeSpec
 from graphs.errors import ContractViolation, MissingContext, TransientError
 from graphs.handoffs import derive_handoff
 from graphs.input_hash import input_hash
-from graphs.ports import StepInfo
+from graphs.ports import StepInfo, request_channels
 from graphs.state import RunnerWrites
 
 ContextFactory = Callable[[Any], RunContext]
 """Services for a run given the context its caller passed (JSON choices from a server)."""
 Router = Callable[[Mapping[str, Any]], str]
+RequestT = TypeVar("RequestT")
 MAX_BACKOFF_SECONDS = 5.0
 
 
@@ -78,6 +79,22 @@ class NodeCall:
     def require(self, channel: str) -> Any:
         """A declared input that must be present at this point of the flow."""
         return require(self.state, channel, self._input(channel).contract, node=self.spec.name)
+
+    def request(self, kind: type[RequestT], **given: Any) -> RequestT:
+        """The agent's request: each ``from_channel`` field read from state, unless given.
+
+        A field whose type admits None is read; any other is required. ``given`` supplies
+        the services (store, step) and any field the node derives itself.
+        """
+        hints = get_type_hints(kind)
+        values = {
+            name: (
+                self.read(channel) if type(None) in get_args(hints[name]) else self.require(channel)
+            )
+            for name, channel in request_channels(kind).items()
+            if name not in given
+        }
+        return kind(**values, **given)
 
     def accept(self, channel: str, value: Any) -> Any:
         """An agent's result, validated as the channel's contract before anything uses it."""

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from dataclasses import dataclass, field, fields
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from contracts import (
     ArtifactKind,
@@ -146,6 +146,28 @@ class AgentOutput(Generic[T]):
     receipts: list[ToolReceipt] = field(default_factory=list)
 
 
+CHANNEL = "channel"
+"""Metadata key of a request field filled from a state channel (``from_channel``)."""
+
+
+def from_channel(name: str) -> dict[str, str]:
+    """Metadata of a request field the node fills from the state channel ``name``.
+
+    Used as ``field(metadata=from_channel("research"))``. The channel is named once, here:
+    ``NodeCall.request`` builds the request from it, ``build_graph`` refuses a request
+    whose channel its node does not declare, and a model prompt renders every such field
+    it does not lay out itself (``app.prompts.request_inputs``).
+    """
+    return {CHANNEL: name}
+
+
+def request_channels(request: type[Any]) -> dict[str, str]:
+    """A request type's fields filled from state, with the channel of each."""
+    return {
+        item.name: item.metadata[CHANNEL] for item in fields(request) if CHANNEL in item.metadata
+    }
+
+
 @dataclass(frozen=True)
 class ResearchRequest:
     """Everything research is given for one step.
@@ -154,35 +176,35 @@ class ResearchRequest:
     ``step.tool_calls_left`` is the budget it must stop at, reporting partial results.
     """
 
-    task: TaskSpec
-    handoff: Handoff | None
-    store: ArtifactStore
-    step: StepInfo
+    task: TaskSpec = field(metadata=from_channel("task"))
+    handoff: Handoff | None = field(metadata=from_channel("handoff"))
+    store: ArtifactStore = field()
+    step: StepInfo = field()
 
 
 @dataclass(frozen=True)
 class WriteRequest:
     """Everything the writer is given for one round: facts, last draft, last review."""
 
-    task: TaskSpec
-    handoff: Handoff
-    bundle: ResearchBundle
-    previous: DraftArticle | None
-    review: ReviewResult | None
-    store: ArtifactStore
-    step: StepInfo
+    task: TaskSpec = field(metadata=from_channel("task"))
+    handoff: Handoff = field(metadata=from_channel("handoff"))
+    bundle: ResearchBundle = field(metadata=from_channel("research"))
+    previous: DraftArticle | None = field(metadata=from_channel("draft"))
+    review: ReviewResult | None = field(metadata=from_channel("review"))
+    store: ArtifactStore = field()
+    step: StepInfo = field()
 
 
 @dataclass(frozen=True)
 class ReviewRequest:
     """Everything the reviewer is given: the draft and the facts it must trace to sources."""
 
-    task: TaskSpec
-    handoff: Handoff
-    bundle: ResearchBundle
-    draft: DraftArticle
-    store: ArtifactStore
-    step: StepInfo
+    task: TaskSpec = field(metadata=from_channel("task"))
+    handoff: Handoff = field(metadata=from_channel("handoff"))
+    bundle: ResearchBundle = field(metadata=from_channel("research"))
+    draft: DraftArticle = field(metadata=from_channel("draft"))
+    store: ArtifactStore = field()
+    step: StepInfo = field()
 
 
 @runtime_checkable

@@ -21,6 +21,7 @@ from langgraph.graph import END
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
 from graphs.node_runner import Router
+from graphs.ports import request_channels
 from graphs.reads import body_reads
 
 Wiring = tuple[tuple[NodeSpec, Router], ...]
@@ -94,8 +95,18 @@ def check_reachable(start: str, ends: dict[str, tuple[str, ...]]) -> None:
 
 
 def check_reads(spec: NodeSpec) -> None:
-    """Every channel the body reads is one its input schema declares."""
+    """Every channel the body, or its agent's request, reads is one its input schema declares."""
     declared = spec.inputs
+    run = getattr(spec.agent, "run", None)
+    request = get_type_hints(run).get("request") if run is not None else None
+    if isinstance(request, type):
+        for field_name, channel in request_channels(request).items():
+            if channel not in declared:
+                raise WiringError(
+                    f"node {spec.name!r} hands its agent a {request.__name__} whose "
+                    f"{field_name!r} comes from {channel!r}, which its input schema "
+                    f"{spec.reads.__name__} does not declare; declared: {sorted(declared)}"
+                )
     for channel, where in body_reads(spec.name, spec.body).items():
         if channel not in declared:
             raise WiringError(

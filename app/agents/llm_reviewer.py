@@ -39,7 +39,12 @@ class LLMReviewerAgent(ModelBacked):
         findings = self.checks.check(task, bundle, draft, store, open_questions(request))
         cited: list[Fact] = [fact for fact in map(bundle.fact, findings.accepted) if fact]
         prompt = prompts.reviewer_prompt(
-            task, findings.body, cited, findings.changes, revision=draft.revision
+            task,
+            findings.body,
+            cited,
+            findings.changes,
+            revision=draft.revision,
+            inputs=prompts.request_inputs(request, prompts.REVIEWER_LAYS_OUT),
         )
         reply = ask(
             self.model,

@@ -53,6 +53,7 @@ class LLMWriterAgent(ModelBacked):
             changes=review.required_changes if review else (),
             excluded=sorted(excluded),
             decisions=handoff.accepted_decisions,
+            inputs=prompts.request_inputs(request, prompts.WRITER_LAYS_OUT),
         )
         reply = ask(
             self.model,

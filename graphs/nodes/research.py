@@ -45,7 +45,7 @@ def research(call: NodeCall) -> NodeResult:
     earlier: ResearchBundle | None = call.read("research")
     widen = earlier is not None and earlier.result_status == "failed" and not earlier.widened
     step = replace(call.step, widen=widen) if widen else call.step
-    request = ResearchRequest(call.task, call.read("handoff"), call.ctx.store, step)
+    request = call.request(ResearchRequest, task=call.task, store=call.ctx.store, step=step)
     output = call.agent.run(request)
     bundle: ResearchBundle = call.accept("research", output.result)
     written = [source.snapshot for source in bundle.sources] + list(bundle.artifact_refs)

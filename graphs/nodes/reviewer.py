@@ -62,7 +62,8 @@ def reviewer(call: NodeCall) -> NodeResult:
         report, stop = guard(call, bundle=bundle, handoff=handoff, draft=draft)
         if stop is not None:
             return stop
-    request = ReviewRequest(
+    request = call.request(
+        ReviewRequest,
         task=task_in_force(call.task, handoff),
         handoff=handoff,
         bundle=bundle,

@@ -50,12 +50,11 @@ def writer(call: NodeCall) -> NodeResult:
     report, stop = guard(call, bundle=bundle, handoff=handoff, draft=None)
     if stop is not None:
         return stop
-    request = WriteRequest(
+    request = call.request(
+        WriteRequest,
         task=task_in_force(call.task, handoff),
         handoff=handoff,
         bundle=bundle,
-        previous=call.read("draft"),
-        review=call.read("review"),
         store=call.ctx.store,
         step=call.step,
     )

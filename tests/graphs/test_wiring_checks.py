@@ -7,7 +7,8 @@ declared here with the project's ``@node``; the shipped nodes are left as they a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict, cast
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypedDict, cast, runtime_checkable
 
 import pytest
 
@@ -18,6 +19,7 @@ from graphs.errors import ContractViolation, WiringError
 from graphs.graph import route_after_approval, route_after_review_decision
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.review_decision import review_decision
+from graphs.ports import from_channel
 from graphs.reads import body_reads
 from tests.routes import graph_edges
 
@@ -150,7 +152,7 @@ def test_a_read_in_a_helper_the_body_calls_is_checked_too() -> None:
 def test_what_the_shipped_bodies_read_is_found_through_their_helpers() -> None:
     specs = {spec.name: spec for spec, _ in WIRING}
     reads = body_reads("writer", specs["writer"].body)
-    assert set(reads) == {"handoff", "research", "draft", "review", "freshness"}
+    assert set(reads) == {"handoff", "research", "freshness"}  # the rest via its request
     assert "graphs.stale.guard" in reads["freshness"]  # read inside the guard it calls
     for spec, _ in WIRING:
         assert set(body_reads(spec.name, spec.body)) <= set(spec.inputs), spec.name
@@ -220,3 +222,35 @@ def test_the_runtime_check_still_refuses_an_undeclared_read() -> None:
     assert call.read("handoff") is None
     with pytest.raises(ContractViolation, match=r"reads 'review', which its input schema"):
         call.read("review")
+
+
+@dataclass(frozen=True)
+class ReviewNoteRequest:
+    """What a note-taking agent is handed: the task, and the last review."""
+
+    task: TaskSpec = field(metadata=from_channel("task"))
+    review: ReviewResult | None = field(metadata=from_channel("review"))
+
+
+@runtime_checkable
+class NoteAgent(Protocol):
+    """Takes notes on the last review."""
+
+    def run(self, request: ReviewNoteRequest) -> None:
+        """One note."""
+        ...
+
+
+@node("takes_notes", reads=TaskAndHandoff, writes=Nothing, agent=NoteAgent)
+def takes_notes(call: NodeCall) -> NodeResult:
+    call.agent.run(call.request(ReviewNoteRequest))
+    return NodeResult({})
+
+
+def test_an_agent_request_field_from_an_undeclared_channel_is_refused_at_build() -> None:
+    with pytest.raises(
+        WiringError,
+        match=r"node 'takes_notes' hands its agent a ReviewNoteRequest whose 'review' comes "
+        r"from 'review', which its input schema TaskAndHandoff does not declare",
+    ):
+        build_graph(wiring=first(takes_notes))

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+from pydantic import Field
+
+from app import prompts
 from app.agents import (
     LLMResearchAgent,
     LLMReviewerAgent,
@@ -22,9 +27,11 @@ from contracts import (
     ResearchBundle,
     ReviewResult,
     TaskSpec,
+    VersionedContract,
 )
 from graphs import ResearchRequest, ReviewRequest, StepInfo, WriteRequest
 from graphs.markdown import cited_claims
+from graphs.ports import from_channel
 from tests.app.agents.scripted import (
     APPROVE,
     ARTICLE,
@@ -262,3 +269,43 @@ def test_a_writer_without_usable_facts_asks_no_model(tmp_path: Path) -> None:
         WriteRequest(TASK, HANDOFF, bundle, first, review, store, _step("writer"))
     )
     assert output.result.result_status == "failed" and log.prompts == []
+
+
+class Outline(VersionedContract):
+    """The sections an article follows."""
+
+    sections: list[str] = Field(description="Section titles the article follows, in order")
+    audience: str | None = Field(default=None, description="Who the article is written for")
+
+
+@dataclass(frozen=True)
+class OutlinedWriteRequest(WriteRequest):
+    """A writer's request with one input more, as a template user would add it."""
+
+    outline: Outline | None = field(default=None, metadata=from_channel("outline"))
+
+
+def test_a_new_request_field_reaches_the_writer_prompt_under_its_descriptions(
+    tmp_path: Path,
+) -> None:
+    store = FilesystemArtifactStore(tmp_path)
+    bundle, _ = _bundle_and_draft(store, "# Old draft\n\nText [claim-2].\n")
+    model, log = scripted(reply(draft(ARTICLE), tokens=5))
+    outline = Outline(sections=["Finding the stone", "Reading it"], audience="museum visitors")
+    LLMWriterAgent(model).run(
+        OutlinedWriteRequest(
+            TASK, HANDOFF, bundle, None, None, store, _step("writer"), outline=outline
+        )
+    )
+    [prompt] = log.texts()
+    assert "outline (The sections an article follows.):" in prompt
+    assert (
+        '- Section titles the article follows, in order: ["Finding the stone", "Reading it"]'
+        in (prompt)
+    )
+    assert "- Who the article is written for: museum visitors" in prompt
+
+
+def test_a_prompt_that_lays_out_a_field_the_request_lacks_fails_at_once() -> None:
+    with pytest.raises(TypeError, match=r"WriteRequest has no state fields \['outline'\]"):
+        prompts.laid_out(WriteRequest, "task", "outline")
