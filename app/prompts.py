@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.text import CITATION
 from contracts import Constraints, Decision, Fact, Question, RequiredChange, TaskSpec
-from graphs.ports import ReviewRequest, WriteRequest, request_channels
+from graphs.ports import ResearchRequest, ReviewRequest, WriteRequest, request_channels
 
 Prompt = list[BaseMessage]
 
@@ -190,11 +190,19 @@ class Excerpt:
 
 
 def research_prompt(
-    task: TaskSpec, questions: Sequence[Question], excerpts: Sequence[Excerpt], max_claims: int
+    task: TaskSpec,
+    questions: Sequence[Question],
+    excerpts: Sequence[Excerpt],
+    max_claims: int,
+    inputs: Sequence[str] = (),
 ) -> Prompt:
-    """Research: the objective, its questions and the retrieved passages."""
+    """Research: the objective, its questions and the retrieved passages.
+
+    ``inputs``: the request's other inputs (``request_inputs``), shown after the questions.
+    """
     lines = [f"Objective: {_line(task.objective)}", "", "Questions:"]
     lines += [f"- {question.id}: {_line(question.text)}" for question in questions]
+    lines += list(inputs)
     lines += ["", "Passages:"]
     lines += [f"[{excerpt.source_id}] {_line(excerpt.text)}" for excerpt in excerpts]
     system = RESEARCH_SYSTEM.format(max_claims=max_claims)
@@ -244,6 +252,9 @@ def request_inputs(request: object, shown: frozenset[str]) -> list[str]:
     return lines
 
 
+RESEARCH_LAYS_OUT = laid_out(ResearchRequest, "task", "handoff")
+"""What ``research_prompt`` shows of a ResearchRequest in its own layout (the handoff's
+open questions, through the questions it is given)."""
 WRITER_LAYS_OUT = laid_out(WriteRequest, "task", "handoff", "bundle", "previous", "review")
 """What ``writer_prompt`` shows of a WriteRequest in its own layout."""
 REVIEWER_LAYS_OUT = laid_out(ReviewRequest, "task", "handoff", "bundle", "draft")

@@ -66,7 +66,11 @@ class LLMResearchAgent(ModelBacked):
             prompts.Excerpt(item.passage.source.id, item.passage.sentence.text) for item in shown
         ]
         prompt = prompts.research_prompt(
-            task, found.questions, excerpts, max_claims=self.retrieval.max_facts
+            task,
+            found.questions,
+            excerpts,
+            max_claims=self.retrieval.max_facts,
+            inputs=prompts.request_inputs(request, prompts.RESEARCH_LAYS_OUT),
         )
         reply = ask(
             self.model,
