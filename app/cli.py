@@ -188,6 +188,12 @@ AcceptPartialOpt = Annotated[
 ]
 GrantRoundOpt = Annotated[bool, typer.Option("--grant-round", help="Grant another review round.")]
 AbortOpt = Annotated[bool, typer.Option("--abort", help="Abort (needs --reason).")]
+ActionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--action", help="Any action the request allows, by name (e.g. accept_new_revision)."
+    ),
+]
 ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Why.")]
 AnswerOpt = Annotated[
     list[str] | None, typer.Option("--answer", help="QID=TEXT answer (repeatable).")
@@ -208,6 +214,7 @@ def _decision_options(params: dict[str, Any]) -> DecisionFlags:
         accept_partial=params["accept_partial"],
         grant_round=params["grant_round"],
         abort=params["abort"],
+        action=params["action"],
         reason=params["reason"],
         answers=tuple(params["answer"] or ()),
         constraints=tuple(params["constraint"] or ()),
@@ -271,6 +278,7 @@ def resume(
     accept_partial: AcceptPartialOpt = False,
     grant_round: GrantRoundOpt = False,
     abort: AbortOpt = False,
+    action: ActionOpt = None,
     reason: ReasonOpt = None,
     answer: AnswerOpt = None,
     constraint: ConstraintOpt = None,
@@ -326,6 +334,7 @@ def submit(
     accept_partial: AcceptPartialOpt = False,
     grant_round: GrantRoundOpt = False,
     abort: AbortOpt = False,
+    action: ActionOpt = None,
     reason: ReasonOpt = None,
     answer: AnswerOpt = None,
     constraint: ConstraintOpt = None,

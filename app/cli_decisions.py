@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from rich.console import Console
 from rich.prompt import Prompt
 
 from app.invocation import command
 from app.workflow import Workflow
-from contracts import ErrorCode, HumanDecision, HumanRequest
+from contracts import REASON_REQUIRED, ErrorCode, HumanAction, HumanDecision, HumanRequest
 from graphs.errors import ExitCode, HandoffError
 
 
@@ -37,17 +37,9 @@ def render_request(request: HumanRequest, thread_id: str, console: Console) -> N
     for question in request.open_questions:
         state = f"answered: {question.answer}" if question.answer else "open"
         console.print(f"  {question.id}: {question.text} ({state})", markup=False)
-    flags = {
-        "approve": "--approve",
-        "revise": "--answer QID=TEXT / --constraint TEXT",
-        "reject": '--reject --reason "…"',
-        "accept_partial": "--accept-partial",
-        "grant_round": "--grant-round",
-        "abort": '--abort --reason "…"',
-    }
     console.print("answer with:", markup=False)
     for action in request.allowed_actions:
-        console.print(f"  {command()} resume {thread_id} {flags.get(action, action)}", markup=False)
+        console.print(f"  {command()} resume {thread_id} {action_hint(action)}", markup=False)
     console.print(
         f"  or: {command()} resume {thread_id} --decision-file decision.json", markup=False
     )
@@ -58,10 +50,30 @@ MAX_DECISION_FILE_BYTES = 1 << 20
 MAX_DECISION_DEPTH = 8
 """Deepest nesting a HumanDecision has is 3 (answers → answer → text); refuse far deeper."""
 _ACTION_FLAGS = ("approve", "reject", "accept_partial", "grant_round", "abort")
+"""Actions with a flag of their own; every other action is given as ``--action NAME``."""
+ACTIONS: tuple[str, ...] = get_args(HumanAction)
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
+
+
+def _option(action: str) -> str:
+    """The option that chooses ``action``: its own flag, or ``--action NAME``."""
+    return _flag(action) if action in _ACTION_FLAGS else f"--action {action}"
+
+
+def action_hint(action: str) -> str:
+    """How to give ``action`` on the command line, derived from the action names alone.
+
+    A new action needs no entry here: it is ``--action NAME`` until it gets a flag.
+    """
+    given = _option(action)
+    if action == "revise":
+        return "--answer QID=TEXT / --constraint TEXT"
+    if action in REASON_REQUIRED:
+        return f'{given} --reason "…"'
+    return given
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ class DecisionFlags:
     accept_partial: bool = False
     grant_round: bool = False
     abort: bool = False
+    action: str | None = None
     reason: str | None = None
     answers: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
@@ -86,6 +99,7 @@ class DecisionFlags:
             "--accept-partial": self.accept_partial,
             "--grant-round": self.grant_round,
             "--abort": self.abort,
+            "--action": self.action is not None,
             "--reason": self.reason is not None,
             "--answer": bool(self.answers),
             "--constraint": bool(self.constraints),
@@ -109,10 +123,17 @@ class DecisionFlags:
                 )
             return read_decision_file(self.decision_file)
         chosen = [name for name in _ACTION_FLAGS if getattr(self, name)]
+        named = [_flag(name) for name in chosen]
+        if self.action is not None:
+            if self.action not in ACTIONS:
+                raise DecisionInputError(
+                    f"--action {_short(self.action)} is no action; expected one of "
+                    f"{', '.join(ACTIONS)}"
+                )
+            chosen.append(self.action)
+            named.append(f"--action {self.action}")
         if len(chosen) > 1:
-            raise DecisionInputError(
-                f"choose one action, not {' and '.join(_flag(name) for name in chosen)}"
-            )
+            raise DecisionInputError(f"choose one action, not {' and '.join(named)}")
         if not given:
             return None
         if not chosen and not self.answers and not self.constraints:

@@ -16,7 +16,14 @@ from contracts.handoff import (
     NextAction,
     ToolReceipt,
 )
-from contracts.human import Answer, FactSummary, HumanAction, HumanDecision, HumanRequest
+from contracts.human import (
+    REASON_REQUIRED,
+    Answer,
+    FactSummary,
+    HumanAction,
+    HumanDecision,
+    HumanRequest,
+)
 from contracts.outcome import RunOutcome
 from contracts.provenance import Provenance
 from contracts.registry import registered, serializable_types
@@ -34,6 +41,7 @@ from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolic
 
 __all__ = [
     "CONFIDENCE_RULE",
+    "REASON_REQUIRED",
     "Answer",
     "ArtifactKind",
     "ArtifactRef",

@@ -22,6 +22,8 @@ HumanAction = Literal[
     "rerun_producer",
 ]
 RequestKind = Literal["approve_research", "review_exhausted", "stale_input"]
+REASON_REQUIRED: tuple[HumanAction, ...] = ("reject", "abort")
+"""Actions a decision must give a reason for."""
 
 
 class FactSummary(Contract):
@@ -138,7 +140,7 @@ class HumanDecision(VersionedContract):
 
     @model_validator(mode="after")
     def _reason_for_rejection(self) -> HumanDecision:
-        if self.action in ("reject", "abort") and not (self.reason and self.reason.strip()):
+        if self.action in REASON_REQUIRED and not (self.reason and self.reason.strip()):
             raise ValueError(f"reason is required when action is {self.action!r}")
         for index, text in enumerate(self.constraints):
             if not text.strip():

@@ -11,16 +11,18 @@ from typing import Any
 import pytest
 
 from app.cli_decisions import (
+    ACTIONS,
     MAX_DECISION_FILE_BYTES,
     DecisionFlags,
     DecisionInputError,
+    action_hint,
     parse_decision,
 )
 from app.errors import InvalidDecision
 from app.exit_codes import ExitCode, for_error
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import HumanRequest
+from contracts import REASON_REQUIRED, HumanRequest
 from graphs.human import bound_id
 from tests.app.test_human_in_the_loop import HANDOFF, handoff
 from tests.backends import backend_env
@@ -86,6 +88,11 @@ def test_a_missing_file_or_a_directory_is_refused_as_such(tmp_path: Path) -> Non
         ({"reason": "why"}, "--reason needs an action"),
         ({"approve": True, "decision_file": Path("d.json")}, "cannot be combined with --approve"),
         ({"answers": ("q-1",)}, "--answer expects QID=TEXT, got 'q-1'"),
+        ({"action": "edit_titles"}, "--action 'edit_titles' is no action; expected one of approve"),
+        (
+            {"action": "abort", "approve": True},
+            "choose one action, not --approve and --action abort",
+        ),
     ],
 )
 def test_contradictory_or_incomplete_flags_are_refused_before_any_thread_is_opened(
@@ -155,3 +162,26 @@ def test_the_terminal_prompt_ends_like_no_decision_when_input_ends(settings: Set
     os.close(primary)
     with Workflow(settings) as workflow:
         assert workflow.pending("t-tty") is not None, "the thread still waits"
+
+
+STALE = HumanRequest(
+    interrupt_id=bound_id("stale-input-s4", "t-mine"),
+    thread_id="t-mine",
+    request_kind="stale_input",
+    question="Inputs changed. Accept, re-run or abort?",
+    allowed_actions=["accept_new_revision", "rerun_producer", "abort"],
+)
+
+
+def test_every_allowed_action_has_a_command_line_form_that_parses_to_it() -> None:
+    hints = {action: action_hint(action) for action in ACTIONS}
+    assert hints["accept_new_revision"] == "--action accept_new_revision"
+    assert hints["abort"] == '--abort --reason "…"'
+    for action in STALE.allowed_actions:
+        flags = DecisionFlags(
+            action=action if action not in ("abort",) else None,
+            abort=action == "abort",
+            reason="inputs moved" if action in REASON_REQUIRED else None,
+        )
+        decision = parse_decision(STALE, flags)
+        assert decision is not None and decision.action == action, hints[action]
