@@ -279,16 +279,17 @@ def _as_far_as_it_goes(thread_id: str, step: Callable[[Workflow], RunOutcome]) -
 def run_thread(thread_id: str, task: dict[str, Any]) -> str:
     """Job body: start the thread, or continue it from its last checkpoint (a retried job).
 
-    A thread that exists must be this job's own (an earlier attempt started it): one
-    started with another task would otherwise be resumed and this task silently dropped.
+    A thread that exists must be this job's own (an earlier attempt started it, perhaps
+    killed before its first step was saved): one started with another task would otherwise
+    be resumed and this task silently dropped.
     """
     spec = TaskSpec.model_validate(task)
 
     def step(workflow: Workflow) -> RunOutcome:
-        if not workflow.threads_has(thread_id):
+        started = workflow.started_task(thread_id)
+        if started is None:
             return workflow.run(spec, thread_id)
-        started = workflow.graph.get_state(workflow.config(thread_id)).values.get("task")
-        if started is None or TaskSpec.model_validate(started).task_id != spec.task_id:
+        if started.task_id != spec.task_id:
             raise ThreadExists(
                 f"thread {thread_id!r} was started outside this job, with another task; "
                 f"the queued task {spec.task_id!r} was not run"

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.constants import START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 from pydantic import BaseModel, ValidationError
@@ -29,6 +30,7 @@ from app.errors import (
     InvalidThreadId,
     NotWaiting,
     QueueUnavailable,
+    StorageDamaged,
     ThreadExists,
     ThreadFinished,
     ThreadNotFound,
@@ -519,6 +521,25 @@ class Workflow:
     def threads_has(self, thread_id: str) -> bool:
         """Whether the checkpoint store has a thread with this id."""
         return self._exists(check_thread_id(thread_id))
+
+    def started_task(self, thread_id: str) -> TaskSpec | None:
+        """The task the thread was started with, or None where no thread exists.
+
+        A run killed after its input was saved but before its first step was has no
+        ``task`` in state yet: the task is still the pending input of that checkpoint.
+        """
+        saved = self.saver.get_tuple(self.config(check_thread_id(thread_id)))
+        if saved is None:
+            return None
+        channels = saved.checkpoint["channel_values"]
+        pending = channels.get(START)
+        task = channels.get("task") or (pending.get("task") if isinstance(pending, dict) else None)
+        if task is None:
+            raise StorageDamaged(
+                f"thread {thread_id!r} has a checkpoint without its task: neither in state "
+                "nor as the run's pending input"
+            )
+        return TaskSpec.model_validate(task)
 
     def _exists(self, thread_id: str) -> bool:
         return self.saver.get_tuple(self.config(thread_id)) is not None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.exit_codes import ExitCode
+from app.fleet import WORKFLOWS, run_thread
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
@@ -243,3 +244,44 @@ def test_submit_refuses_what_it_cannot_queue_and_queues_nothing(
     )
     assert listed.returncode == 0 and "q-1" in listed.stdout and "QUEUED" in listed.stdout
     assert [job["lock"] for job in jobs(fleet_env["HANDOFF_DATABASE_URL"])] == ["q-1"]
+
+
+def test_a_job_killed_before_its_first_step_was_saved_continues_its_thread(
+    fleet_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed between saving its input and saving its first step, a job leaves a thread
+    whose state holds no task yet: the job's retry continues it, not refuses it."""
+    url = fleet_env["HANDOFF_DATABASE_URL"]
+    thread = "killed-early"
+    killed = subprocess.run(
+        [str(HANDOFF), "run", OBJECTIVE, "--thread", thread],
+        env={**fleet_env, "HANDOFF_FAULT": "kill:research:start"},
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with admin() as conn:  # the state such a kill leaves: only the input checkpoint
+        conn.execute(f'SET search_path TO "{schema_of(url)}"')
+        forgotten = conn.execute(
+            "DELETE FROM checkpoints WHERE thread_id = %s AND (metadata->>'step')::int >= 0",
+            (thread,),
+        ).rowcount
+        assert forgotten == 1
+        conn.execute("DELETE FROM checkpoint_writes WHERE thread_id = %s", (thread,))
+    settings = settings_of(fleet_env)
+    with Workflow(settings) as workflow:
+        assert workflow.threads_has(thread) and not workflow.state(thread).get("task")
+        started = workflow.started_task(thread)
+        assert started is not None and started.objective == OBJECTIVE
+    for name, value in fleet_env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        assert run_thread(thread, started.model_dump(mode="json")) == TaskState.COMPLETED.value
+    finally:
+        WORKFLOWS.close_all()
+    with Workflow(settings) as workflow:
+        assert workflow.outcome(thread).result_status == "completed"
+        finished = Counter(
+            run.node_id for run in workflow.history(thread) if run.status == "succeeded"
+        )
+        assert finished["research"] == 1, finished
