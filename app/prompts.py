@@ -21,7 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.text import CITATION
 from contracts import Constraints, Decision, Fact, Question, RequiredChange, TaskSpec
-from graphs.ports import ResearchRequest, ReviewRequest, WriteRequest, request_channels
+from graphs.ports import (
+    CONTRIBUTED,
+    ResearchRequest,
+    ReviewRequest,
+    WriteRequest,
+    request_channels,
+)
 
 Prompt = list[BaseMessage]
 
@@ -226,11 +232,13 @@ def request_inputs(request: object, shown: frozenset[str]) -> list[str]:
     """Every state field of the request the prompt does not lay out, with its descriptions.
 
     A contract is rendered field by field, each under its description (the same text its
-    JSON Schema carries); empty fields are left out.
+    JSON Schema carries); empty fields are left out. What other nodes added for this agent
+    to read (the request's ``inputs``, see ``read_by``) is rendered the same way.
     """
     lines: list[str] = []
-    for name in request_channels(type(request)):
-        value = getattr(request, name)
+    given = {name: getattr(request, name) for name in request_channels(type(request))}
+    given |= dict(getattr(request, CONTRIBUTED, None) or {})
+    for name, value in given.items():
         if name in shown or value is None:
             continue
         title = (type(value).__doc__ or name).strip().splitlines()[0]

@@ -56,6 +56,12 @@ class NodeSpec:
     fingerprint: Fingerprint | None = None
     """Extra input for the input hash that state does not show (e.g. the corpus on disk);
     called with the node's agent and the task."""
+    read_by: tuple[str, ...] = ()
+    """Nodes whose agents also read what this node writes, with no edit to those nodes:
+    ``build_graph`` adds the channels to their reads (so their input hash covers them) and
+    their agent's request carries them in ``inputs`` (model prompts render them)."""
+    contributed: tuple[str, ...] = ()
+    """Channels other nodes' ``read_by`` added to this node's reads (set by the build)."""
 
     @property
     def inputs(self) -> dict[str, Channel]:
@@ -88,6 +94,7 @@ def node(
     stores_artifacts: bool = False,
     retry: Retry | None = Retry(),
     fingerprint: Fingerprint | None = None,
+    read_by: tuple[str, ...] = (),
 ) -> Callable[[NodeBody], NodeSpec]:
     """Declare a node from its body; the declaration is checked now, not at first run."""
     if agent is not None and not getattr(agent, "_is_runtime_protocol", False):
@@ -108,6 +115,7 @@ def node(
             stores_artifacts=stores_artifacts,
             retry=None if pauses else retry,
             fingerprint=fingerprint,
+            read_by=tuple(read_by),
         )
         spec.inputs, spec.outputs  # noqa: B018 - a schema that names no contract fails here
         return spec

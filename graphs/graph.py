@@ -27,7 +27,8 @@ from contracts import (
 from graphs.boundary import read, require
 from graphs.channels import Channel, ChannelError, merge, state_schema
 from graphs.context import RunContext
-from graphs.node_runner import ContextFactory, run_node
+from graphs.declare import NodeSpec
+from graphs.node_runner import ContextFactory, Router, run_node
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.conclude import conclude
 from graphs.nodes.finalize import finalize
@@ -38,7 +39,7 @@ from graphs.nodes.stale_decision import stale_decision
 from graphs.nodes.writer import writer
 from graphs.stale import only_revised_draft, research_changed
 from graphs.state import RunnerWrites, WorkflowInput, WorkflowOutput
-from graphs.wiring import Wiring, check_wiring
+from graphs.wiring import Wiring, check_wiring, contribute_reads
 
 STOP: Literal["__end__"] = "__end__"
 assert STOP == END
@@ -203,6 +204,32 @@ def route_after_stale_decision(
     return "research" if research_changed(report) else "writer"
 
 
+def then(target: str) -> Router:
+    """The router of a node with one way on: ``target``, unless the run must stop.
+
+    A wiring entry may name its next node instead of a router, ``(node, "reviewer")``;
+    the build makes this router for it, its ``Literal`` naming the target and the end.
+    """
+
+    def route(state: Mapping[str, Any]) -> str:
+        return STOP if stopped(state) else target
+
+    route.__name__ = route.__qualname__ = f"then_{target}"
+    route.__annotations__ = {
+        "state": Mapping[str, Any],
+        "return": cast(Any, Literal)[target, STOP],
+    }
+    return route
+
+
+def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
+    """The wiring as LangGraph builds it: ``read_by`` applied, a named next node a router."""
+    return [
+        (spec, then(route) if isinstance(route, str) else route)
+        for spec, route in contribute_reads(wiring)
+    ]
+
+
 def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
     """Conclude records the end."""
     return STOP
@@ -243,21 +270,23 @@ def build_graph(
 
     Services arrive as ``Runtime[RunContext]`` (``invoke(..., context=...)``). Hosts that
     cannot pass Python objects as context, like the dev server, give ``default_context``.
-    ``wiring`` is the list of (node, router) pairs: pass an extended one to add a node.
+    ``wiring`` is the list of (node, router) pairs: pass an extended one to add a node; a
+    node with one way on may name that node instead of a router (see ``then``).
     What LangGraph would build but never run right (a node nothing reaches, a route to no
     node, a router two pauses share, a read of an undeclared channel) is refused here,
     before any node runs: see ``graphs.wiring``.
     """
+    built = routed(wiring)
     channels = workflow_channels(wiring)
-    ends = check_wiring(wiring)
+    ends = check_wiring(built)
     builder: StateGraph[Any, RunContext, WorkflowInput, WorkflowOutput] = StateGraph(
         state_schema("WorkflowState", channels),
         input_schema=WorkflowInput,
         output_schema=WorkflowOutput,
         context_schema=RunContext,
     )
-    for spec, route in wiring:
+    for spec, route in built:
         builder.add_node(spec.name, run_node(spec, route, default_context))
         builder.add_conditional_edges(spec.name, route, list(ends[spec.name]))
-    builder.add_edge(START, wiring[0][0].name)
+    builder.add_edge(START, built[0][0].name)
     return builder

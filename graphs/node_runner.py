@@ -52,7 +52,7 @@ from graphs.declare import NodeSpec
 from graphs.errors import ContractViolation, MissingContext, TransientError
 from graphs.handoffs import derive_handoff
 from graphs.input_hash import input_hash
-from graphs.ports import StepInfo, request_channels
+from graphs.ports import CONTRIBUTED, StepInfo, request_channels
 from graphs.state import RunnerWrites
 
 ContextFactory = Callable[[Any], RunContext]
@@ -84,9 +84,12 @@ class NodeCall:
         """The agent's request: each ``from_channel`` field read from state, unless given.
 
         A field whose type admits None is read; any other is required. ``given`` supplies
-        the services (store, step) and any field the node derives itself.
+        the services (store, step) and any field the node derives itself. Channels other
+        nodes declared this node's agent reads (``read_by``) arrive in ``inputs``.
         """
         hints = get_type_hints(kind)
+        if self.spec.contributed and CONTRIBUTED not in given:
+            given[CONTRIBUTED] = {channel: self.read(channel) for channel in self.spec.contributed}
         values = {
             name: (
                 self.read(channel) if type(None) in get_args(hints[name]) else self.require(channel)

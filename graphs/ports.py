@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -19,6 +19,7 @@ from contracts import (
     TaskSpec,
     ToolReceipt,
     Usage,
+    VersionedContract,
 )
 
 T = TypeVar("T")
@@ -161,6 +162,19 @@ def from_channel(name: str) -> dict[str, str]:
     return {CHANNEL: name}
 
 
+CONTRIBUTED = "inputs"
+"""The request field carrying channels other nodes declared their agent reads (``read_by``)."""
+
+
+def contributed_inputs() -> Any:
+    """The ``inputs`` field of a request: what other nodes added for this agent to read.
+
+    Keyed by channel; filled by ``NodeCall.request`` from the reads ``build_graph`` added
+    to the node, and rendered by model prompts like any other input they do not lay out.
+    """
+    return field(default_factory=dict)
+
+
 def request_channels(request: type[Any]) -> dict[str, str]:
     """A request type's fields filled from state, with the channel of each."""
     return {
@@ -180,6 +194,7 @@ class ResearchRequest:
     handoff: Handoff | None = field(metadata=from_channel("handoff"))
     store: ArtifactStore = field()
     step: StepInfo = field()
+    inputs: Mapping[str, VersionedContract | None] = contributed_inputs()
 
 
 @dataclass(frozen=True)
@@ -193,6 +208,7 @@ class WriteRequest:
     review: ReviewResult | None = field(metadata=from_channel("review"))
     store: ArtifactStore = field()
     step: StepInfo = field()
+    inputs: Mapping[str, VersionedContract | None] = contributed_inputs()
 
 
 @dataclass(frozen=True)
@@ -205,6 +221,7 @@ class ReviewRequest:
     draft: DraftArticle = field(metadata=from_channel("draft"))
     store: ArtifactStore = field()
     step: StepInfo = field()
+    inputs: Mapping[str, VersionedContract | None] = contributed_inputs()
 
 
 @runtime_checkable

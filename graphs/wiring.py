@@ -9,23 +9,79 @@ work. Each such omission is refused here, naming the node, router or channel:
 - a router shared by a pause and another node: each pause routes on its own, so a node
   inserted after one decision cannot be silently skipped on the other's path;
 - a node no route reaches from the first node (where a run starts);
-- a body that reads a channel its input schema does not declare (``graphs.reads``).
+- a body that reads a channel its input schema does not declare (``graphs.reads``);
+- a ``read_by`` naming no node, or a node whose agent's request has no ``inputs`` to
+  carry what it is declared to read.
+
+``contribute_reads`` applies ``read_by`` before the checks: a node's outputs join the
+reads of the nodes it names, so those nodes' input hashes cover them and their agents
+receive them, with no edit to the reading node.
 """
 
 from __future__ import annotations
 
-from typing import get_args, get_type_hints
+from collections.abc import Sequence
+from dataclasses import fields, replace
+from typing import Any, TypedDict, TypeVar, get_args, get_type_hints
 
 from langgraph.graph import END
 
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
 from graphs.node_runner import Router
-from graphs.ports import request_channels
+from graphs.ports import CONTRIBUTED, request_channels
 from graphs.reads import body_reads
 
-Wiring = tuple[tuple[NodeSpec, Router], ...]
-"""Nodes with their routers; the first node is where a run starts."""
+Route = Router | str
+"""A node's router, or the name of the one node it goes to next (unless the run stops)."""
+Wiring = tuple[tuple[NodeSpec, Route], ...]
+"""Nodes with their routes; the first node is where a run starts."""
+RouteT = TypeVar("RouteT")
+
+
+def request_of(spec: NodeSpec) -> type | None:
+    """The request type the node's agent takes (its ``run``'s ``request`` parameter)."""
+    run = getattr(spec.agent, "run", None)
+    request = get_type_hints(run).get("request") if run is not None else None
+    return request if isinstance(request, type) else None
+
+
+def contribute_reads(
+    wiring: Sequence[tuple[NodeSpec, RouteT]],
+) -> list[tuple[NodeSpec, RouteT]]:
+    """Each node with the channels other nodes' ``read_by`` add to its reads."""
+    names = {spec.name for spec, _ in wiring}
+    added: dict[str, dict[str, Any]] = {}
+    for spec, _ in wiring:
+        for reader in spec.read_by:
+            if reader not in names or reader == spec.name:
+                raise WiringError(
+                    f"node {spec.name!r} declares read_by={reader!r}, which is no other node; "
+                    f"nodes: {sorted(names - {spec.name})}"
+                )
+            added.setdefault(reader, {}).update(spec.outputs)
+    found: list[tuple[NodeSpec, RouteT]] = []
+    for spec, route in wiring:
+        extra = {
+            name: channel
+            for name, channel in added.get(spec.name, {}).items()
+            if name not in spec.inputs
+        }
+        if extra:
+            request = request_of(spec)
+            if request is None or CONTRIBUTED not in {item.name for item in fields(request)}:
+                raise WiringError(
+                    f"node {spec.name!r} is declared to read {sorted(extra)} (read_by), but "
+                    f"its agent takes no request with an {CONTRIBUTED!r} field to carry them; "
+                    f"give the request `{CONTRIBUTED}: ... = contributed_inputs()`"
+                )
+            hints = get_type_hints(spec.reads) | {
+                name: channel.contract | None for name, channel in extra.items()
+            }
+            reads: type = TypedDict(spec.reads.__name__, hints)  # type: ignore[misc]
+            spec = replace(spec, reads=reads, contributed=tuple(extra))
+        found.append((spec, route))
+    return found
 
 
 def targets(route: Router) -> tuple[str, ...]:
@@ -44,7 +100,7 @@ def targets(route: Router) -> tuple[str, ...]:
     return tuple(found)
 
 
-def check_wiring(wiring: Wiring) -> dict[str, tuple[str, ...]]:
+def check_wiring(wiring: Sequence[tuple[NodeSpec, Router]]) -> dict[str, tuple[str, ...]]:
     """Each node's branch targets, once the wiring leaves nothing out (else WiringError)."""
     names = [spec.name for spec, _ in wiring]
     if not names:
@@ -63,7 +119,7 @@ def check_wiring(wiring: Wiring) -> dict[str, tuple[str, ...]]:
     return ends
 
 
-def check_own_routers(wiring: Wiring) -> None:
+def check_own_routers(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
     """A pause's router serves that pause alone."""
     for spec, route in wiring:
         if not spec.pauses:
@@ -97,9 +153,8 @@ def check_reachable(start: str, ends: dict[str, tuple[str, ...]]) -> None:
 def check_reads(spec: NodeSpec) -> None:
     """Every channel the body, or its agent's request, reads is one its input schema declares."""
     declared = spec.inputs
-    run = getattr(spec.agent, "run", None)
-    request = get_type_hints(run).get("request") if run is not None else None
-    if isinstance(request, type):
+    request = request_of(spec)
+    if request is not None:
         for field_name, channel in request_channels(request).items():
             if channel not in declared:
                 raise WiringError(

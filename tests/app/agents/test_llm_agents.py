@@ -309,3 +309,20 @@ def test_a_new_request_field_reaches_the_writer_prompt_under_its_descriptions(
 def test_a_prompt_that_lays_out_a_field_the_request_lacks_fails_at_once() -> None:
     with pytest.raises(TypeError, match=r"WriteRequest has no state fields \['outline'\]"):
         prompts.laid_out(WriteRequest, "task", "outline")
+
+
+def test_an_input_another_node_declared_the_writer_reads_reaches_its_prompt(
+    tmp_path: Path,
+) -> None:
+    store = FilesystemArtifactStore(tmp_path)
+    bundle, _ = _bundle_and_draft(store, "# Old draft\n\nText [claim-2].\n")
+    model, log = scripted(reply(draft(ARTICLE), tokens=5))
+    outline = Outline(sections=["Finding the stone"], audience="museum visitors")
+    LLMWriterAgent(model).run(
+        WriteRequest(
+            TASK, HANDOFF, bundle, None, None, store, _step("writer"), inputs={"outline": outline}
+        )
+    )
+    [prompt] = log.texts()
+    assert "outline (The sections an article follows.):" in prompt
+    assert "- Who the article is written for: museum visitors" in prompt

@@ -1,0 +1,104 @@
+"""A node whose contract an existing agent reads, added without editing that agent's node.
+
+``fact_check`` (the docs/adapt.md node) is declared here with ``read_by=("reviewer",)``
+and wired with its next node named instead of a router: the Reviewer's agent receives the
+check in its request's ``inputs``, its input hash covers it, and the omissions fail at
+``build_graph`` naming the culprit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.settings import Settings
+from app.workflow import Workflow
+from contracts import ReviewResult
+from graphs import WIRING, AgentOutput, Wiring, build_graph, node
+from graphs.errors import WiringError
+from graphs.nodes.reviewer import reviewer
+from graphs.nodes.writer import writer
+from graphs.ports import ReviewRequest
+from graphs.wiring import contribute_reads
+from tests.backends import sqlite_settings
+from tests.extension_fact_check import (
+    OBJECTIVE,
+    FactCheck,
+    FactCheckInput,
+    FactCheckOutput,
+    fact_check,
+    route_after_writer_checked,
+)
+
+read_by_reviewer = node(
+    "fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=("reviewer",)
+)(fact_check.body)
+
+
+def wiring_with(checker: Any, next_node: str = "reviewer") -> Wiring:
+    """The shipped wiring with ``checker`` between the writer and ``next_node``."""
+    shipped = [
+        (spec, route_after_writer_checked if spec is writer else route) for spec, route in WIRING
+    ]
+    return (*shipped, (checker, next_node))
+
+
+@dataclass
+class RecordingReviewer:
+    """The shipped reviewer, keeping what each request carried in ``inputs``."""
+
+    inner: Any
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
+        self.seen.append(dict(request.inputs))
+        result: AgentOutput[ReviewResult] = self.inner.run(request)
+        return result
+
+
+def test_the_reviewer_agent_receives_what_a_node_declared_it_reads(tmp_path: Path) -> None:
+    settings: Settings = sqlite_settings(tmp_path / "data")
+    with Workflow(settings) as plain:
+        recording = RecordingReviewer(plain.context.agent_for(reviewer))
+        context = plain.context.with_agent("reviewer", recording)
+        with Workflow(settings, context=context, wiring=wiring_with(read_by_reviewer)) as flow:
+            outcome = flow.run(OBJECTIVE, "read-by")
+            ran = [run.node_id for run in flow.history("read-by") if run.status == "succeeded"]
+    assert outcome.result_status == "completed"
+    assert ran.index("writer") < ran.index("fact_check") < ran.index("reviewer")
+    assert recording.seen, "the reviewer ran"
+    for inputs in recording.seen:
+        assert set(inputs) == {"fact_check"}
+        check = inputs["fact_check"]
+        assert isinstance(check, FactCheck) and check.unknown == []
+
+
+def test_what_a_node_declared_an_agent_reads_is_part_of_that_node_s_input() -> None:
+    specs = {spec.name: spec for spec, _ in contribute_reads(wiring_with(read_by_reviewer))}
+    assert "fact_check" in specs["reviewer"].inputs, "the reviewer's input hash covers it"
+    assert specs["reviewer"].contributed == ("fact_check",)
+    assert "fact_check" not in reviewer.inputs, "the shipped declaration is left as it is"
+
+
+def test_read_by_a_node_that_does_not_exist_fails_the_build() -> None:
+    misnamed = node(
+        "fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=("reveiwer",)
+    )(fact_check.body)
+    with pytest.raises(WiringError, match=r"read_by='reveiwer', which is no other node"):
+        build_graph(wiring=wiring_with(misnamed))
+
+
+def test_read_by_a_node_whose_agent_takes_no_inputs_fails_the_build() -> None:
+    agentless = node(
+        "fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=("finalize",)
+    )(fact_check.body)
+    with pytest.raises(WiringError, match=r"'finalize' is declared to read \['fact_check'\]"):
+        build_graph(wiring=wiring_with(agentless))
+
+
+def test_a_named_next_node_that_does_not_exist_fails_the_build() -> None:
+    with pytest.raises(WiringError, match=r"then_reveiwer of 'fact_check' names no node"):
+        build_graph(wiring=wiring_with(read_by_reviewer, "reveiwer"))
