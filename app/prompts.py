@@ -343,6 +343,15 @@ def size(prompt: Sequence[BaseMessage]) -> int:
     return sum(len(message.text) for message in prompt)
 
 
+CONSTRAINTS_LAID_OUT = frozenset({"max_words", "required_sections", "notes"})
+"""The constraints ``_constraints`` words itself; any other field is shown under its
+description, so a constraint added to the contract reaches the model with no edit here."""
+if not CONSTRAINTS_LAID_OUT <= set(Constraints.model_fields):
+    raise TypeError(
+        f"Constraints has no {sorted(CONSTRAINTS_LAID_OUT - set(Constraints.model_fields))}"
+    )
+
+
 def _constraints(constraints: Constraints) -> list[str]:
     lines = ["Constraints:"]
     if constraints.max_words is not None:
@@ -351,6 +360,13 @@ def _constraints(constraints: Constraints) -> list[str]:
         titles = "; ".join(_line(title) for title in constraints.required_sections)
         lines.append(f"- required sections, as '## ' headings: {titles}")
     lines += [f"- note: {_clip(note)}" for note in constraints.notes]
+    for name, info in type(constraints).model_fields.items():
+        value = getattr(constraints, name)
+        if name in CONSTRAINTS_LAID_OUT or name in ("schema_version", "kind"):
+            continue
+        if value not in (None, [], {}, ""):
+            shown = value if isinstance(value, str) else json.dumps(value, default=str)
+            lines.append(f"- {_line(info.description or name)}: {_clip(shown)}")
     return lines if len(lines) > 1 else ["Constraints: none"]
 
 

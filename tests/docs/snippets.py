@@ -41,6 +41,8 @@ class Snippet:
     words: frozenset[str] = field(default_factory=frozenset)
     options: dict[str, str] = field(default_factory=dict)
     text: str = ""
+    section: str = ""
+    """The title of the ``## `` section the block is in ("" before the first one)."""
 
     @property
     def id(self) -> str:
@@ -76,9 +78,12 @@ def snippets(document: Path) -> list[Snippet]:
     found: list[Snippet] = []
     lines = document.read_text(encoding="utf-8").splitlines()
     index = 0
+    section = ""
     while index < len(lines):
         match = _FENCE.match(lines[index])
         if match is None:
+            if lines[index].startswith("## "):
+                section = lines[index].removeprefix("## ").strip()
             index += 1
             continue
         where = f"{document.relative_to(ROOT)}:{index + 1}"
@@ -98,6 +103,7 @@ def snippets(document: Path) -> list[Snippet]:
                 words,
                 options,
                 "\n".join(body) + "\n",
+                section,
             )
         )
         index += 1
@@ -107,3 +113,43 @@ def snippets(document: Path) -> list[Snippet]:
 def all_snippets() -> list[Snippet]:
     """Every fenced block of the README and docs/."""
     return [snippet for document in DOCUMENTS for snippet in snippets(document)]
+
+
+def section_prose(document: Path, title: str) -> str:
+    """The text of one ``## `` section outside its fenced blocks."""
+    kept: list[str] = []
+    inside = fenced = False
+    for line in document.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            inside = line.removeprefix("## ").strip() == title
+            continue
+        if _FENCE.match(line) or (fenced and line.strip() == "```"):
+            fenced = not fenced
+            continue
+        if inside and not fenced:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def touched(blocks: list[Snippet]) -> tuple[set[str], int]:
+    """The files a walk-through's blocks change, and its places: each new file is one, and
+    so is each run of consecutive changed lines in a diff."""
+    files: set[str] = set()
+    places = 0
+    for block in blocks:
+        if "file" in block.options:
+            files.add(block.options["file"])
+            places += 1
+        if block.language != "diff":
+            continue
+        changing = False
+        for line in block.text.splitlines():
+            if line.startswith("+++ "):
+                files.add(line.removeprefix("+++ ").removeprefix("b/").strip())
+                continue
+            if line.startswith("--- "):
+                continue
+            now = line[:1] in ("+", "-")
+            places += now and not changing
+            changing = now
+    return files, places

@@ -28,7 +28,15 @@ from app.server import OFFLINE_DEFAULTS, OFFLINE_ENV
 from app.settings import Settings
 from graphs import WIRING
 from tests.backends import postgres_schema
-from tests.docs.snippets import ROOT, Snippet, SnippetError, all_snippets, parse_info
+from tests.docs.snippets import (
+    ROOT,
+    Snippet,
+    SnippetError,
+    all_snippets,
+    parse_info,
+    section_prose,
+    touched,
+)
 from tests.server.conftest import server_folder
 
 SNIPPETS = all_snippets()
@@ -340,7 +348,17 @@ def test_a_client_block_drives_the_server_handoff_serve_started(
 
 # -- the adaptation walk-through ---------------------------------------------------------
 
-WALKTHROUGHS = sorted({s.document for s in SNIPPETS if s.has("adapted") or "file" in s.options})
+WALKTHROUGHS = sorted(
+    {(s.document, s.section) for s in SNIPPETS if s.has("adapted") or "file" in s.options}
+)
+"""Each ``## `` section that changes the project, applied to a fresh copy of its own."""
+MOST_FILES, MOST_PLACES = 3, 6
+"""What one adaptation may cost: production files touched, and places in them."""
+PLACES = re.compile(r"\*\*(\d+) places? in (\d+) files?\*\*")
+
+
+def _walkthrough_id(walkthrough: tuple[Path, str]) -> str:
+    return f"{walkthrough[0].name}: {walkthrough[1]}"
 
 
 def _apply(snippet: Snippet, copy: Path) -> None:
@@ -360,8 +378,30 @@ def _apply(snippet: Snippet, copy: Path) -> None:
         target.write_text(snippet.text, encoding="utf-8")
 
 
-@pytest.mark.parametrize("page", WALKTHROUGHS, ids=[p.name for p in WALKTHROUGHS])
-def test_a_walkthrough_applied_to_a_copy_of_the_project_runs(page: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("walkthrough", WALKTHROUGHS, ids=_walkthrough_id)
+def test_a_walkthrough_costs_few_places_and_says_how_many(walkthrough: tuple[Path, str]) -> None:
+    page, section = walkthrough
+    blocks = [s for s in SNIPPETS if (s.document, s.section) == walkthrough]
+    files, places = touched(blocks)
+    assert len(files) <= MOST_FILES and places <= MOST_PLACES, (
+        f"{section!r} touches {places} places in {len(files)} files ({sorted(files)}); "
+        f"an adaptation may cost {MOST_PLACES} places in {MOST_FILES} files"
+    )
+    prose = section_prose(page, section)
+    stated = PLACES.search(prose)
+    assert stated and (int(stated[1]), int(stated[2])) == (places, len(files)), (
+        f"{section!r} must say **{places} places in {len(files)} files**; it says "
+        f"{stated[0] if stated else 'nothing'}"
+    )
+    unnamed = sorted(name for name in files if f"`{name}`" not in prose)
+    assert not unnamed, f"{section!r} changes {unnamed} without naming them in its text"
+
+
+@pytest.mark.parametrize("walkthrough", WALKTHROUGHS, ids=_walkthrough_id)
+def test_a_walkthrough_applied_to_a_copy_of_the_project_runs(
+    walkthrough: tuple[Path, str], tmp_path: Path
+) -> None:
+    page, section = walkthrough
     copy = tmp_path / "project"
     copy.mkdir()
     for name in PROJECT:
@@ -370,7 +410,7 @@ def test_a_walkthrough_applied_to_a_copy_of_the_project_runs(page: Path, tmp_pat
             shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(source, copy / name)
-    steps = [s for s in SNIPPETS if s.document == page]
+    steps = [s for s in SNIPPETS if (s.document, s.section) == walkthrough]
     ran = 0
     for snippet in steps:
         if snippet.language == "diff" or "file" in snippet.options:
@@ -378,7 +418,7 @@ def test_a_walkthrough_applied_to_a_copy_of_the_project_runs(page: Path, tmp_pat
         elif snippet.has("adapted"):
             succeeded(bash(snippet.text, copy, reader_env(PYTHONPATH=str(copy))), snippet)
             ran += 1
-    assert ran, f"{page.name} changes the project but runs nothing afterwards"
+    assert ran, f"{page.name}, {section!r} changes the project but runs nothing afterwards"
 
 
 def test_every_setting_is_in_env_example_and_the_configuration_table_and_nothing_else() -> None:

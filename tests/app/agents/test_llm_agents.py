@@ -20,6 +20,7 @@ from app.agents.apparatus import apparatus
 from app.artifacts import FilesystemArtifactStore
 from app.settings import BUNDLED_CORPUS, Settings
 from contracts import (
+    Constraints,
     DraftArticle,
     ErrorCode,
     Handoff,
@@ -325,4 +326,24 @@ def test_an_input_another_node_declared_the_writer_reads_reaches_its_prompt(
     )
     [prompt] = log.texts()
     assert "outline (The sections an article follows.):" in prompt
+    assert "- Who the article is written for: museum visitors" in prompt
+
+
+class AudienceConstraints(Constraints):
+    """The task's constraints with one field more, as a template user would add it."""
+
+    audience: str | None = Field(default=None, description="Who the article is written for")
+
+
+def test_a_constraint_added_to_the_contract_reaches_the_writer_prompt(tmp_path: Path) -> None:
+    store = FilesystemArtifactStore(tmp_path)
+    bundle, _ = _bundle_and_draft(store, "# Old draft\n\nText [claim-2].\n")
+    model, log = scripted(reply(draft(ARTICLE), tokens=5))
+    constraints = AudienceConstraints(max_words=200, audience="museum visitors")
+    task = TASK.model_copy(update={"constraints": constraints})
+    LLMWriterAgent(model).run(
+        WriteRequest(task, HANDOFF, bundle, None, None, store, _step("writer"))
+    )
+    [prompt] = log.texts()
+    assert "- at most 200 words in the body" in prompt
     assert "- Who the article is written for: museum visitors" in prompt
