@@ -16,7 +16,13 @@ from rich.markup import escape
 from rich.table import Column, Table
 from typer.core import TyperGroup
 
-from app.cli_decisions import DecisionFlags, decision_for, prompt_decision, render_request
+from app.cli_decisions import (
+    DecisionFlags,
+    decision_for,
+    prompt_decision,
+    render_request,
+    request_hints,
+)
 from app.errors import (
     QueueUnavailable,
     SubmitUsage,
@@ -379,10 +385,10 @@ def submit(
                 )
             )
             if request is not None and decision is None:
+                hints = request_hints(request, workflow.pauses)
                 raise SubmitUsage(
-                    "--resume needs a decision: --approve, --reject --reason …, --answer …, "
-                    "--constraint …, --accept-partial, --grant-round, --abort --reason … "
-                    "or --decision-file"
+                    f"--resume needs a decision for {request.interrupt_id!r}: "
+                    f"{', '.join(hints)} or --decision-file"
                 )
             queued = workflow.submit_decision(resume_id, decision)
             action = queued.decision.action

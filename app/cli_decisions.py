@@ -48,14 +48,8 @@ def render_request(
         console.print(f"  {question.id}: {question.text} ({state})", markup=False)
     for name, value in (request.details or {}).items():
         console.print(f"  {name}: {json.dumps(value, ensure_ascii=False)}", markup=False)
-    pause = pauses.get(request.request_kind)
     console.print("answer with:", markup=False)
-    for action in request.allowed_actions:
-        hint = (
-            action_hint(pause.action(action), pause)
-            if pause is not None and action in pause.names
-            else _option(action)
-        )
+    for hint in request_hints(request, pauses):
         console.print(f"  {command()} resume {thread_id} {hint}", markup=False)
     console.print(
         f"  or: {command()} resume {thread_id} --decision-file decision.json", markup=False
@@ -119,6 +113,17 @@ def action_hint(action: Action, pause: Pause) -> str:
         takes = [_field_hint(field, pause) for field in action.takes]
         return " / ".join([*takes, *(_field_hint(field, pause) for field in action.needs)])
     return " ".join([_option(action.name), *(_field_hint(field, pause) for field in action.needs)])
+
+
+def request_hints(request: HumanRequest, pauses: Mapping[str, Pause] = PAUSES) -> list[str]:
+    """The options that answer ``request``, one per action it allows, from its pause."""
+    pause = pauses.get(request.request_kind)
+    return [
+        action_hint(pause.action(name), pause)
+        if pause is not None and name in pause.names
+        else _option(name)
+        for name in request.allowed_actions
+    ]
 
 
 def _detail(item: str) -> tuple[str, Any]:

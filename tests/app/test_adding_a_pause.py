@@ -22,11 +22,12 @@ from app.cli_decisions import (
     DecisionInputError,
     action_names,
     parse_decision,
+    prompt_decision,
     render_request,
 )
 from app.errors import InvalidDecision
 from app.settings import Settings
-from app.workflow import Workflow
+from app.workflow import Workflow, check_decision
 from contracts import DecisionLog, HumanRequest, TaskState
 from graphs import build_graph, node
 from graphs.errors import WiringError
@@ -93,6 +94,22 @@ def test_the_new_pause_shows_its_own_request_and_the_cli_names_its_action(
     assert "edit_titles" not in ACTIONS, "the shipped workflow has no such pause"
     with pytest.raises(DecisionInputError, match="--action 'edit_titles' is no action"):
         DecisionFlags(action="edit_titles").raw()
+
+
+def test_the_terminal_prompt_asks_for_the_pause_s_own_fields(
+    settings: Settings, page: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = waiting(settings, page, "t-prompt")
+    typed = edits((TITLE, RENAMED)).partition("=")[2]
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"edit_titles\n{typed}\n"))
+    shown = io.StringIO()
+    with Workflow(settings, wiring=wiring_with(page)) as workflow:
+        given = prompt_decision(request, "t-prompt", Console(file=shown), workflow.pauses)
+        assert given is not None and given["details"] == {
+            "titles": [{"old": TITLE, "new": RENAMED}]
+        }
+        assert check_decision(request, given, workflow.pauses).action == "edit_titles"
+    assert "titles (The headings to rename.), as JSON or text" in shown.getvalue()
 
 
 @pytest.mark.parametrize(
