@@ -16,7 +16,13 @@ from rich.markup import escape
 from rich.table import Column, Table
 from typer.core import TyperGroup
 
-from app.cli_decisions import DecisionFlags, decision_for, prompt_decision, render_request
+from app.cli_decisions import (
+    DecisionFlags,
+    decision_for,
+    prompt_decision,
+    render_request,
+    request_hints,
+)
 from app.errors import (
     QueueUnavailable,
     SubmitUsage,
@@ -201,6 +207,14 @@ AnswerOpt = Annotated[
 ConstraintOpt = Annotated[
     list[str] | None, typer.Option("--constraint", help="Constraint to add (repeatable).")
 ]
+DetailOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--detail",
+        help="NAME=VALUE: a field of the pause's own decision (VALUE as JSON, or text; "
+        "repeatable).",
+    ),
+]
 DecisionFileOpt = Annotated[
     Path | None, typer.Option("--decision-file", help="HumanDecision as JSON.")
 ]
@@ -218,6 +232,7 @@ def _decision_options(params: dict[str, Any]) -> DecisionFlags:
         reason=params["reason"],
         answers=tuple(params["answer"] or ()),
         constraints=tuple(params["constraint"] or ()),
+        details=tuple(params["detail"] or ()),
         decision_file=params["decision_file"],
     )
 
@@ -282,6 +297,7 @@ def resume(
     reason: ReasonOpt = None,
     answer: AnswerOpt = None,
     constraint: ConstraintOpt = None,
+    detail: DetailOpt = None,
     decision_file: DecisionFileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -297,12 +313,14 @@ def resume(
             request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
             decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
             if request is not None:
-                decision = decision_for(request, raw, from_file=decision_file is not None)
+                decision = decision_for(
+                    request, raw, from_file=decision_file is not None, pauses=workflow.pauses
+                )
                 asks = decision is None and sys.stdin.isatty() and err.is_terminal and not as_json
                 if asks:  # a person at a terminal: ask (docs/human-decisions.md)
-                    decision = prompt_decision(request, thread_id, err)
+                    decision = prompt_decision(request, thread_id, err, workflow.pauses)
                 elif decision is None:
-                    render_request(request, thread_id, err)
+                    render_request(request, thread_id, err, workflow.pauses)
             outcome = workflow.resume(
                 thread_id, decision, on_progress=None if as_json else _progress
             )
@@ -338,6 +356,7 @@ def submit(
     reason: ReasonOpt = None,
     answer: AnswerOpt = None,
     constraint: ConstraintOpt = None,
+    detail: DetailOpt = None,
     decision_file: DecisionFileOpt = None,
 ) -> None:
     """Queue a task (or, with --resume, a decision) for the worker fleet; prints the thread id.
@@ -361,13 +380,15 @@ def submit(
             decision = (  # not waiting: the flags as given, compared with queued decisions
                 raw
                 if request is None
-                else decision_for(request, raw, from_file=decision_file is not None)
+                else decision_for(
+                    request, raw, from_file=decision_file is not None, pauses=workflow.pauses
+                )
             )
             if request is not None and decision is None:
+                hints = request_hints(request, workflow.pauses)
                 raise SubmitUsage(
-                    "--resume needs a decision: --approve, --reject --reason …, --answer …, "
-                    "--constraint …, --accept-partial, --grant-round, --abort --reason … "
-                    "or --decision-file"
+                    f"--resume needs a decision for {request.interrupt_id!r}: "
+                    f"{', '.join(hints)} or --decision-file"
                 )
             queued = workflow.submit_decision(resume_id, decision)
             action = queued.decision.action

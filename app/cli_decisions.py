@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from rich.console import Console
 from rich.prompt import Prompt
 
 from app.invocation import command
-from app.workflow import Workflow
-from contracts import REASON_REQUIRED, ErrorCode, HumanAction, HumanDecision, HumanRequest
+from app.workflow import check_decision, pause_of
+from contracts import ErrorCode, HumanDecision, HumanRequest
+from graphs import WIRING
 from graphs.errors import ExitCode, HandoffError
+from graphs.pauses import Action, Pause
+from graphs.wiring import pauses_of
+
+PAUSES: dict[str, Pause] = pauses_of(WIRING)
+"""The pauses of the workflow the command line drives, by kind (derived from its wiring)."""
 
 
 class DecisionInputError(HandoffError, ValueError):
@@ -23,7 +30,9 @@ class DecisionInputError(HandoffError, ValueError):
     exit_code = ExitCode.USAGE
 
 
-def render_request(request: HumanRequest, thread_id: str, console: Console) -> None:
+def render_request(
+    request: HumanRequest, thread_id: str, console: Console, pauses: Mapping[str, Pause] = PAUSES
+) -> None:
     """Show the question, the evidence and how to answer, on any console."""
     console.print(f"waiting for a human decision: {request.interrupt_id}", markup=False)
     console.print(f"  {request.question}", markup=False)
@@ -37,9 +46,11 @@ def render_request(request: HumanRequest, thread_id: str, console: Console) -> N
     for question in request.open_questions:
         state = f"answered: {question.answer}" if question.answer else "open"
         console.print(f"  {question.id}: {question.text} ({state})", markup=False)
+    for name, value in (request.details or {}).items():
+        console.print(f"  {name}: {json.dumps(value, ensure_ascii=False)}", markup=False)
     console.print("answer with:", markup=False)
-    for action in request.allowed_actions:
-        console.print(f"  {command()} resume {thread_id} {action_hint(action)}", markup=False)
+    for hint in request_hints(request, pauses):
+        console.print(f"  {command()} resume {thread_id} {hint}", markup=False)
     console.print(
         f"  or: {command()} resume {thread_id} --decision-file decision.json", markup=False
     )
@@ -51,7 +62,16 @@ MAX_DECISION_DEPTH = 8
 """Deepest nesting a HumanDecision has is 3 (answers → answer → text); refuse far deeper."""
 _ACTION_FLAGS = ("approve", "reject", "accept_partial", "grant_round", "abort")
 """Actions with a flag of their own; every other action is given as ``--action NAME``."""
-ACTIONS: tuple[str, ...] = get_args(HumanAction)
+IMPLIED = "revise"
+"""The action ``--answer`` and ``--constraint`` mean when no action is named."""
+
+
+def action_names(pauses: Mapping[str, Pause]) -> tuple[str, ...]:
+    """Every action the pauses declare, in declaration order (``--action`` takes these)."""
+    return tuple(dict.fromkeys(name for pause in pauses.values() for name in pause.names))
+
+
+ACTIONS: tuple[str, ...] = action_names(PAUSES)
 
 
 def _flag(name: str) -> str:
@@ -63,17 +83,61 @@ def _option(action: str) -> str:
     return _flag(action) if action in _ACTION_FLAGS else f"--action {action}"
 
 
-def action_hint(action: str) -> str:
-    """How to give ``action`` on the command line, derived from the action names alone.
+def detail_fields(pause: Pause) -> list[str]:
+    """The fields of the pause's decision contract a decision must give (all, if none must)."""
+    if pause.decision is None:
+        return []
+    fields = pause.decision.model_fields
+    required = [name for name, field in fields.items() if field.is_required()]
+    return required or list(fields)
 
-    A new action needs no entry here: it is ``--action NAME`` until it gets a flag.
+
+def _field_hint(field: str, pause: Pause) -> str:
+    """How one decision field is given on the command line."""
+    if field == "reason":
+        return '--reason "…"'
+    if field == "answers":
+        return "--answer QID=TEXT"
+    if field == "constraints":
+        return "--constraint TEXT"
+    return " ".join(f"--detail {name}=JSON" for name in detail_fields(pause))
+
+
+def action_hint(action: Action, pause: Pause) -> str:
+    """How to give ``action`` of ``pause`` on the command line, from its declaration alone.
+
+    A new action needs no entry here: it is ``--action NAME`` until it gets a flag, with
+    one option for each field it needs (``--reason``, ``--detail NAME=JSON``, …).
     """
-    given = _option(action)
-    if action == "revise":
-        return "--answer QID=TEXT / --constraint TEXT"
-    if action in REASON_REQUIRED:
-        return f'{given} --reason "…"'
-    return given
+    if action.name == IMPLIED:
+        takes = [_field_hint(field, pause) for field in action.takes]
+        return " / ".join([*takes, *(_field_hint(field, pause) for field in action.needs)])
+    return " ".join([_option(action.name), *(_field_hint(field, pause) for field in action.needs)])
+
+
+def request_hints(request: HumanRequest, pauses: Mapping[str, Pause] = PAUSES) -> list[str]:
+    """The options that answer ``request``, one per action it allows, from its pause."""
+    pause = pauses.get(request.request_kind)
+    return [
+        action_hint(pause.action(name), pause)
+        if pause is not None and name in pause.names
+        else _option(name)
+        for name in request.allowed_actions
+    ]
+
+
+def _detail(item: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` from ``--detail``: the value as JSON when it parses, else as text."""
+    name, sep, text = item.partition("=")
+    if not sep or not name.strip():
+        raise DecisionInputError(
+            f"--detail expects NAME=VALUE (the value as JSON, or text), got {_short(item)}"
+        )
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    return name.strip(), value
 
 
 @dataclass(frozen=True)
@@ -89,6 +153,7 @@ class DecisionFlags:
     reason: str | None = None
     answers: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()
     decision_file: Path | None = None
 
     def given(self) -> list[str]:
@@ -103,12 +168,15 @@ class DecisionFlags:
             "--reason": self.reason is not None,
             "--answer": bool(self.answers),
             "--constraint": bool(self.constraints),
+            "--detail": bool(self.details),
             "--decision-file": self.decision_file is not None,
         }
         return [flag for flag, used in values.items() if used]
 
-    def raw(self) -> dict[str, Any] | None:
+    def raw(self, actions: tuple[str, ...] = ACTIONS) -> dict[str, Any] | None:
         """The decision the options describe, not yet tied to a request; None if none given.
+
+        ``actions`` are the ones ``--action`` may name: every action the pauses declare.
 
         Everything the options alone can get wrong (a file that is not a decision, two
         actions, a file and flags together) is refused here, before any thread is opened.
@@ -125,10 +193,10 @@ class DecisionFlags:
         chosen = [name for name in _ACTION_FLAGS if getattr(self, name)]
         named = [_flag(name) for name in chosen]
         if self.action is not None:
-            if self.action not in ACTIONS:
+            if self.action not in actions:
                 raise DecisionInputError(
                     f"--action {_short(self.action)} is no action; expected one of "
-                    f"{', '.join(ACTIONS)}"
+                    f"{', '.join(actions)}"
                 )
             chosen.append(self.action)
             named.append(f"--action {self.action}")
@@ -137,9 +205,10 @@ class DecisionFlags:
         if not given:
             return None
         if not chosen and not self.answers and not self.constraints:
+            lonely = "--reason" if self.reason is not None else "--detail"
             raise DecisionInputError(
-                "--reason needs an action: --reject or --abort (or --approve, --accept-partial, "
-                "--grant-round)"
+                f"{lonely} needs an action: one of "
+                f"{', '.join(_option(name) for name in actions if name != IMPLIED)}"
             )
         parsed = []
         for item in self.answers:
@@ -147,12 +216,15 @@ class DecisionFlags:
             if not sep or not text.strip():
                 raise DecisionInputError(f"--answer expects QID=TEXT, got {_short(item)}")
             parsed.append({"question_id": question_id.strip(), "text": text.strip()})
-        return {
-            "action": chosen[0] if chosen else "revise",
+        decision: dict[str, Any] = {
+            "action": chosen[0] if chosen else IMPLIED,
             "reason": self.reason,
             "answers": parsed,
             "constraints": list(self.constraints),
         }
+        if self.details:
+            decision["details"] = dict(_detail(item) for item in self.details)
+        return decision
 
 
 def _short(value: str, limit: int = 80) -> str:
@@ -228,13 +300,20 @@ def read_decision_file(path: Path) -> dict[str, Any]:
     return parsed
 
 
-def parse_decision(request: HumanRequest, flags: DecisionFlags) -> HumanDecision | None:
+def parse_decision(
+    request: HumanRequest, flags: DecisionFlags, pauses: Mapping[str, Pause] = PAUSES
+) -> HumanDecision | None:
     """The typed decision the options make for ``request``, or None if none was given."""
-    return decision_for(request, flags.raw(), from_file=flags.decision_file is not None)
+    raw = flags.raw(action_names(pauses))
+    return decision_for(request, raw, from_file=flags.decision_file is not None, pauses=pauses)
 
 
 def decision_for(
-    request: HumanRequest, raw: dict[str, Any] | None, *, from_file: bool
+    request: HumanRequest,
+    raw: dict[str, Any] | None,
+    *,
+    from_file: bool,
+    pauses: Mapping[str, Pause] = PAUSES,
 ) -> HumanDecision | None:
     """``raw`` (from ``DecisionFlags.raw``) checked against ``request``; None stays None.
 
@@ -247,11 +326,11 @@ def decision_for(
         return None
     if not from_file:
         raw = {"interrupt_id": request.interrupt_id, **raw}
-    return Workflow.check_decision(request, raw)
+    return check_decision(request, raw, pauses)
 
 
 def prompt_decision(
-    request: HumanRequest, thread_id: str, console: Console
+    request: HumanRequest, thread_id: str, console: Console, pauses: Mapping[str, Pause] = PAUSES
 ) -> dict[str, Any] | None:
     """Ask on the terminal: show the request, then the action and what it needs.
 
@@ -259,25 +338,39 @@ def prompt_decision(
     as it does without a terminal (exit 3, the thread still waiting), not "Aborted.".
     """
     try:
-        return _ask(request, thread_id, console)
+        return _ask(request, thread_id, console, pauses)
     except (EOFError, KeyboardInterrupt):
         console.print("\nno decision given; the thread still waits", markup=False)
         return None
 
 
-def _ask(request: HumanRequest, thread_id: str, console: Console) -> dict[str, Any]:
-    render_request(request, thread_id, console)
-    action = Prompt.ask("action", choices=list(request.allowed_actions), console=console)
-    decision: dict[str, Any] = {"interrupt_id": request.interrupt_id, "action": action}
-    if action in ("reject", "abort"):
+def _ask(
+    request: HumanRequest, thread_id: str, console: Console, pauses: Mapping[str, Pause]
+) -> dict[str, Any]:
+    """The prompts follow the action's declaration: what it needs, and what revising takes."""
+    render_request(request, thread_id, console, pauses)
+    pause = pause_of(request, pauses)
+    name = Prompt.ask("action", choices=list(request.allowed_actions), console=console)
+    action = pause.action(name)
+    decision: dict[str, Any] = {"interrupt_id": request.interrupt_id, "action": name}
+    if "reason" in action.needs:
         decision["reason"] = Prompt.ask("reason", console=console)
-    if action == "revise":
+    asks_extras = name == IMPLIED or any(f in action.needs for f in ("answers", "constraints"))
+    if asks_extras and action.allows("answers"):
         answers = []
         for question in request.open_questions:
             text = Prompt.ask(f"answer {question.id} (empty to skip)", default="", console=console)
             if text.strip():
                 answers.append({"question_id": question.id, "text": text.strip()})
-        constraint = Prompt.ask("added constraint (empty for none)", default="", console=console)
         decision["answers"] = answers
+    if asks_extras and action.allows("constraints"):
+        constraint = Prompt.ask("added constraint (empty for none)", default="", console=console)
         decision["constraints"] = [constraint] if constraint.strip() else []
+    if action.allows("details") and pause.decision is not None:
+        details: dict[str, Any] = {}
+        for field_name, field in pause.decision.model_fields.items():
+            shown = f"{field_name} ({field.description})" if field.description else field_name
+            text = Prompt.ask(f"{shown}, as JSON or text", console=console)
+            details[field_name] = _detail(f"{field_name}={text}")[1]
+        decision["details"] = details
     return decision

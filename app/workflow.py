@@ -7,7 +7,7 @@ import hashlib
 import inspect
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +77,8 @@ from contracts import (
 from graphs import WIRING, RunContext, Wiring, build_graph, workflow_channels
 from graphs.boundary import describe_validation_error, read, validate_channel
 from graphs.human import as_asked_on, as_decision, decision_schema
+from graphs.pauses import Pause
+from graphs.wiring import pauses_of
 
 ArtifactName = Literal["article", "draft", "notes", "research", "review"]
 ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "review")
@@ -199,6 +201,8 @@ class Workflow:
             overrides["artifact_dir"] = artifact_dir
         self.settings = base.with_overrides(**overrides) if overrides else base
         self.wiring = wiring
+        self.pauses: dict[str, Pause] = pauses_of(wiring)
+        """The wiring's pauses by kind: what a waiting thread's decision is checked against."""
         self.read_only = read_only
         self._context = context
         self._own_context = context is None
@@ -464,20 +468,9 @@ class Workflow:
         )
         return self._drive(payload, thread_id, on_progress) or self.outcome(thread_id)
 
-    @staticmethod
-    def check_decision(request: HumanRequest, decision: Any) -> HumanDecision:
-        """Validate a decision against the open request, naming the offending field.
-
-        ``request`` is the one saved with the pause (what the person was shown), so a
-        request saved before requests named their thread keeps accepting its own id, and a
-        request that names its thread refuses a decision naming another thread, or none.
-        """
-        try:
-            return as_decision(decision_schema(request).model_validate(_plain(decision)))
-        except ValidationError as error:
-            raise InvalidDecision(
-                f"invalid decision for {request.interrupt_id!r}: {describe_validation_error(error)}"
-            ) from error
+    def check_decision(self, request: HumanRequest, decision: Any) -> HumanDecision:
+        """Validate a decision against the open request and its pause (``check_decision``)."""
+        return check_decision(request, decision, self.pauses)
 
     @staticmethod
     def _request(snapshot: Any) -> HumanRequest | None:
@@ -842,6 +835,41 @@ class Workflow:
     def threads(self) -> list[str]:
         """Every thread id in the checkpoint store, sorted (no checkpoint is decoded)."""
         return self._glancer()[0].thread_ids()
+
+
+def pause_of(request: HumanRequest, pauses: Mapping[str, Pause]) -> Pause:
+    """The declared pause that made ``request``, or InvalidDecision if ``pauses`` lack it.
+
+    A thread saved by a workflow with a pause this one no longer declares cannot be
+    answered here: nothing would know which actions it allows.
+    """
+    pause = pauses.get(request.request_kind)
+    if pause is None:
+        declared = ", ".join(sorted(pauses)) or "none"
+        raise InvalidDecision(
+            f"invalid decision for {request.interrupt_id!r}: request_kind: pause "
+            f"{request.request_kind!r} is not declared by this workflow (declared: {declared})"
+        )
+    return pause
+
+
+def check_decision(
+    request: HumanRequest, decision: Any, pauses: Mapping[str, Pause]
+) -> HumanDecision:
+    """Validate a decision against the open request and its pause, naming the field.
+
+    ``request`` is the one saved with the pause (what the person was shown), so a
+    request saved before requests named their thread keeps accepting its own id, and a
+    request that names its thread refuses a decision naming another thread, or none.
+    Which actions exist and what each needs is the pause's declaration.
+    """
+    schema = decision_schema(request, pause_of(request, pauses))
+    try:
+        return as_decision(schema.model_validate(_plain(decision)))
+    except ValidationError as error:
+        raise InvalidDecision(
+            f"invalid decision for {request.interrupt_id!r}: {describe_validation_error(error)}"
+        ) from error
 
 
 def _plain(decision: Any) -> Any:

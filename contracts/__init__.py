@@ -17,12 +17,12 @@ from contracts.handoff import (
     ToolReceipt,
 )
 from contracts.human import (
-    REASON_REQUIRED,
+    ActionName,
     Answer,
     FactSummary,
-    HumanAction,
     HumanDecision,
     HumanRequest,
+    PauseKind,
 )
 from contracts.outcome import RunOutcome
 from contracts.provenance import Provenance
@@ -41,7 +41,7 @@ from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolic
 
 __all__ = [
     "CONFIDENCE_RULE",
-    "REASON_REQUIRED",
+    "ActionName",
     "Answer",
     "ArtifactKind",
     "ArtifactRef",
@@ -60,13 +60,13 @@ __all__ = [
     "FreshnessReport",
     "FactSummary",
     "Handoff",
-    "HumanAction",
     "HumanDecision",
     "HumanRequest",
     "NextAction",
     "NodeError",
     "NodeRun",
     "NodeStatus",
+    "PauseKind",
     "Policies",
     "RunChoices",
     "Provenance",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from contracts.base import Contract, Identifier, VersionedContract
+from contracts.base import Contract, Identifier, VersionedContract, upgrader
 from contracts.freshness import RefCheck
-from contracts.human import Answer, HumanAction, RequestKind
+from contracts.human import ActionName, Answer, Details, PauseKind
 from contracts.provenance import Provenance
 
 
@@ -16,8 +16,8 @@ class RecordedDecision(Contract):
     """One answered request: what was decided, by whom, and what it changed."""
 
     interrupt_id: Identifier = Field(description="The request it answered.")
-    request_kind: RequestKind = Field(description="Which decision point it answered.")
-    action: HumanAction = Field(description="The chosen action.")
+    request_kind: PauseKind = Field(description="Which pause it answered.")
+    action: ActionName = Field(description="The chosen action.")
     reason: str | None = Field(default=None, max_length=2000, description="Why, if given.")
     decided_by: str = Field(max_length=100, description="Who decided.")
     answers: list[Answer] = Field(default_factory=list, description="Questions answered.")
@@ -26,6 +26,9 @@ class RecordedDecision(Contract):
         default_factory=list,
         description="Changed sources a person accepted at their new content "
         "(accept_new_revision): each moves the pin from its recorded to its current hash.",
+    )
+    details: Details | None = Field(
+        default=None, description="The pause's own decision fields, as the person gave them."
     )
     provenance: Provenance = Field(description="Where it was recorded.")
 
@@ -36,7 +39,13 @@ class RecordedDecision(Contract):
 
 
 class DecisionLog(VersionedContract):
-    """Every decision of the thread, oldest first; the handoff envelope is derived from it."""
+    """Every decision of the thread, oldest first; the handoff envelope is derived from it.
+
+    Since 1.1 a recorded decision names any declared pause and action, and keeps the
+    pause's own ``details``; a 1.0 log reads as it is.
+    """
+
+    VERSION = "1.1"
 
     kind: Literal["decision_log"] = Field(default="decision_log", description="Discriminator.")
     decisions: list[RecordedDecision] = Field(
@@ -57,6 +66,12 @@ class DecisionLog(VersionedContract):
             ]
         }
     ]
+
+    @upgrader(from_version="1.0", to_version="1.1")
+    @classmethod
+    def _pauses_declare_actions(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # 1.0 decisions name the pauses and actions 1.0 had, without details.
+        return data
 
     def granted_review_rounds(self) -> int:
         """Extra review rounds people granted beyond the budget."""

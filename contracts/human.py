@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, JsonValue, model_validator
 
 from contracts.artifacts import ArtifactRef
 from contracts.base import Contract, Identifier, ProseText, VersionedContract, upgrader
 from contracts.research import Question
 from contracts.task import Constraints
 
-HumanAction = Literal[
-    "approve",
-    "revise",
-    "reject",
-    "accept_partial",
-    "grant_round",
-    "abort",
-    "accept_new_revision",
-    "rerun_producer",
+NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+"""How pause kinds and action names are spelled: snake_case, as a CLI's ``--action`` takes them."""
+PauseKind = Annotated[
+    str, Field(pattern=NAME_PATTERN, description="A pause's kind, as its node declares it.")
 ]
-RequestKind = Literal["approve_research", "review_exhausted", "stale_input"]
-REASON_REQUIRED: tuple[HumanAction, ...] = ("reject", "abort")
-"""Actions a decision must give a reason for."""
+"""Which pause a request comes from. The kinds that exist are the declared pauses of the
+workflow (``graphs.pauses``), never a list here: a new pause needs no contract edit."""
+ActionName = Annotated[
+    str, Field(pattern=NAME_PATTERN, description="An action, as the pause declares it.")
+]
+"""An answer a person may give. Which ones a request allows, and which fields each needs,
+is declared by its pause; a decision is checked against that, not against a list here."""
+Details = dict[str, JsonValue]
+"""A pause's own data (its request or decision contract, declared with the pause), as JSON."""
 
 
 class FactSummary(Contract):
@@ -42,9 +43,12 @@ class HumanRequest(VersionedContract):
     that thread (``approve-research-s2.<thread>``): step numbers repeat across threads, so
     an id without the thread would let a decision written for one thread answer another.
     Requests saved by 1.0 have no thread; they keep their id and accept decisions naming it.
+
+    Since 1.2 the kind and the actions are names the pause declares (not a fixed list) and
+    a request may carry its pause's own data in ``details``; 1.1 requests read as they are.
     """
 
-    VERSION = "1.1"
+    VERSION = "1.2"
 
     kind: Literal["human_request"] = Field(default="human_request", description="Discriminator.")
     interrupt_id: Identifier = Field(description="Id a decision must name to answer this request.")
@@ -54,15 +58,20 @@ class HumanRequest(VersionedContract):
         max_length=256,
         description="The thread this request belongs to; None on requests saved before 1.1.",
     )
-    request_kind: RequestKind = Field(description="Which decision point this is.")
+    request_kind: PauseKind = Field(description="Which pause this is (its declared kind).")
     question: str = Field(max_length=2000, description="What is being asked.")
-    allowed_actions: list[HumanAction] = Field(min_length=1, description="Actions allowed.")
+    allowed_actions: list[ActionName] = Field(min_length=1, description="Actions allowed.")
     fact_count: int = Field(default=0, ge=0, description="Facts found.")
     source_count: int = Field(default=0, ge=0, description="Sources read.")
     top_facts: list[FactSummary] = Field(default_factory=list, description="Leading facts.")
     open_questions: list[Question] = Field(default_factory=list, description="Open questions.")
     artifacts: list[ArtifactRef] = Field(default_factory=list, description="Evidence artifacts.")
     changes: list[str] = Field(default_factory=list, description="What changed (stale inputs).")
+    details: Details | None = Field(
+        default=None,
+        description="What this pause alone shows, as its declared request contract: "
+        "validated by the pause when the request is made.",
+    )
 
     EXAMPLES = [
         {
@@ -101,6 +110,13 @@ class HumanRequest(VersionedContract):
         # A 1.0 request was saved without its thread: it stays unbound (thread_id None).
         return data
 
+    @upgrader(from_version="1.1", to_version="1.2")
+    @classmethod
+    def _pauses_declare_kinds_and_actions(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # A 1.1 request names one of the three pauses 1.1 had, which are still declared,
+        # and has no details: it reads as it is.
+        return data
+
 
 class Answer(Contract):
     """A person's answer to one open question."""
@@ -110,17 +126,32 @@ class Answer(Contract):
 
 
 class HumanDecision(VersionedContract):
-    """The typed resume payload; validated before the workflow consumes it."""
+    """The typed resume payload; validated before the workflow consumes it.
+
+    This is the shape every decision shares. Which actions a request allows, which fields
+    each action needs (a reason to reject, answers to revise) and the contract of
+    ``details`` are declared by the pause that asks (``graphs.pauses``): the graph and the
+    Python API check a decision against its request's pause (``graphs.human.decision_schema``).
+    Since 1.1 the action is a name the pause declares and ``details`` exists; 1.0
+    decisions read as they are.
+    """
+
+    VERSION = "1.1"
 
     kind: Literal["human_decision"] = Field(default="human_decision", description="Discriminator.")
     interrupt_id: Identifier = Field(description="The request this decision answers.")
-    action: HumanAction = Field(description="The chosen action.")
+    action: ActionName = Field(description="The chosen action.")
     reason: str | None = Field(default=None, max_length=2000, description="Why (for rejections).")
     answers: list[Answer] = Field(default_factory=list, description="Answers to open questions.")
     constraints: list[ProseText] = Field(
         default_factory=list, max_length=20, description="Constraints to add, in prose."
     )
     decided_by: str = Field(default="human", max_length=100, description="Who decided.")
+    details: Details | None = Field(
+        default=None,
+        description="Fields of the pause's own decision contract, for the actions that take "
+        "them; checked against the pause's declaration.",
+    )
 
     EXAMPLES = [
         {
@@ -138,10 +169,16 @@ class HumanDecision(VersionedContract):
         },
     ]
 
+    @upgrader(from_version="1.0", to_version="1.1")
+    @classmethod
+    def _pauses_declare_actions(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # A 1.0 decision names one of the actions 1.0 had and no details: it reads as it is.
+        return data
+
     @model_validator(mode="after")
-    def _reason_for_rejection(self) -> HumanDecision:
-        if self.action in REASON_REQUIRED and not (self.reason and self.reason.strip()):
-            raise ValueError(f"reason is required when action is {self.action!r}")
+    def _constraints_usable(self) -> HumanDecision:
+        # Which actions need a reason is the pause's to say; a constraint no article could
+        # meet is refused by every pause alike.
         for index, text in enumerate(self.constraints):
             if not text.strip():
                 raise ValueError(f"constraints[{index}] must not be blank")

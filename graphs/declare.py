@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from graphs.channels import Channel, channels_of
+from graphs.pauses import Pause
 
 if TYPE_CHECKING:
     from graphs.node_runner import NodeCall, NodeResult
@@ -45,8 +46,9 @@ class NodeSpec:
     """A TypedDict of the channels the node may write, each with its contract."""
     agent: type | None = None
     """The agent protocol this node calls; the app supplies an implementation per node."""
-    pauses: bool = False
-    """Calls ``interrupt()``: runs again from its start on resume, records nothing before."""
+    pauses: Pause | None = None
+    """The pause it asks a person (kind, actions, its own contracts): it calls
+    ``interrupt()``, runs again from its start on resume and records nothing before."""
     terminal: bool = False
     """Records the run's outcome; runs even when the budget is spent."""
     stores_artifacts: bool = False
@@ -89,7 +91,7 @@ def node(
     reads: type,
     writes: type,
     agent: type | None = None,
-    pauses: bool = False,
+    pauses: Pause | None = None,
     terminal: bool = False,
     stores_artifacts: bool = False,
     retry: Retry | None = Retry(),
@@ -101,6 +103,12 @@ def node(
         raise TypeError(
             f"node {name!r}: agent {agent.__name__} must be a @runtime_checkable Protocol, so "
             "the agent the app supplies can be checked against it"
+        )
+
+    if pauses is not None and not isinstance(pauses, Pause):
+        raise TypeError(
+            f"node {name!r}: pauses= takes the node's Pause (its kind and the actions a "
+            f"person may take, from graphs.pauses), not {pauses!r}"
         )
 
     def declare(body: NodeBody) -> NodeSpec:

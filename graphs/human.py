@@ -1,6 +1,8 @@
 """Human decision points: what is asked, which decisions are accepted, what they become.
 
-A decision becomes contract data in the handoff envelope, with provenance 'human'.
+What a pause allows is its declaration's (``graphs.pauses.Pause``); here a request is made
+from it, and a decision is checked against the request and its pause. A decision becomes
+contract data in the handoff envelope, with provenance 'human'.
 """
 
 from __future__ import annotations
@@ -8,10 +10,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.types import interrupt
-from pydantic import ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from contracts import (
     Answer,
@@ -25,6 +28,7 @@ from contracts import (
     RefCheck,
     ResearchBundle,
 )
+from graphs.pauses import DECISION_FIELDS, Pause, PauseDeclarationError
 from graphs.ports import StepInfo
 
 TOP_FACTS = 5
@@ -63,8 +67,44 @@ def as_asked_on(decision: HumanDecision, request: HumanRequest, thread_id: str) 
     return decision.model_copy(update={"interrupt_id": bound_id(request.interrupt_id, thread_id)})
 
 
+def pause_request(
+    pause: Pause,
+    step: StepInfo,
+    *,
+    question: str,
+    allowed: Sequence[str] | None = None,
+    details: BaseModel | None = None,
+    **shown: Any,
+) -> HumanRequest:
+    """The request ``pause`` puts to a person at ``step``: every declared action, or ``allowed``.
+
+    ``details`` is what this pause alone shows, an instance of its declared request
+    contract; ``shown`` fills the fields every request has (facts, questions, artifacts).
+    """
+    actions = list(allowed) if allowed is not None else list(pause.names)
+    for name in actions:
+        pause.action(name)  # an action the pause does not declare could never be answered
+    if (details is None) != (pause.request is None):
+        raise PauseDeclarationError(
+            f"pause {pause.kind!r} declares no request contract, so it shows no details"
+            if pause.request is None
+            else f"pause {pause.kind!r} shows its {pause.request.__name__}: give details="
+        )
+    if details is not None and pause.request is not None:
+        details = pause.request.model_validate(details)
+    return HumanRequest(
+        interrupt_id=bound_id(f"{pause.ids}-s{step.step}", step.thread_id),
+        thread_id=step.thread_id,
+        request_kind=pause.kind,
+        question=question,
+        allowed_actions=actions,
+        details=details.model_dump(mode="json") if details is not None else None,
+        **shown,
+    )
+
+
 def approval_request(
-    bundle: ResearchBundle, handoff: Handoff | None, step: StepInfo, objective: str
+    pause: Pause, bundle: ResearchBundle, handoff: Handoff | None, step: StepInfo, objective: str
 ) -> HumanRequest:
     """What a person sees before writing starts: the evidence and the open questions."""
     open_questions = list(handoff.open_questions if handoff else bundle.open_questions)
@@ -73,12 +113,10 @@ def approval_request(
     question = f"Approve the research for: {shown}"
     if waiting:
         question += f" ({len(waiting)} open question(s) can be answered)"
-    return HumanRequest(
-        interrupt_id=bound_id(f"approve-research-s{step.step}", step.thread_id),
-        thread_id=step.thread_id,
-        request_kind="approve_research",
+    return pause_request(
+        pause,
+        step,
         question=question,
-        allowed_actions=["approve", "revise", "reject"],
         fact_count=len(bundle.facts),
         source_count=len(bundle.sources),
         top_facts=[
@@ -96,35 +134,39 @@ def approval_request(
 
 
 def review_request(
-    *, reason: str, draft_revision: int, handoff: Handoff | None, step: StepInfo
+    pause: Pause, *, reason: str, draft_revision: int, handoff: Handoff | None, step: StepInfo
 ) -> HumanRequest:
     """What a person sees when review cannot approve within the budget."""
-    return HumanRequest(
-        interrupt_id=bound_id(f"review-decision-s{step.step}", step.thread_id),
-        thread_id=step.thread_id,
-        request_kind="review_exhausted",
+    return pause_request(
+        pause,
+        step,
         question=f"Draft revision {draft_revision} was not approved ({reason}). "
         "Accept it as a partial result, grant another review round, or abort?",
-        allowed_actions=["accept_partial", "grant_round", "abort"],
         artifacts=list(handoff.artifacts if handoff else []),
     )
 
 
-def decision_schema(request: HumanRequest) -> type[HumanDecision]:
-    """A HumanDecision type that accepts only answers to *this* request.
+def decision_schema(request: HumanRequest, pause: Pause) -> type[HumanDecision]:
+    """A HumanDecision type that accepts only answers to *this* request of ``pause``.
 
     Given to ``interrupt(..., response_schema=...)`` so LangGraph refuses a wrong decision
-    before it is stored (the thread stays waiting), wherever the resume comes from. Building
-    a pydantic class costs milliseconds and every resume (and every re-run of a waiting
-    node) asks for one, so the class is kept per request, keyed by the request's content.
+    before it is stored (the thread stays waiting), wherever the resume comes from; its
+    JSON Schema types ``details`` as the pause's decision contract. Building a pydantic
+    class costs milliseconds and every resume (and every re-run of a waiting node) asks
+    for one, so the class is kept per request and pause, keyed by the request's content.
     """
-    return _decision_schema(request.model_dump_json())
+    if request.request_kind != pause.kind:
+        raise PauseDeclarationError(
+            f"request {request.interrupt_id!r} is from pause {request.request_kind!r}, "
+            f"not {pause.kind!r}"
+        )
+    return _decision_schema(request.model_dump_json(), pause)
 
 
 @functools.lru_cache(maxsize=128)
-def _decision_schema(request_json: str) -> type[HumanDecision]:
+def _decision_schema(request_json: str, pause: Pause) -> type[HumanDecision]:
     request = HumanRequest.model_validate_json(request_json)
-    allowed = set(request.allowed_actions)
+    allowed = [name for name in request.allowed_actions if name in pause.names]
     question_ids = {question.id for question in request.open_questions}
 
     class DecisionForRequest(HumanDecision):
@@ -159,16 +201,42 @@ def _decision_schema(request_json: str) -> type[HumanDecision]:
             return value
 
         @model_validator(mode="after")
-        def _extras_fit_action(self) -> DecisionForRequest:
-            if (self.answers or self.constraints) and self.action not in ("revise", "approve"):
-                raise ValueError(
-                    f"answers and constraints go with action 'revise' or 'approve', "
-                    f"not {self.action!r}"
-                )
+        def _fields_fit_action(self) -> DecisionForRequest:
+            action = pause.action(self.action)
+            for field in DECISION_FIELDS:
+                given = getattr(self, field)
+                if isinstance(given, str):
+                    given = given.strip()
+                if field in action.needs and not given:
+                    raise ValueError(f"{field} is required when action is {action.name!r}")
+                if given and not action.allows(field):
+                    takers = " or ".join(
+                        repr(name) for name in pause.takers(field) if name in allowed
+                    )
+                    raise ValueError(
+                        f"{field} goes with action {takers}, not {action.name!r}"
+                        if takers
+                        else f"{field} goes with no action of this request, not {action.name!r}"
+                    )
             return self
 
     DecisionForRequest.__name__ = "HumanDecision"
-    return DecisionForRequest
+    if pause.decision is None:
+        return DecisionForRequest
+    details: Any = pause.decision | None
+    typed = create_model(
+        "HumanDecision",
+        __base__=DecisionForRequest,
+        details=(
+            details,
+            Field(
+                default=None,
+                description=f"{pause.decision.__name__}: this pause's own decision fields, "
+                f"with action {' or '.join(pause.takers('details'))}.",
+            ),
+        ),
+    )
+    return typed
 
 
 def _wrong_request(value: str, request: HumanRequest) -> str:
@@ -194,7 +262,7 @@ def _wrong_request(value: str, request: HumanRequest) -> str:
 def as_decision(value: Any) -> HumanDecision:
     """The plain contract of a validated decision (drops the request-bound subclass)."""
     if isinstance(value, HumanDecision):
-        return HumanDecision.model_validate(value.model_dump())
+        return HumanDecision.model_validate(value.model_dump(mode="json"))
     return HumanDecision.model_validate(value)
 
 
@@ -214,17 +282,19 @@ def record(
         answers=list(decision.answers),
         constraints=list(decision.constraints),
         repins=list(repins or []),
+        details=decision.details,
         provenance=Provenance(producer="human", node=step.node, step=step.step),
     )
 
 
-def ask(request: HumanRequest) -> HumanDecision:
-    """Pause for a decision on ``request`` and return it, validated against the request.
+def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
+    """Pause for a decision on ``request`` and return it, validated against it and ``pause``.
 
     The one ``interrupt()`` of the calling node: on resume LangGraph re-runs the node and
     this returns the validated decision instead of pausing.
     """
-    value = interrupt(request.model_dump(mode="json"), response_schema=decision_schema(request))
+    schema = decision_schema(request, pause)
+    value = interrupt(request.model_dump(mode="json"), response_schema=schema)
     return as_decision(value)
 
 

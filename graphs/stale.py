@@ -26,11 +26,14 @@ from contracts import (
 )
 from graphs.errors import IntegrityError
 from graphs.freshness import DRAFT, RESEARCH, check_inputs, summary
-from graphs.human import bound_id
+from graphs.human import pause_request
 from graphs.markdown import cited_claims, word_count
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.pauses import Pause
 from graphs.ports import ArtifactStore, StepInfo
 
+ACCEPT_NEW = "accept_new_revision"
+"""The stale-input pause's action that re-pins changed inputs at their new content."""
 MAX_STALE_ROUNDS = 3
 """Consecutive re-evaluations before giving up with STALE_INPUT (nothing loops forever)."""
 
@@ -80,26 +83,24 @@ def adopt_head(draft: DraftArticle, store: ArtifactStore) -> DraftArticle:
     )
 
 
-def stale_request(report: FreshnessReport, step: StepInfo) -> HumanRequest:
-    """What a person is shown when policy ``ask`` meets changed inputs."""
-    actions: list[str] = ["rerun_producer", "abort"]
-    if not any(check.status == "missing" for check in report.problems()):
-        actions.insert(0, "accept_new_revision")
-    return HumanRequest.model_validate(
-        {
-            "interrupt_id": bound_id(f"stale-input-s{step.step}", step.thread_id),
-            "thread_id": step.thread_id,
-            "request_kind": "stale_input",
-            "question": f"Inputs of {report.node} changed since they were handed over. "
-            "Accept the new revisions, re-run the step that produced them, or abort?",
-            "allowed_actions": actions,
-            "changes": [
-                f"{check.name}: {check.status} (recorded {check.recorded_sha256[:12]}, now "
-                f"{check.current_sha256[:12] if check.current_sha256 else 'gone'})"
-                + (f": {check.detail}" if check.detail else "")
-                for check in report.problems()
-            ],
-        }
+def stale_request(pause: Pause, report: FreshnessReport, step: StepInfo) -> HumanRequest:
+    """What a person is shown when policy ``ask`` meets changed inputs.
+
+    A missing input has no new revision to accept, so that action is not offered then.
+    """
+    missing = any(check.status == "missing" for check in report.problems())
+    return pause_request(
+        pause,
+        step,
+        question=f"Inputs of {report.node} changed since they were handed over. "
+        "Accept the new revisions, re-run the step that produced them, or abort?",
+        allowed=[name for name in pause.names if not (missing and name == ACCEPT_NEW)],
+        changes=[
+            f"{check.name}: {check.status} (recorded {check.recorded_sha256[:12]}, now "
+            f"{check.current_sha256[:12] if check.current_sha256 else 'gone'})"
+            + (f": {check.detail}" if check.detail else "")
+            for check in report.problems()
+        ],
     )
 
 

@@ -10,6 +10,9 @@ work. Each such omission is refused here, naming the node, router or channel:
   inserted after one decision cannot be silently skipped on the other's path;
 - a node no route reaches from the first node (where a run starts);
 - a body that reads a channel its input schema does not declare (``graphs.reads``);
+- two pauses of one kind (a decision names its pause by kind), and a pause node whose
+  body or router compares a decision's ``action`` with a name its pause does not declare
+  (that branch could never be taken: no decision with that action is accepted);
 - a ``read_by`` naming no node, or a node whose agent's request has no ``inputs`` to
   carry what it is declared to read.
 
@@ -20,7 +23,10 @@ receive them, with no edit to the reading node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, replace
 from typing import Any, TypedDict, TypeVar, get_args, get_type_hints
 
@@ -29,6 +35,7 @@ from langgraph.graph import END
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
 from graphs.node_runner import Router
+from graphs.pauses import Pause
 from graphs.ports import CONTRIBUTED, request_channels
 from graphs.reads import body_reads
 
@@ -113,6 +120,7 @@ def check_wiring(wiring: Sequence[tuple[NodeSpec, Router]]) -> dict[str, tuple[s
         if unknown:
             raise WiringError(f"router {route.__name__} of {spec.name!r} names no node: {unknown}")
     check_own_routers(wiring)
+    check_pauses(wiring)
     check_reachable(names[0], ends)
     for spec, _ in wiring:
         check_reads(spec)
@@ -168,3 +176,60 @@ def check_reads(spec: NodeSpec) -> None:
                 f"node {spec.name!r} reads {channel!r} at {where}, which its input schema "
                 f"{spec.reads.__name__} does not declare; declared: {sorted(declared)}"
             )
+
+
+def pauses_of(wiring: Wiring) -> dict[str, Pause]:
+    """The wiring's pauses by kind: what decisions exist, derived from the declarations.
+
+    The Python API, the fleet and the CLI look a waiting request's pause up here, by the
+    request's ``request_kind``; ``check_pauses`` makes sure each kind is declared once.
+    """
+    return {spec.pauses.kind: spec.pauses for spec, _ in wiring if spec.pauses is not None}
+
+
+def check_pauses(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
+    """One pause per kind; a pause's body and router branch only on actions it declares."""
+    kinds: dict[str, str] = {}
+    for spec, route in wiring:
+        pause = spec.pauses
+        if pause is None:
+            continue
+        other = kinds.setdefault(pause.kind, spec.name)
+        if other != spec.name:
+            raise WiringError(
+                f"pauses {other!r} and {spec.name!r} both declare kind {pause.kind!r}: a "
+                "decision names its pause by kind, so each pause needs a kind of its own"
+            )
+        for function in (spec.body, route):
+            for name, line in compared_actions(function):
+                if name not in pause.names:
+                    raise WiringError(
+                        f"pause {spec.name!r}: {function.__name__} compares an action with "
+                        f"{name!r} (line {line}), which pause {pause.kind!r} does not "
+                        f"declare, so that branch could never run; declared: "
+                        f"{', '.join(pause.names)}"
+                    )
+
+
+def compared_actions(function: Callable[..., Any]) -> Iterator[tuple[str, int]]:
+    """Each string literal ``function`` compares with an ``.action`` attribute, with its line.
+
+    ``decision.action == "edit_titles"``, ``"abort" != last.action`` and
+    ``decision.action in ("approve", "revise")`` all count. A function without readable
+    source yields nothing here (``check_reads`` refuses such a body on its own).
+    """
+    try:
+        source = textwrap.dedent(inspect.getsource(inspect.unwrap(function)))
+    except (OSError, TypeError):
+        return
+    for compare in ast.walk(ast.parse(source)):
+        if not isinstance(compare, ast.Compare):
+            continue
+        sides = [compare.left, *compare.comparators]
+        if not any(isinstance(side, ast.Attribute) and side.attr == "action" for side in sides):
+            continue
+        for side in sides:
+            items = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+            for item in items:
+                if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    yield item.value, item.lineno

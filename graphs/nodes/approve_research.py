@@ -17,6 +17,17 @@ from contracts import (
 from graphs.declare import node
 from graphs.human import approval_request, ask, recorded
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.pauses import Action, Pause
+
+APPROVAL = Pause(
+    "approve_research",
+    actions=(
+        Action("approve", takes=("answers", "constraints")),
+        Action("revise", takes=("answers", "constraints")),
+        Action("reject", needs=("reason",)),
+    ),
+)
+"""Approve the research, revise it (answer open questions, add constraints), or reject it."""
 
 
 class ApprovalInput(TypedDict):
@@ -35,7 +46,7 @@ class ApprovalOutput(TypedDict, total=False):
     outcome: RunOutcome | None
 
 
-@node("approve_research", reads=ApprovalInput, writes=ApprovalOutput, pauses=True)
+@node("approve_research", reads=ApprovalInput, writes=ApprovalOutput, pauses=APPROVAL)
 def approve_research(call: NodeCall) -> NodeResult:
     """Approve, revise (answers, constraints) or reject the research.
 
@@ -43,8 +54,10 @@ def approve_research(call: NodeCall) -> NodeResult:
     its start on every resume.
     """
     bundle: ResearchBundle = call.require("research")
-    request = approval_request(bundle, call.read("handoff"), call.step, call.task.objective)
-    decision = ask(request)
+    request = approval_request(
+        APPROVAL, bundle, call.read("handoff"), call.step, call.task.objective
+    )
+    decision = ask(APPROVAL, request)
     log = recorded(call.read("decisions"), decision, request, call.step)
     if decision.action != "reject":
         return NodeResult({"decisions": log})

@@ -20,6 +20,14 @@ from graphs.declare import node
 from graphs.human import ask, recorded, review_request
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.nodes.conclude import change_error
+from graphs.pauses import Action, Pause
+
+REVIEW_EXHAUSTED = Pause(
+    "review_exhausted",
+    actions=(Action("accept_partial"), Action("grant_round"), Action("abort", needs=("reason",))),
+    ids="review-decision",
+)
+"""Accept an unapproved draft as partial, grant another review round, or abort."""
 
 
 class ReviewDecisionInput(TypedDict):
@@ -40,7 +48,12 @@ class ReviewDecisionOutput(TypedDict, total=False):
     outcome: RunOutcome | None
 
 
-@node("review_decision", reads=ReviewDecisionInput, writes=ReviewDecisionOutput, pauses=True)
+@node(
+    "review_decision",
+    reads=ReviewDecisionInput,
+    writes=ReviewDecisionOutput,
+    pauses=REVIEW_EXHAUSTED,
+)
 def review_decision(call: NodeCall) -> NodeResult:
     """Accept the draft as partial, grant another round, or abort."""
     draft: DraftArticle = call.require("draft")
@@ -52,9 +65,13 @@ def review_decision(call: NodeCall) -> NodeResult:
         else f"{draft.revision} review round(s) used"
     )
     request = review_request(
-        reason=reason, draft_revision=draft.revision, handoff=call.read("handoff"), step=call.step
+        REVIEW_EXHAUSTED,
+        reason=reason,
+        draft_revision=draft.revision,
+        handoff=call.read("handoff"),
+        step=call.step,
     )
-    decision = ask(request)
+    decision = ask(REVIEW_EXHAUSTED, request)
     log = recorded(call.read("decisions"), decision, request, call.step)
     if decision.action == "grant_round":
         return NodeResult({"decisions": log})

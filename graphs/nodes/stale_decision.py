@@ -17,7 +17,14 @@ from contracts import (
 from graphs.declare import node
 from graphs.human import ask, recorded
 from graphs.node_runner import NodeCall, NodeResult
-from graphs.stale import adopt_head, only_revised_draft, repins, stale_request
+from graphs.pauses import Action, Pause
+from graphs.stale import ACCEPT_NEW, adopt_head, only_revised_draft, repins, stale_request
+
+STALE_INPUT = Pause(
+    "stale_input",
+    actions=(Action(ACCEPT_NEW), Action("rerun_producer"), Action("abort", needs=("reason",))),
+)
+"""Accept changed inputs at their new revisions, re-run their producer, or abort."""
 
 
 class StaleDecisionInput(TypedDict):
@@ -37,13 +44,13 @@ class StaleDecisionOutput(TypedDict, total=False):
     outcome: RunOutcome | None
 
 
-@node("stale_decision", reads=StaleDecisionInput, writes=StaleDecisionOutput, pauses=True)
+@node("stale_decision", reads=StaleDecisionInput, writes=StaleDecisionOutput, pauses=STALE_INPUT)
 def stale_decision(call: NodeCall) -> NodeResult:
     """Accept the new revisions, re-run their producer, or abort; the route follows it."""
     report: FreshnessReport = call.require("freshness")
-    request = stale_request(report, call.step)
-    decision = ask(request)
-    accepted = decision.action == "accept_new_revision"
+    request = stale_request(STALE_INPUT, report, call.step)
+    decision = ask(STALE_INPUT, request)
+    accepted = decision.action == ACCEPT_NEW
     log = recorded(
         call.read("decisions"),
         decision,

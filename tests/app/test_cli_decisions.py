@@ -13,6 +13,7 @@ import pytest
 from app.cli_decisions import (
     ACTIONS,
     MAX_DECISION_FILE_BYTES,
+    PAUSES,
     DecisionFlags,
     DecisionInputError,
     action_hint,
@@ -22,7 +23,7 @@ from app.errors import InvalidDecision
 from app.exit_codes import ExitCode, for_error
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import REASON_REQUIRED, HumanRequest
+from contracts import HumanRequest
 from graphs.human import bound_id
 from tests.app.test_human_in_the_loop import HANDOFF, handoff
 from tests.backends import backend_env
@@ -174,14 +175,20 @@ STALE = HumanRequest(
 
 
 def test_every_allowed_action_has_a_command_line_form_that_parses_to_it() -> None:
-    hints = {action: action_hint(action) for action in ACTIONS}
+    stale = PAUSES["stale_input"]
+    hints = {action.name: action_hint(action, stale) for action in stale.actions}
     assert hints["accept_new_revision"] == "--action accept_new_revision"
     assert hints["abort"] == '--abort --reason "…"'
+    approval = PAUSES["approve_research"]
+    assert (
+        action_hint(approval.action("revise"), approval) == "--answer QID=TEXT / --constraint TEXT"
+    )
+    assert set(ACTIONS) == {name for pause in PAUSES.values() for name in pause.names}
     for action in STALE.allowed_actions:
         flags = DecisionFlags(
             action=action if action not in ("abort",) else None,
             abort=action == "abort",
-            reason="inputs moved" if action in REASON_REQUIRED else None,
+            reason="inputs moved" if "reason" in stale.action(action).needs else None,
         )
         decision = parse_decision(STALE, flags)
         assert decision is not None and decision.action == action, hints[action]

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -36,10 +36,11 @@ from langgraph.errors import is_invalid_resume
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from app.cli_decisions import DecisionFlags, parse_decision
+from app.cli_decisions import ACTIONS as CLI_ACTIONS
+from app.cli_decisions import PAUSES, DecisionFlags, parse_decision
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import DecisionLog, HumanAction, HumanDecision, HumanRequest, TaskState
+from contracts import DecisionLog, HumanDecision, HumanRequest, TaskState
 from graphs.boundary import describe_validation_error
 from graphs.errors import ExitCode, HandoffError
 from graphs.human import as_decision, bound_id, decision_schema
@@ -162,7 +163,7 @@ def threads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Wait
 # What is generated: decisions near the valid ones, and junk far from them.
 
 OTHER_THREADS = ["fuzz-other", "t-0123456789abcdef", "3f1c2a9e-8b7d-4c6e-9a1b-2c3d4e5f6a7b"]
-ACTIONS = list(get_args(HumanAction))
+ACTIONS = list(CLI_ACTIONS)
 FIELDS = list(HumanDecision.model_fields)
 
 
@@ -279,7 +280,9 @@ def is_resume_map(value: Any) -> bool:
 
 def accepted_by_contract(request: HumanRequest, value: Any) -> HumanDecision | None:
     try:
-        return as_decision(decision_schema(request).model_validate(value))
+        return as_decision(
+            decision_schema(request, PAUSES[request.request_kind]).model_validate(value)
+        )
     except ValidationError:
         return None
 
@@ -476,7 +479,9 @@ def parse_through_the_cli(
     if decision is None:
         assert content is None and not options.given()
         return "no decision"
-    assert decision_schema(request).model_validate(decision.model_dump(mode="json"))
+    assert decision_schema(request, PAUSES[request.request_kind]).model_validate(
+        decision.model_dump(mode="json")
+    )
     assert decision.interrupt_id == request.interrupt_id
     return "accepted"
 

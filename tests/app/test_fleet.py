@@ -243,6 +243,18 @@ def test_submit_refuses_what_it_cannot_queue_and_queues_nothing(
         [str(HANDOFF), "threads"], env=fleet_env, capture_output=True, text=True
     )
     assert listed.returncode == 0 and "q-1" in listed.stdout and "QUEUED" in listed.stdout
+    waits = subprocess.run(
+        [str(HANDOFF), "run", OBJECTIVE, "--thread", "q-wait", "--require-approval"],
+        env=fleet_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert waits.returncode == ExitCode.WAITING_FOR_HUMAN, waits.stderr
+    bare = submit("--resume", "q-wait")
+    assert bare.returncode == ExitCode.USAGE, bare.stderr
+    assert "needs a decision for 'approve-research-s2.q-wait': --approve, --answer" in bare.stderr
+    assert '--reject --reason "…" or --decision-file' in bare.stderr, "hints from the pause"
     assert [job["lock"] for job in jobs(fleet_env["HANDOFF_DATABASE_URL"])] == ["q-1"]
 
 

@@ -27,7 +27,7 @@ from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
 from hypothesis import strategies as st
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 from pydantic.fields import FieldInfo
 
 from contracts import VersionedContract, registered
@@ -150,6 +150,8 @@ def _strings(bounds: dict[str, Any]) -> st.SearchStrategy[str]:
 
 def for_annotation(annotation: Any, metadata: list[Any]) -> st.SearchStrategy[Any]:
     """Values of one annotated type, within the bounds its metadata sets."""
+    if annotation is JsonValue:  # free-form JSON (a pause's own details)
+        return json_values()
     origin = get_origin(annotation)
     if origin is typing.Annotated:
         base, *extra = get_args(annotation)

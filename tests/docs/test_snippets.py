@@ -354,7 +354,7 @@ WALKTHROUGHS = sorted(
 """Each ``## `` section that changes the project, applied to a fresh copy of its own."""
 MOST_FILES, MOST_PLACES = 3, 6
 """What one adaptation may cost: production files touched, and places in them."""
-PLACES = re.compile(r"\*\*(\d+) places? in (\d+) files?\*\*")
+PLACES = re.compile(r"\*\*(\d+)\s+places?\s+in\s+(\d+)\s+files?\*\*")
 
 
 def _walkthrough_id(walkthrough: tuple[Path, str]) -> str:

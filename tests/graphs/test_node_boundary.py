@@ -74,10 +74,18 @@ def test_invalid_writer_output_fails_naming_the_field_and_keeps_the_previous_che
 def test_errors_speak_in_the_projects_words_not_pydantics() -> None:
     from pydantic import ValidationError
 
-    from contracts import HumanDecision
+    from contracts import HumanRequest
     from graphs.boundary import describe_validation_error
+    from graphs.human import decision_schema
+    from graphs.nodes.approve_research import APPROVAL
 
+    request = HumanRequest(
+        interrupt_id="approve-research-s2",
+        request_kind="approve_research",
+        question="Approve?",
+        allowed_actions=["approve", "revise", "reject"],
+    )
     with pytest.raises(ValidationError) as refused:
-        HumanDecision(interrupt_id="approve-research-s2", action="reject")
+        decision_schema(request, APPROVAL)(interrupt_id="approve-research-s2", action="reject")
     message = describe_validation_error(refused.value, "decision")
     assert message == "decision: reason is required when action is 'reject'"

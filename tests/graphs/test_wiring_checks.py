@@ -19,6 +19,7 @@ from graphs.errors import ContractViolation, WiringError
 from graphs.graph import route_after_approval, route_after_review_decision
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.review_decision import review_decision
+from graphs.pauses import Action, Pause
 from graphs.ports import from_channel
 from graphs.reads import body_reads
 from tests.routes import graph_edges
@@ -79,7 +80,7 @@ def test_a_router_target_with_no_node_fails_the_build() -> None:
         build_graph(wiring=((start, route_to_fact_check), *WIRING))
 
 
-@node("ask_again", reads=TaskOnly, writes=Nothing, pauses=True)
+@node("ask_again", reads=TaskOnly, writes=Nothing, pauses=Pause("ask_again", (Action("approve"),)))
 def ask_again(call: NodeCall) -> NodeResult:
     return NodeResult({})
 

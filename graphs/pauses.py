@@ -1,0 +1,146 @@
+"""A pause for a person, declared with its node: what it shows, which answers it takes.
+
+A pause node passes one :class:`Pause` to ``@node(..., pauses=...)``: its kind, the
+actions a person may take with the decision fields each needs or takes, and the pause's
+own request and decision contracts (the ``details`` a request shows and a decision
+gives). Everything about decisions derives from the pauses a wiring holds
+(``graphs.wiring.pauses_of``): the kinds and actions that exist, the typed resume
+payload ``interrupt()`` validates, what the Python API, the fleet and the CLI accept, and
+the CLI's hints and prompts. No list elsewhere has to agree with the nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from contracts import HumanDecision
+from contracts.human import NAME_PATTERN
+
+ENVELOPE = ("kind", "schema_version", "interrupt_id", "action", "decided_by")
+"""Fields of every decision, whatever its action: they address it and sign it."""
+DECISION_FIELDS: tuple[str, ...] = tuple(
+    name for name in HumanDecision.model_fields if name not in ENVELOPE
+)
+"""The fields an action may need or take (``reason``, ``answers``, ``constraints``,
+``details``): every other field of ``HumanDecision``, derived from the contract."""
+_NAME = re.compile(NAME_PATTERN)
+
+
+class PauseDeclarationError(ValueError):
+    """A pause or action declared so that no decision could answer it as meant."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One answer a pause accepts, and the decision fields it needs or may carry.
+
+    ``reason`` may go with any action; ``needs`` makes a field required (``reason`` for a
+    rejection, ``details`` for the pause's own decision), ``takes`` allows one that other
+    actions refuse (``answers`` and ``constraints`` with a revision).
+    """
+
+    name: str
+    needs: tuple[str, ...] = ()
+    takes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Refuse, at import, a name the CLI and contracts cannot spell or an unknown field."""
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise PauseDeclarationError(
+                f"action {self.name!r} is not a snake_case name matching {NAME_PATTERN}"
+            )
+        for field in (*self.needs, *self.takes):
+            if field not in DECISION_FIELDS:
+                raise PauseDeclarationError(
+                    f"action {self.name!r}: {field!r} is no decision field; expected one of "
+                    f"{', '.join(DECISION_FIELDS)}"
+                )
+
+    def allows(self, field: str) -> bool:
+        """Whether a decision with this action may give ``field``."""
+        return field == "reason" or field in self.needs or field in self.takes
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A node's pause: its kind, its actions, and the contracts of its own data.
+
+    ``request`` is the model of what this pause alone shows (a request's ``details``),
+    ``decision`` the model of what its actions that need or take ``details`` give. Both
+    are pydantic models (``contracts.Contract``), declared in the node's module.
+    ``ids`` starts each request's interrupt id (``<ids>-s<step>.<thread>``); it defaults to
+    the kind spelled with dashes, and stays fixed once threads were saved with it.
+    """
+
+    kind: str
+    actions: tuple[Action, ...]
+    request: type[BaseModel] | None = None
+    decision: type[BaseModel] | None = None
+    ids: str = ""
+
+    def __post_init__(self) -> None:
+        """Refuse, at import, a pause no decision could answer as declared."""
+        where = f"pause {self.kind!r}"
+        if not isinstance(self.kind, str) or not _NAME.match(self.kind):
+            raise PauseDeclarationError(f"{where}: kind must be snake_case ({NAME_PATTERN})")
+        if isinstance(self.actions, Action) or not all(
+            isinstance(action, Action) for action in self.actions
+        ):
+            raise PauseDeclarationError(
+                f"{where}: actions= takes a tuple of Action(...)s, got {self.actions!r} "
+                "(a tuple of one needs a trailing comma: (Action('approve'),))"
+            )
+        object.__setattr__(self, "actions", tuple(self.actions))
+        if not self.actions:
+            raise PauseDeclarationError(
+                f"{where} declares no actions: a person could not answer it; give it "
+                "Action(...)s, e.g. actions=(Action('approve'), Action('reject', "
+                "needs=('reason',)))"
+            )
+        names = [action.name for action in self.actions]
+        if len(set(names)) != len(names):
+            raise PauseDeclarationError(f"{where}: action names must be unique; got {names}")
+        for model, role in ((self.request, "request"), (self.decision, "decision")):
+            if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+                raise PauseDeclarationError(f"{where}: {role}= takes a pydantic model class")
+        takes_details = [action.name for action in self.actions if action.allows("details")]
+        if takes_details and self.decision is None:
+            raise PauseDeclarationError(
+                f"{where}: actions {takes_details} take details, but the pause declares no "
+                "decision contract (decision=...)"
+            )
+        if self.decision is not None and not takes_details:
+            raise PauseDeclarationError(
+                f"{where}: its decision contract {self.decision.__name__} would never be "
+                "given: no action needs or takes 'details'"
+            )
+        if not self.ids:
+            object.__setattr__(self, "ids", self.kind.replace("_", "-"))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The actions' names, as declared."""
+        return tuple(action.name for action in self.actions)
+
+    def action(self, name: str) -> Action:
+        """The declared action ``name``, or PauseDeclarationError naming the declared ones."""
+        for action in self.actions:
+            if action.name == name:
+                return action
+        raise PauseDeclarationError(
+            f"pause {self.kind!r} has no action {name!r}; declared: {', '.join(self.names)}"
+        )
+
+    def takers(self, field: str) -> tuple[str, ...]:
+        """The actions with which ``field`` may be given."""
+        return tuple(action.name for action in self.actions if action.allows(field))
+
+    def details_of(self, details: dict[str, Any] | None) -> Any:
+        """A decision's ``details`` as this pause's decision contract (None stays None)."""
+        if details is None or self.decision is None:
+            return None
+        return self.decision.model_validate(details)
