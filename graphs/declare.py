@@ -7,17 +7,21 @@ nothing else lists node names or the channels a node touches.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from graphs.channels import Channel, channels_of
+from graphs.state import BranchInput, JoinInput
 
 if TYPE_CHECKING:
     from graphs.node_runner import NodeCall, NodeResult
 
     NodeBody = Callable[[NodeCall], NodeResult]
     Fingerprint = Callable[[Any, Any], str]
+
+BranchKeys = Callable[[Mapping[str, Any]], list[str]]
+"""The keys a fan-out starts one branch task for, from the state it fans out from."""
 
 FAULT_POINTS = ("start", "attempt", "after_artifact", "before_return")
 """Named points of a node where fault injection may act (``<node>:<point>``)."""
@@ -56,11 +60,22 @@ class NodeSpec:
     fingerprint: Fingerprint | None = None
     """Extra input for the input hash that state does not show (e.g. the corpus on disk);
     called with the node's agent and the task."""
+    branch: BranchKeys | None = None
+    """Makes this a branch node: a route to it fans out one task per key (run in parallel,
+    each reading ``branch``), and its results go to the join it routes to."""
+    joins: tuple[NodeSpec, ...] = ()
+    """Makes this a join: it runs once every task of these branch nodes finished, and
+    reads their results (``NodeCall.branch_outputs``); a branch that stopped stops it."""
 
     @property
     def inputs(self) -> dict[str, Channel]:
-        """The channels read, with their contracts."""
-        return channels_of(self.reads)
+        """The channels read, with their contracts (a branch's key, a join's results too)."""
+        found = dict(channels_of(self.reads))
+        if self.branch is not None:
+            found.update(channels_of(BranchInput))
+        if self.joins:
+            found.update(channels_of(JoinInput))
+        return found
 
     @property
     def outputs(self) -> dict[str, Channel]:
@@ -88,13 +103,24 @@ def node(
     stores_artifacts: bool = False,
     retry: Retry | None = Retry(),
     fingerprint: Fingerprint | None = None,
+    branch: BranchKeys | None = None,
+    joins: tuple[NodeSpec, ...] = (),
 ) -> Callable[[NodeBody], NodeSpec]:
-    """Declare a node from its body; the declaration is checked now, not at first run."""
+    """Declare a node from its body; the declaration is checked now, not at first run.
+
+    ``branch`` makes it a branch node (one parallel task per key), ``joins`` a join that
+    waits for the branch nodes it names.
+    """
     if agent is not None and not getattr(agent, "_is_runtime_protocol", False):
         raise TypeError(
             f"node {name!r}: agent {agent.__name__} must be a @runtime_checkable Protocol, so "
             "the agent the app supplies can be checked against it"
         )
+    if branch is not None and pauses:
+        raise TypeError(f"node {name!r}: a branch cannot pause (its tasks run side by side)")
+    not_branches = [spec.name for spec in joins if spec.branch is None]
+    if not_branches:
+        raise TypeError(f"node {name!r} joins {not_branches}, which are no branch nodes")
 
     def declare(body: NodeBody) -> NodeSpec:
         spec = NodeSpec(
@@ -108,6 +134,8 @@ def node(
             stores_artifacts=stores_artifacts,
             retry=None if pauses else retry,
             fingerprint=fingerprint,
+            branch=branch,
+            joins=joins,
         )
         spec.inputs, spec.outputs  # noqa: B018 - a schema that names no contract fails here
         return spec
