@@ -121,6 +121,12 @@ def node(
     not_branches = [spec.name for spec in joins if spec.branch is None]
     if not_branches:
         raise TypeError(f"node {name!r} joins {not_branches}, which are no branch nodes")
+    if len(joins) > 1:
+        raise TypeError(
+            f"node {name!r} joins {[spec.name for spec in joins]}: a join waits for one "
+            "branch node (a route starts one node's tasks); for parallel work of several "
+            "kinds, key one branch node by kind and let its body dispatch on the key"
+        )
 
     def declare(body: NodeBody) -> NodeSpec:
         spec = NodeSpec(

@@ -77,7 +77,7 @@ def test_a_branch_added_through_the_wiring_runs_once_per_key_and_its_join_once(
 
 
 def test_research_branches_run_side_by_side_and_the_join_lists_each_ones_inputs(
-    settings: Settings,
+    workflow: Workflow,
 ) -> None:
     """Each branch waits at a barrier for the others: run one after another, none could pass."""
     barrier = threading.Barrier(1 + len(QUESTIONS), timeout=30)
@@ -94,20 +94,18 @@ def test_research_branches_run_side_by_side_and_the_join_lists_each_ones_inputs(
             output: AgentOutput[ResearchBundle] = self.inner.run(request)
             return output
 
-    with Workflow(settings) as plain:
-        context = plain.context.with_agent("research", Together(plain.context.agents["research"]))
-    with Workflow(settings, context=context) as workflow:
-        outcome = workflow.run(task("t-par"), "t-par")
+    context = workflow.context.with_agent("research", Together(workflow.context.agents["research"]))
+    with Workflow(workflow.settings, context=context) as together:
+        outcome = together.run(task("t-par"), "t-par")
         assert outcome.result_status in ("completed", "partial")
-        research = [run for run in workflow.history("t-par") if run.node_id == "research"]
+        research = [run for run in together.history("t-par") if run.node_id == "research"]
         assert len(research) == 3 and all(run.status == "succeeded" for run in research)
-        envelope = joined_handoff(workflow, "t-par", "join_research")
+        envelope = joined_handoff(together, "t-par", "join_research")
         assert [branch.key for branch in envelope.branches] == ["q-1", "q-2", "q-3"]
         for branch in envelope.branches:
             assert branch.authoritative_inputs and branch.tool_receipts
         every = [r.call_id for b in envelope.branches for r in b.tool_receipts]
         assert [r.call_id for r in envelope.tool_receipts] == every
-        check_handoffs_follow_the_route(workflow)
 
 
 class FailsOn:
@@ -137,20 +135,18 @@ class FailsOn:
     ],
 )
 def test_a_failing_branch_ends_the_run_with_its_own_error_and_nothing_runs_twice(
-    settings: Settings, error: Exception, code: ErrorCode
+    workflow: Workflow, error: Exception, code: ErrorCode
 ) -> None:
-    with Workflow(settings) as plain:
-        failing = FailsOn(plain.context.agents["research"], "q-2", error)
-        context = plain.context.with_agent("research", failing)
-    with Workflow(settings, context=context) as workflow:
-        outcome = workflow.run(task("t-fail"), "t-fail")
+    failing = FailsOn(workflow.context.agents["research"], "q-2", error)
+    context = workflow.context.with_agent("research", failing)
+    with Workflow(workflow.settings, context=context) as run:
+        outcome = run.run(task("t-fail"), "t-fail")
         assert outcome.result_status == "failed"
         assert [e.code for e in outcome.errors] == [code]
-        runs = workflow.history("t-fail")
+        runs = run.history("t-fail")
         assert {run.node_id for run in runs} == {"research"}, "nothing after the join ran"
         done = Counter((r.input_hash) for r in runs if r.status == "succeeded")
         assert len(done) == 2 and max(done.values()) == 1, "the other branches ran once each"
-        check_handoffs_follow_the_route(workflow)
 
 
 # -- omissions fail when the graph is built ---------------------------------------------
@@ -214,6 +210,20 @@ def test_a_join_of_a_node_that_is_no_branch_fails_at_declaration() -> None:
 
     with pytest.raises(TypeError, match=r"joins \['plain'\], which are no branch nodes"):
         node("join_plain", reads=CheckQuotesInput, writes=QuoteCheckOutput, joins=(plain,))
+
+
+def test_a_join_of_two_branch_nodes_fails_at_declaration() -> None:
+    @node("other", reads=CheckQuotesInput, writes=QuoteCheckOutput, branch=source_keys)
+    def other(call: Any) -> Any:
+        raise AssertionError("never runs")
+
+    with pytest.raises(TypeError, match="a join waits for one branch node"):
+        node(
+            "join_both",
+            reads=CheckQuotesInput,
+            writes=QuoteCheckOutput,
+            joins=(check_quotes, other),
+        )
 
 
 def test_a_fan_out_with_no_key_is_refused_rather_than_ending_the_run_silently() -> None:
