@@ -162,7 +162,7 @@ def _progress(node: str, values: dict[str, Any]) -> None:
         )
     mark = "[green]✓[/green] " if err.is_terminal else ""
     line = visible(f"{node}: {summary}".rstrip(": "), lines=False)
-    err.print(f"{mark}{escape(line)}", markup=err.is_terminal)
+    err.print(f"{mark}{escape(line) if err.is_terminal else line}", markup=err.is_terminal)
 
 
 # Options `run` and `submit` share (a task), and `resume` and `submit --resume` (a decision).

@@ -2,7 +2,8 @@
 
 ``HANDOFF_FAULT`` holds comma-separated rules:
 
-* ``kill:<node>:<point>`` — SIGKILL this process when ``<node>`` reaches ``<point>``.
+* ``kill:<node>:<point>`` — SIGKILL this process when ``<node>`` reaches ``<point>``; a
+  branch node's task also by key: ``kill:research[q-2]:before_return`` kills only there.
   Points: ``start`` (before the node does anything), ``after_artifact`` (inside the node,
   after it wrote an artifact), ``before_return`` (after its attempt was recorded as done,
   before LangGraph saw the result).
@@ -105,6 +106,7 @@ def _check_reached(
 ) -> None:
     if reachable is None:
         return
+    node = node.partition("[")[0]  # a branch task's key: research[q-2]
     if node not in reachable:
         raise InvalidFaultSpec(
             f"HANDOFF_FAULT rule {rule!r} names no node; nodes: {', '.join(reachable)}"

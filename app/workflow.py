@@ -501,6 +501,8 @@ class Workflow:
             stream_mode="updates",
         ):
             for node, values in update.items():
+                if node == "__metadata__":  # LangGraph's note on a resumed step's saved writes
+                    continue
                 written = values if isinstance(values, dict) else {}
                 if node == "__interrupt__":
                     ended = None

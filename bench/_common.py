@@ -18,6 +18,8 @@ from pathlib import Path
 from app.settings import BUNDLED_CORPUS, Settings
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
+QUESTIONS = ("Who found the Rosetta Stone?", "What scripts does the stone carry?")
+"""Sub-questions for runs that exercise research's parallel branches (one per question)."""
 """The objective every benchmark researches (the README's example, on the bundled corpus)."""
 
 NOISY_SPREAD = 0.10

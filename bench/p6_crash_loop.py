@@ -11,7 +11,8 @@ fsync. Each trial is independent and ends with the same checks as the kill matri
   *span* the kill moments are drawn from, and the nodes their ledger shows succeeded are
   the nodes every trial must show.
 - **Trial**: a fresh SQLite file and artifact folder, or a fresh PostgreSQL schema (with the
-  artifacts in it). ``handoff run OBJECTIVE --thread t-crash-loop`` on the bundled corpus
+  artifacts in it). ``handoff run OBJECTIVE --question Q2 --question Q3 --thread
+  t-crash-loop`` (``TASK``: research runs three parallel branches) on the bundled corpus
   with the default policies (no human decision needed) is started and SIGKILLed once it has
   used a CPU time drawn uniformly from [0, span) (see ``launch`` for why CPU time). Then
   ``handoff resume t-crash-loop`` (or ``handoff run`` again, when the kill came before the
@@ -60,7 +61,15 @@ from app.artifacts.base import ArtifactStoreBase
 from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.workflow import Workflow
-from bench._common import OBJECTIVE, Measure, Row, print_table, scratch_dir, workflow_settings
+from bench._common import (
+    OBJECTIVE,
+    QUESTIONS,
+    Measure,
+    Row,
+    print_table,
+    scratch_dir,
+    workflow_settings,
+)
 from bench.p5_scaleout import fresh_schema, postgres_problem, postgres_url, schema_settings
 
 BACKENDS = ("sqlite", "postgres")
@@ -80,6 +89,10 @@ HANDOFF = Path(sys.executable).parent / "handoff"
 POLL = 0.005
 """Seconds between two looks at a running process's CPU time (the kernel counts in 10 ms)."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+TASK = [OBJECTIVE, *(arg for question in QUESTIONS for arg in ("--question", question))]
+"""The objective and two sub-questions: research runs three branches side by side, so
+kills land inside parallel branches too."""
 
 
 @dataclass(frozen=True)
@@ -273,7 +286,7 @@ def footprint(settings: Settings) -> tuple[bool, int, int, int]:
 def reference_run(backend: str, root: Path, name: str, server: str | None) -> Reference:
     """One uninterrupted run on a fresh store: its article, nodes and wall time."""
     with fresh_store(backend, root, name, server) as settings:
-        ended = launch(settings, ["run", OBJECTIVE, "--thread", THREAD], None)
+        ended = launch(settings, ["run", *TASK, "--thread", THREAD], None)
         if ended.code != ExitCode.COMPLETED:
             raise RuntimeError(f"P6 reference run on {backend} exited {ended.code}: {ended.stderr}")
         with Workflow(settings) as workflow:
@@ -375,7 +388,7 @@ def kill_until_done(
     before = (False, 0, 0, 0)
     started = False
     while True:
-        args = ["resume", THREAD] if started else ["run", OBJECTIVE, "--thread", THREAD]
+        args = ["resume", THREAD] if started else ["run", *TASK, "--thread", THREAD]
         kill_at = rng.random() * span if trial.kills < max_kills else None
         ended = launch(settings, args, kill_at)
         if ended.code == ExitCode.THREAD_BUSY and trial.busy < BUSY_RETRIES:

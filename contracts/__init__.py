@@ -4,6 +4,7 @@ from contracts.a2a import TaskState
 from contracts.artifacts import ArtifactKind, ArtifactRef
 from contracts.audit import NodeError, NodeRun, NodeStatus, Usage
 from contracts.base import Contract, VersionedContract, upgrader
+from contracts.branches import BranchResult, BranchResults, BranchTask
 from contracts.decisions import DecisionLog, RecordedDecision
 from contracts.draft import DraftArticle
 from contracts.errors import ErrorCode, ErrorDetail, ErrorKind, ResultStatus
@@ -13,6 +14,7 @@ from contracts.handoff import (
     ConstraintItem,
     Decision,
     Handoff,
+    JoinedBranch,
     NextAction,
     ToolReceipt,
 )
@@ -35,6 +37,7 @@ from contracts.research import (
     ResearchBundle,
     Source,
     Span,
+    research_questions,
 )
 from contracts.review import RequiredChange, ReviewResult, Verdict
 from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolicy, TaskSpec
@@ -46,6 +49,9 @@ __all__ = [
     "ArtifactKind",
     "ArtifactRef",
     "AuthoritativeInput",
+    "BranchResult",
+    "BranchResults",
+    "BranchTask",
     "Budget",
     "ConstraintItem",
     "Constraints",
@@ -62,6 +68,7 @@ __all__ = [
     "Handoff",
     "HumanDecision",
     "HumanRequest",
+    "JoinedBranch",
     "NextAction",
     "NodeError",
     "NodeRun",
@@ -90,6 +97,7 @@ __all__ = [
     "Verdict",
     "VersionedContract",
     "registered",
+    "research_questions",
     "serializable_types",
     "upgrader",
 ]

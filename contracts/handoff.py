@@ -73,6 +73,22 @@ class ToolReceipt(Contract):
     provenance: Provenance = Field(description="Who called it, where.")
 
 
+class JoinedBranch(Contract):
+    """One branch a join waited for: what that branch was handed and which tools it called."""
+
+    node: str = Field(min_length=1, max_length=100, description="The branch node.")
+    key: Identifier = Field(description="The branch key (e.g. the research question q-2).")
+    authoritative_inputs: list[AuthoritativeInput] = Field(
+        default_factory=list, description="Inputs the branch pinned by hash."
+    )
+    artifacts: list[ArtifactRef] = Field(
+        default_factory=list, description="Artifacts the branch produced, at their revisions."
+    )
+    tool_receipts: list[ToolReceipt] = Field(
+        default_factory=list, description="Tool calls the branch made."
+    )
+
+
 class Handoff(VersionedContract):
     """What a producer promises its consumer; the consumer checks it before use."""
 
@@ -103,6 +119,11 @@ class Handoff(VersionedContract):
     )
     granted_review_rounds: int = Field(
         default=0, ge=0, description="Extra review rounds a human granted beyond the budget."
+    )
+    branches: list[JoinedBranch] = Field(
+        default_factory=list,
+        description="From a join: every branch it waited for, with that branch's inputs "
+        "and receipts (empty from any other node).",
     )
     provenance: Provenance = Field(description="Who made this handoff, where.")
 

@@ -18,6 +18,7 @@ from contracts.base import (
 )
 from contracts.errors import ErrorDetail, ResultStatus
 from contracts.provenance import Provenance
+from contracts.task import TaskSpec
 
 Confidence = Literal["high", "medium", "low"]
 CONFIDENCE_RULE = (
@@ -266,3 +267,15 @@ class ResearchBundle(VersionedContract):
     def summary(self) -> str:
         """Progress line: how much evidence research found."""
         return f"{len(self.facts)} facts from {len(self.sources)} sources"
+
+
+def research_questions(task: TaskSpec) -> list[Question]:
+    """The task's research questions with their ids: q-1 is the objective, then q-2, ...
+
+    The ids are made here only: research's branches are keyed by them, agents rank and
+    report by them, and facts name them.
+    """
+    return [
+        Question(id=f"q-{index + 1}", text=text)
+        for index, text in enumerate(task.research_questions())
+    ]

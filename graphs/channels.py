@@ -11,7 +11,7 @@ import types
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypedDict, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
 
 from contracts import VersionedContract
 
@@ -67,11 +67,24 @@ def merge(schemas: Iterable[tuple[str, type]]) -> dict[str, Channel]:
     return {name: channel for name, (_, channel) in found.items()}
 
 
+def reducer(contract: type[VersionedContract]) -> Any:
+    """The contract's ``merged`` classmethod, if it has one: its channel takes many writes.
+
+    Every other channel holds one value, and two writes in one step fail (LangGraph's
+    InvalidUpdateError): what parallel branches write must go to a channel that merges.
+    """
+    return getattr(contract, "merged", None)
+
+
 def state_schema(name: str, channels: dict[str, Channel]) -> type:
-    """A TypedDict over the channels, for ``StateGraph`` (nullable ones may hold None)."""
-    fields: dict[str, Any] = {
-        channel.name: channel.contract | None if channel.nullable else channel.contract
-        for channel in channels.values()
-    }
+    """A TypedDict over the channels, for ``StateGraph`` (nullable ones may hold None).
+
+    A channel whose contract merges writes (``reducer``) is annotated with its reducer.
+    """
+    fields: dict[str, Any] = {}
+    for channel in channels.values():
+        kind: Any = channel.contract | None if channel.nullable else channel.contract
+        merge_writes = reducer(channel.contract)
+        fields[channel.name] = Annotated[kind, merge_writes] if merge_writes else kind
     schema: type = TypedDict(name, fields, total=False)  # type: ignore[misc]
     return schema

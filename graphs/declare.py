@@ -7,18 +7,22 @@ nothing else lists node names or the channels a node touches.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from graphs.channels import Channel, channels_of
 from graphs.pauses import Pause
+from graphs.state import BranchInput, JoinInput
 
 if TYPE_CHECKING:
     from graphs.node_runner import NodeCall, NodeResult
 
     NodeBody = Callable[[NodeCall], NodeResult]
     Fingerprint = Callable[[Any, Any], str]
+
+BranchKeys = Callable[[Mapping[str, Any]], list[str]]
+"""The keys a fan-out starts one branch task for, from the state it fans out from."""
 
 FAULT_POINTS = ("start", "attempt", "after_artifact", "before_return")
 """Named points of a node where fault injection may act (``<node>:<point>``)."""
@@ -64,11 +68,22 @@ class NodeSpec:
     their agent's request carries them in ``inputs`` (model prompts render them)."""
     contributed: tuple[str, ...] = ()
     """Channels other nodes' ``read_by`` added to this node's reads (set by the build)."""
+    branch: BranchKeys | None = None
+    """Makes this a branch node: a route to it fans out one task per key (run in parallel,
+    each reading ``branch``), and its results go to the join it routes to."""
+    joins: tuple[NodeSpec, ...] = ()
+    """Makes this a join: it runs once every task of these branch nodes finished, and
+    reads their results (``NodeCall.branch_outputs``); a branch that stopped stops it."""
 
     @property
     def inputs(self) -> dict[str, Channel]:
-        """The channels read, with their contracts."""
-        return channels_of(self.reads)
+        """The channels read, with their contracts (a branch's key, a join's results too)."""
+        found = dict(channels_of(self.reads))
+        if self.branch is not None:
+            found.update(channels_of(BranchInput))
+        if self.joins:
+            found.update(channels_of(JoinInput))
+        return found
 
     @property
     def outputs(self) -> dict[str, Channel]:
@@ -97,12 +112,29 @@ def node(
     retry: Retry | None = Retry(),
     fingerprint: Fingerprint | None = None,
     read_by: tuple[str, ...] = (),
+    branch: BranchKeys | None = None,
+    joins: tuple[NodeSpec, ...] = (),
 ) -> Callable[[NodeBody], NodeSpec]:
-    """Declare a node from its body; the declaration is checked now, not at first run."""
+    """Declare a node from its body; the declaration is checked now, not at first run.
+
+    ``branch`` makes it a branch node (one parallel task per key), ``joins`` a join that
+    waits for the branch nodes it names.
+    """
     if agent is not None and not getattr(agent, "_is_runtime_protocol", False):
         raise TypeError(
             f"node {name!r}: agent {agent.__name__} must be a @runtime_checkable Protocol, so "
             "the agent the app supplies can be checked against it"
+        )
+    if branch is not None and pauses:
+        raise TypeError(f"node {name!r}: a branch cannot pause (its tasks run side by side)")
+    not_branches = [spec.name for spec in joins if spec.branch is None]
+    if not_branches:
+        raise TypeError(f"node {name!r} joins {not_branches}, which are no branch nodes")
+    if len(joins) > 1:
+        raise TypeError(
+            f"node {name!r} joins {[spec.name for spec in joins]}: a join waits for one "
+            "branch node (a route starts one node's tasks); for parallel work of several "
+            "kinds, key one branch node by kind and let its body dispatch on the key"
         )
 
     if pauses is not None and not isinstance(pauses, Pause):
@@ -124,6 +156,8 @@ def node(
             retry=None if pauses else retry,
             fingerprint=fingerprint,
             read_by=tuple(read_by),
+            branch=branch,
+            joins=joins,
         )
         spec.inputs, spec.outputs  # noqa: B018 - a schema that names no contract fails here
         return spec

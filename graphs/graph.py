@@ -28,17 +28,19 @@ from graphs.boundary import read, require
 from graphs.channels import Channel, ChannelError, merge, state_schema
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
+from graphs.fan_out import fanning
 from graphs.node_runner import ContextFactory, Router, run_node
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.conclude import conclude
 from graphs.nodes.finalize import finalize
+from graphs.nodes.join_research import join_research
 from graphs.nodes.research import research
 from graphs.nodes.review_decision import review_decision
 from graphs.nodes.reviewer import reviewer
 from graphs.nodes.stale_decision import stale_decision
 from graphs.nodes.writer import writer
 from graphs.stale import only_revised_draft, research_changed
-from graphs.state import RunnerWrites, WorkflowInput, WorkflowOutput
+from graphs.state import BranchInput, RunnerWrites, WorkflowInput, WorkflowOutput
 from graphs.wiring import Wiring, check_wiring, contribute_reads
 
 STOP: Literal["__end__"] = "__end__"
@@ -85,10 +87,21 @@ def route_stale(state: Mapping[str, Any], report: FreshnessReport, allowed: Any)
     return target
 
 
+def route_after_research_branch(state: Mapping[str, Any]) -> Literal["join_research"]:
+    """Every research branch hands its bundle to the join, a stopped one too.
+
+    The join ends the run with that branch's own error.
+    """
+    return "join_research"
+
+
 def route_after_research(
     state: Mapping[str, Any],
 ) -> Literal["writer", "approve_research", "research", "conclude", "__end__"]:
-    """Facts → Writer; too little evidence → one widened retry; otherwise end."""
+    """After the join: facts → Writer; too little evidence → one widened retry; else end.
+
+    A route to ``research`` fans out again, one branch per question.
+    """
     if stopped(state):
         return STOP
     bundle = require(state, "research", ResearchBundle, node="route_after_research")
@@ -204,28 +217,28 @@ def route_after_stale_decision(
     return "research" if research_changed(report) else "writer"
 
 
-def then(target: str) -> Router:
+def then(target: str, *, branch: bool = False) -> Router:
     """The router of a node with one way on: ``target``, unless the run must stop.
 
     A wiring entry may name its next node instead of a router, ``(node, "reviewer")``;
-    the build makes this router for it, its ``Literal`` naming the target and the end.
+    the build makes this router for it, its ``Literal`` naming the target and the end. A
+    branch node's tasks always go on to their join (a branch that stopped says so in its
+    result, and the join ends the run with it), so its router names the join alone.
     """
 
     def route(state: Mapping[str, Any]) -> str:
-        return STOP if stopped(state) else target
+        return target if branch or not stopped(state) else STOP
 
     route.__name__ = route.__qualname__ = f"then_{target}"
-    route.__annotations__ = {
-        "state": Mapping[str, Any],
-        "return": cast(Any, Literal)[target, STOP],
-    }
+    returns = cast(Any, Literal)[target] if branch else cast(Any, Literal)[target, STOP]
+    route.__annotations__ = {"state": Mapping[str, Any], "return": returns}
     return route
 
 
 def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
     """The wiring as LangGraph builds it: ``read_by`` applied, a named next node a router."""
     return [
-        (spec, then(route) if isinstance(route, str) else route)
+        (spec, then(route, branch=spec.branch is not None) if isinstance(route, str) else route)
         for spec, route in contribute_reads(wiring)
     ]
 
@@ -236,7 +249,8 @@ def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
 
 
 WIRING: Wiring = (
-    (research, route_after_research),
+    (research, route_after_research_branch),
+    (join_research, route_after_research),
     (approve_research, route_after_approval),
     (writer, route_after_writer),
     (reviewer, route_after_review),
@@ -250,7 +264,11 @@ WIRING: Wiring = (
 
 def workflow_channels(wiring: Wiring = WIRING) -> dict[str, Channel]:
     """Every state channel with its contract, from the declarations; mismatches fail here."""
-    declared = [("the workflow input", WorkflowInput), ("the node runner", RunnerWrites)]
+    declared = [
+        ("the workflow input", WorkflowInput),
+        ("the node runner", RunnerWrites),
+        ("a fan-out", BranchInput),
+    ]
     for spec, _ in wiring:
         declared.append((f"{spec.name} writes", spec.writes))
     channels = merge(declared)
@@ -285,8 +303,14 @@ def build_graph(
         output_schema=WorkflowOutput,
         context_schema=RunContext,
     )
+    branches = {spec.name: spec for spec, _ in built if spec.branch is not None}
     for spec, route in built:
-        builder.add_node(spec.name, run_node(spec, route, default_context))
-        builder.add_conditional_edges(spec.name, route, list(ends[spec.name]))
-    builder.add_edge(START, built[0][0].name)
+        # A join waits until no other task is left (defer): all its branches finished.
+        builder.add_node(spec.name, run_node(spec, route, default_context), defer=bool(spec.joins))
+        builder.add_conditional_edges(spec.name, fanning(route, branches), list(ends[spec.name]))
+    first = built[0][0].name
+    if first in branches:
+        builder.add_conditional_edges(START, fanning(lambda _: first, branches), [first])
+    else:
+        builder.add_edge(START, first)
     return builder

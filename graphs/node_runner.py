@@ -13,6 +13,13 @@ steps, in order, and the first one that produces the update wins:
 Then ``hand_over`` asks the node's router (the same pure function the graph's conditional
 edge runs on the same state) where the run goes, and derives the handoff envelope from the
 state the next node will see: the envelope always names the node that actually runs next.
+
+Parallel branches: a branch node's update (its outputs, envelope or stop outcome) is kept
+under its own key in the ``branches`` channel (``as_branch_result``), so tasks of one step
+never write the same channel. A join first looks at its branches (``stopped_branch``): one
+that had to stop ends the run with that branch's own errors; otherwise the join runs like
+any node, its envelope lists every branch (``joined_handoff``), and its update drops the
+results it merged from the channel.
 """
 
 from __future__ import annotations
@@ -32,10 +39,15 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from contracts import (
+    BranchResult,
+    BranchResults,
+    BranchTask,
     DraftArticle,
     ErrorCode,
     ErrorDetail,
     ErrorKind,
+    Handoff,
+    JoinedBranch,
     NodeError,
     NodeRun,
     RunOutcome,
@@ -99,6 +111,33 @@ class NodeCall:
         }
         return kind(**values, **given)
 
+    def branch_outputs(self, branch: NodeSpec, channel: str) -> list[tuple[str, Any]]:
+        """A join's view of one channel of its branches: (key, contract) per branch.
+
+        In the order the fan-out started them; every branch the fan-out starts from this
+        state must have a result (a join never merges part of its branches silently).
+        """
+        if branch not in self.spec.joins:
+            raise ContractViolation(
+                f"node {self.spec.name!r} reads the branches of {branch.name!r}, which it "
+                f"does not join; it joins {[spec.name for spec in self.spec.joins]}",
+                node=self.spec.name,
+                channel="branches",
+                fields=["branches"],
+            )
+        return [
+            (
+                key,
+                validate_channel(
+                    self.spec.name,
+                    channel,
+                    json_or_none(result.outputs.get(channel)),
+                    branch.outputs,
+                ),
+            )
+            for key, result in branch_results(self.spec, branch, self.state).items()
+        ]
+
     def accept(self, channel: str, value: Any) -> Any:
         """An agent's result, validated as the channel's contract before anything uses it."""
         return validate_channel(self.spec.name, channel, value, self.spec.outputs)
@@ -132,6 +171,55 @@ class NodeResult:
     receipts: list[ToolReceipt] = field(default_factory=list)
 
 
+def json_or_none(text: str | None) -> Any:
+    """A branch output's JSON text as data (None: the branch did not write the channel)."""
+    return None if text is None else json.loads(text)
+
+
+def branch_results(
+    join: NodeSpec, branch: NodeSpec, state: Mapping[str, Any]
+) -> dict[str, BranchResult]:
+    """The latest result of each branch ``branch`` fans out to from this state, by key."""
+    assert branch.branch is not None
+    keys = branch.branch(state)
+    results = read(state, "branches", BranchResults, node=join.name)
+    found = results.of(branch.name) if results else {}
+    missing = [key for key in keys if key not in found]
+    if missing:
+        raise ContractViolation(
+            f"join {join.name!r} found no result of {branch.name!r} for {missing}: a join "
+            "runs only after every branch it waits for",
+            node=join.name,
+            channel="branches",
+            fields=["branches"],
+        )
+    return {key: found[key] for key in keys}
+
+
+def stopped_branch(visit: Visit) -> dict[str, Any] | None:
+    """A join whose branch had to stop ends the run with that branch's own errors.
+
+    Every branch that stopped contributes its errors, in fan-out order; the first one's
+    reason is the run's. The join's own work does not run: it would merge a part.
+    """
+    stops = [
+        result.outcome
+        for branch in visit.spec.joins
+        for result in branch_results(visit.spec, branch, visit.state).values()
+        if result.outcome is not None
+    ]
+    if not stops:
+        return None
+    first = stops[0]
+    outcome = first.model_copy(
+        update={
+            "errors": [error for stop in stops for error in stop.errors],
+            "retryable": all(stop.retryable for stop in stops),
+        }
+    )
+    return visit.hand_over(NodeResult({"outcome": outcome}))
+
+
 def resolve_context(
     runtime: Runtime[RunContext] | None, fallback: ContextFactory | None
 ) -> RunContext:
@@ -148,14 +236,19 @@ def resolve_context(
 
 
 def step_info(
-    config: RunnableConfig, node: str, task: TaskSpec, fault: Callable[[str], None] | None = None
+    config: RunnableConfig,
+    node: str,
+    task: TaskSpec,
+    fault: Callable[[str], None] | None = None,
+    branch: str | None = None,
 ) -> StepInfo:
-    """Where this node runs, from LangGraph's config."""
+    """Where this node runs, from LangGraph's config (and the branch it runs, if any)."""
     configurable = config.get("configurable") or {}
     metadata = config.get("metadata") or {}
     thread_id = str(configurable.get("thread_id") or task.task_id)
     step = metadata.get("langgraph_step")
     return StepInfo(
+        branch=branch,
         thread_id=thread_id,
         node=node,
         step=int(step) if isinstance(step, int) else -1,
@@ -283,10 +376,66 @@ class Visit:
         update = self.validate(result.update)
         after = self.state.updated(update)
         target = self.route(after)
-        update["handoff"] = derive_handoff(
+        handoff = derive_handoff(
             after, producer=self.step, next_node=target, receipts=result.receipts
         )
+        if self.spec.joins:
+            handoff = joined_handoff(self.spec, self.state, handoff)
+        update["handoff"] = handoff
         return update
+
+    def fault(self, point: str) -> None:
+        """A named fault point of this visit (a branch's also by key: ``research[q-2]:start``)."""
+        if self.step.fault_hook is not None:
+            self.step.fault_hook(f"{self.spec.name}:{point}")
+
+
+def joined_handoff(spec: NodeSpec, state: Mapping[str, Any], handoff: Handoff) -> Handoff:
+    """A join's envelope lists every branch it waited for, with its inputs and receipts."""
+    joined = [
+        JoinedBranch(
+            node=branch.name,
+            key=key,
+            authoritative_inputs=result.handoff.authoritative_inputs,
+            artifacts=result.handoff.artifacts,
+            tool_receipts=result.handoff.tool_receipts,
+        )
+        for branch in spec.joins
+        for key, result in branch_results(spec, branch, state).items()
+    ]
+    receipts = [receipt for item in joined for receipt in item.tool_receipts]
+    return handoff.model_copy(
+        update={"branches": joined, "tool_receipts": [*receipts, *handoff.tool_receipts]}
+    )
+
+
+def as_branch_result(visit: Visit, update: dict[str, Any]) -> dict[str, Any]:
+    """A branch's update, kept under its own key in the ``branches`` channel.
+
+    Branches of one step run side by side; had each written ``research`` or ``handoff``
+    itself, LangGraph would refuse the second write of the step (or keep one of them).
+    """
+    branch = require(visit.state, "branch", BranchTask, node=visit.spec.name)
+    outputs = {
+        channel: value.model_dump_json()
+        for channel, value in sorted(update.items())
+        if channel in visit.spec.outputs and isinstance(value, BaseModel)
+    }
+    said = [
+        value.summary()
+        for channel, value in sorted(update.items())
+        if channel in outputs and callable(getattr(value, "summary", None))
+    ]
+    result = BranchResult(
+        node=visit.spec.name,
+        key=branch.key,
+        input_hash=visit.key,
+        outputs=outputs,
+        summary="; ".join(said)[:500],
+        handoff=update["handoff"],
+        outcome=update.get("outcome"),
+    )
+    return {"branches": BranchResults(results=[result])}
 
 
 RUNNER_CHANNELS = channels_of(RunnerWrites)
@@ -311,8 +460,12 @@ def reuse(visit: Visit) -> dict[str, Any] | None:
 
 
 def over_budget(visit: Visit) -> dict[str, Any] | None:
-    """Stop before a step the budget no longer allows (terminal nodes always run)."""
-    if visit.spec.terminal:
+    """Stop before a step the budget no longer allows (terminal nodes and joins always run).
+
+    A join merges work its branches already paid for: stopping it would lose their
+    (partial) results, and the next node's step is where the spent budget stops the run.
+    """
+    if visit.spec.terminal or visit.spec.joins:
         return None
     problem = exhausted(visit.task, used(visit.prior_runs), visit.ctx.clock())
     if problem is None:
@@ -355,7 +508,7 @@ def attempts(visit: Visit) -> dict[str, Any]:
         )
         current = Attempt(visit, step)
         try:
-            ctx.fault(f"{spec.name}:attempt")
+            visit.fault("attempt")
             with batched_puts(ctx):
                 result = spec.body(visit.call(step))
                 update = visit.hand_over(result)
@@ -389,7 +542,7 @@ def attempts(visit: Visit) -> dict[str, Any]:
             current.finish(error=("internal", f"{type(error).__name__}: {error}"))
             raise
         current.finish(result, update=update)
-        ctx.fault(f"{spec.name}:before_return")
+        visit.fault("before_return")
         return update
 
 
@@ -431,16 +584,24 @@ def _dump(update: dict[str, Any]) -> str:
     return "{" + members + "}"
 
 
-def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo) -> TaskSpec:
+def branch_fault(fault: Callable[[str], None], key: str, point: str) -> None:
+    """A branch's fault point, by node (``research:after_artifact``) and by key too."""
+    fault(point)
+    node, _, where = point.partition(":")
+    fault(f"{node}[{key}]:{where}")
+
+
+def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo, *, audit: bool = True) -> TaskSpec:
     """The task with the run's choices in force; a change is written to the audit.
 
     The node that first applies a choice also writes the changed task back to the thread
-    (see ``run_node``), so every later node, router and resume sees the same task.
+    (see ``run_node``), so every later node, router and resume sees the same task. A branch
+    applies them without either (``audit=False``): its join, the next node, does both once.
     """
     if ctx.choices is None:
         return task
     chosen = ctx.choices.applied(task)
-    if chosen is not task:
+    if chosen is not task and audit:
         now = ctx.clock()
         made = ctx.choices.describe()
         record = NodeRun(
@@ -472,9 +633,13 @@ def run_node(
         ctx = resolve_context(runtime, default_context)
         checked = CheckedState(state)
         given = require(checked, "task", TaskSpec, node=spec.name)
-        step = step_info(config, spec.name, given, ctx.fault)
+        branch = read(checked, "branch", BranchTask, node=spec.name) if spec.branch else None
+        fault = ctx.fault
+        if branch is not None:
+            fault = functools.partial(branch_fault, ctx.fault, branch.key)
+        step = step_info(config, spec.name, given, fault, branch.key if branch else None)
         with ctx.node_running(step.thread_id):
-            task = chosen_task(ctx, given, step)
+            task = chosen_task(ctx, given, step, audit=spec.branch is None)
             if task is not given:  # a copy with the choices in force: validated when first read
                 checked = CheckedState({**state, "task": task})
             visit = Visit(
@@ -487,10 +652,19 @@ def run_node(
                 key=input_hash(spec, checked, ctx, task),
                 agent=agent_name(ctx, spec),
             )
-            ctx.fault(f"{spec.name}:start")
-            update = reuse(visit) or over_budget(visit)
+            visit.fault("start")
+            update = (
+                (stopped_branch(visit) if spec.joins else None)
+                or reuse(visit)
+                or over_budget(visit)
+            )
             if update is None:
                 update = pause(visit) if spec.pauses else attempts(visit)
+        if spec.branch is not None:  # the join writes the task, once, if choices changed it
+            return as_branch_result(visit, update)
+        if spec.joins:  # merged now: the branches' results leave the state
+            consumed = [branch.name for branch in spec.joins]
+            update = {**update, "branches": BranchResults(results=[], consumed=consumed)}
         return update if task is given else {**update, "task": task}
 
     node.__name__ = spec.name

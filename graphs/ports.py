@@ -108,6 +108,8 @@ class StepInfo:
     widen: bool = False
     tool_calls_left: int | None = None
     tokens_left: int | None = None
+    branch: str | None = None
+    """The key of the branch this step runs (a fanned-out task), else None."""
 
     def fault(self, point: str) -> None:
         """Give fault injection a named point inside this step (``<node>:<point>``)."""
@@ -117,6 +119,15 @@ class StepInfo:
     def artifact_id(self, name: str) -> str:
         """Artifact ids are scoped per thread so threads never overwrite each other."""
         return scoped_artifact_id(self.thread_id, name)
+
+    def branch_artifact_id(self, name: str) -> str:
+        """An artifact each branch writes its own of (``<thread>-<name>-<key>``).
+
+        Branches of one step run side by side: an artifact all of them wrote under one id
+        would get their revisions in whatever order they finished. Outside a branch, the
+        thread's ``artifact_id(name)``.
+        """
+        return self.artifact_id(f"{name}-{self.branch}" if self.branch else name)
 
     def provenance(self, producer: str | None = None) -> Provenance:
         """Provenance stamped on what this step produces."""
@@ -188,6 +199,8 @@ class ResearchRequest:
 
     ``step.widen`` asks for wider retrieval after a first pass found too little;
     ``step.tool_calls_left`` is the budget it must stop at, reporting partial results.
+    ``question_id`` is the one question this step researches (each research branch has
+    one, ``q-1`` being the objective); None researches them all.
     """
 
     task: TaskSpec = field(metadata=from_channel("task"))
@@ -195,6 +208,7 @@ class ResearchRequest:
     store: ArtifactStore = field()
     step: StepInfo = field()
     inputs: Mapping[str, VersionedContract | None] = contributed_inputs()
+    question_id: str | None = None
 
 
 @dataclass(frozen=True)

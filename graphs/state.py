@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from contracts import DraftArticle, Handoff, ResearchBundle, ReviewResult, RunOutcome, TaskSpec
+from contracts import (
+    BranchResults,
+    BranchTask,
+    DraftArticle,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
+)
 
 
 class WorkflowInput(TypedDict):
@@ -31,6 +40,25 @@ class RunnerWrites(TypedDict, total=False):
     """Set when the run ends (or must stop: budget spent, retries exhausted)."""
     task: TaskSpec
     """The task again, when the run's choices (``RunContext.choices``) changed it."""
+    branches: BranchResults | None
+    """What each parallel branch produced, by (node, key); branches write it side by side
+    (the contract merges writes), their join reads it."""
+
+
+class BranchInput(TypedDict):
+    """What a branch node reads besides its declared inputs: the branch it runs.
+
+    A fan-out hands it to each task it starts (LangGraph's ``Send``); it is never written
+    to the thread's state.
+    """
+
+    branch: BranchTask
+
+
+class JoinInput(TypedDict):
+    """What a join reads besides its declared inputs: every branch's result."""
+
+    branches: BranchResults | None
 
 
 class WorkflowOutput(TypedDict, total=False):

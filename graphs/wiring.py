@@ -9,6 +9,8 @@ work. Each such omission is refused here, naming the node, router or channel:
 - a router shared by a pause and another node: each pause routes on its own, so a node
   inserted after one decision cannot be silently skipped on the other's path;
 - a node no route reaches from the first node (where a run starts);
+- a branch node whose route is not the one join that waits for it, and a join waiting
+  for a branch node the wiring does not have (it would wait for nothing, or forever);
 - a body that reads a channel its input schema does not declare (``graphs.reads``);
 - two pauses of one kind (a decision names its pause by kind), and a pause node whose
   body or router compares a decision's ``action`` with a name its pause does not declare
@@ -115,12 +117,14 @@ def check_wiring(wiring: Sequence[tuple[NodeSpec, Router]]) -> dict[str, tuple[s
     if len(set(names)) != len(names):
         raise WiringError(f"node names must be unique; got {names}")
     ends = {spec.name: targets(route) for spec, route in wiring}
+    check_joined_branches(wiring)
     for spec, route in wiring:
         unknown = sorted(set(ends[spec.name]) - set(names) - {END})
         if unknown:
             raise WiringError(f"router {route.__name__} of {spec.name!r} names no node: {unknown}")
     check_own_routers(wiring)
     check_pauses(wiring)
+    check_branches(wiring, ends)
     check_reachable(names[0], ends)
     for spec, _ in wiring:
         check_reads(spec)
@@ -138,6 +142,40 @@ def check_own_routers(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
                 f"pause {spec.name!r} shares its router {route.__name__} with {others}: each "
                 "pause routes on its own, so a node added after one decision cannot be "
                 "skipped on the other's path; give each its own router"
+            )
+
+
+def check_joined_branches(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
+    """Every branch a join waits for is in the wiring (else the join would wait for nothing)."""
+    specs = {spec.name: spec for spec, _ in wiring}
+    for spec, _ in wiring:
+        for branch in spec.joins:
+            if specs.get(branch.name) is not branch:
+                raise WiringError(
+                    f"join {spec.name!r} waits for branch {branch.name!r}, which is not in "
+                    "the wiring: add (branch, router) to it, its router returning "
+                    f"{spec.name!r}"
+                )
+
+
+def check_branches(
+    wiring: Sequence[tuple[NodeSpec, Router]], ends: dict[str, tuple[str, ...]]
+) -> None:
+    """Each branch routes to the one join that waits for it; each join's branches exist.
+
+    A branch's tasks run side by side and their join merges them: a branch routed anywhere
+    else would run its successor once per task, and a join nobody's branch feeds would run
+    on results that never come.
+    """
+    for spec, route in wiring:
+        if spec.branch is None:
+            continue
+        joins = [other.name for other, _ in wiring if spec in other.joins]
+        if list(ends[spec.name]) != joins or len(joins) != 1:
+            raise WiringError(
+                f"branch {spec.name!r} must route to the one join that waits for it; its "
+                f"router {route.__name__} returns {list(ends[spec.name])}, and "
+                f"{joins or 'no node'} joins it (declare the join with joins=({spec.name},))"
             )
 
 

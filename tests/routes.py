@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.workflow import Workflow
-from contracts import Handoff
+from contracts import BranchResults, Handoff
 from graphs import build_graph
 
 WALKED: set[tuple[str, str]] = set()
@@ -27,16 +27,24 @@ def graph_edges() -> set[tuple[str, str]]:
 def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
     """Assert the invariant on every checkpoint of every thread; returns the edges walked."""
     edges: set[tuple[str, str]] = set()
+    joins = {spec.name: spec for spec, _ in workflow.wiring if spec.joins}
     for thread_id in workflow.threads():
         config = workflow.config(thread_id)
         for snapshot in workflow.graph.get_state_history(config):
-            raw: Any = snapshot.values.get("handoff")
-            if raw is None or snapshot.metadata is None:
-                continue
-            if snapshot.metadata.get("source") != "loop":
+            if snapshot.metadata is None or snapshot.metadata.get("source") != "loop":
                 continue  # a state a person or test wrote directly (update_state), not a route
-            handoff = Handoff.model_validate(raw)
             ran_next = snapshot.next[0] if snapshot.next else "__end__"
+            if ran_next in joins:  # branches hand over in their results, each to the join
+                results = BranchResults.model_validate(snapshot.values["branches"])
+                for branch in joins[ran_next].joins:
+                    for result in results.of(branch.name).values():
+                        assert result.handoff.next_allowed_action == ran_next
+                        edges.add((result.node, ran_next))
+                continue
+            raw: Any = snapshot.values.get("handoff")
+            if raw is None:
+                continue
+            handoff = Handoff.model_validate(raw)
             assert handoff.next_allowed_action == ran_next, (
                 f"thread {thread_id} step {snapshot.metadata.get('step')}: {handoff.from_node} "
                 f"handed over to {handoff.next_allowed_action!r} but {ran_next!r} ran next"

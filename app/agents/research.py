@@ -17,7 +17,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -50,6 +50,7 @@ from contracts import (
     TaskSpec,
     ToolReceipt,
     Usage,
+    research_questions,
 )
 from contracts.research import Confidence
 from graphs import AgentOutput, ArtifactStore, ResearchRequest, StepInfo
@@ -104,13 +105,17 @@ class Retrieval:
     """Decoded text of each source read, by source id (what the snapshots hold)."""
     passages: list[Passage]
     ranked: dict[str, list[tuple[int, float]]]
-    """Per question id: passage indexes with BM25 scores, best first (addressing it only)."""
+    """Per question researched: passage indexes with BM25 scores, best first (addressing
+    it only)."""
     sections: dict[str, list[tuple[int, float]]]
     """Per required section title: passage indexes on its topic, best first."""
     rarity: Rarity
     errors: list[ErrorDetail]
     receipts: list[ToolReceipt]
     tool_calls: int
+    all_ranked: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """Per question of the task (not only those researched): what addresses it, so a fact
+    names every question it also answers (defaults to ``ranked``)."""
 
     def answering(self, passage: Passage) -> list[str]:
         """The questions this passage addresses (it is in their ranking), in order."""
@@ -119,7 +124,7 @@ class Retrieval:
     @functools.cached_property
     def _answers(self) -> dict[tuple[str, int], list[str]]:
         found: dict[tuple[str, int], list[str]] = {}
-        for question_id, hits in self.ranked.items():
+        for question_id, hits in (self.all_ranked or self.ranked).items():
             for index, _ in hits:
                 passage = self.passages[index]
                 found.setdefault((passage.source.id, passage.sentence.start), []).append(
@@ -170,7 +175,7 @@ class OfflineResearchAgent:
         """Read every source, rank sentences per question, keep the best as facts."""
         task, store, step = request.task, request.store, request.step
         try:
-            found = self.retrieve(task, store, step)
+            found = self.retrieve(task, store, step, request.question_id)
         except CorpusNotFound as error:
             return AgentOutput(self.missing_corpus(task, error))
         facts = self._facts(found, step)
@@ -180,18 +185,36 @@ class OfflineResearchAgent:
             bundle, usage=Usage(tool_calls=found.tool_calls), receipts=found.receipts
         )
 
-    def retrieve(self, task: TaskSpec, store: ArtifactStore, step: StepInfo) -> Retrieval:
+    def retrieve(
+        self,
+        task: TaskSpec,
+        store: ArtifactStore,
+        step: StepInfo,
+        question_id: str | None = None,
+    ) -> Retrieval:
         """The deterministic part of research: read, split into passages, rank with BM25.
 
         Sources are read within the tool-call budget; passages are ranked per question.
+        With ``question_id`` (a research branch) only that question is researched: its
+        ranking, the required sections when it is the objective (q-1, whose topic they
+        are ranked under), up to ``max_facts`` of its own; every question is still
+        ranked, so a fact names all the questions it also answers.
         Raises CorpusNotFound when the corpus is missing (see ``missing_corpus``), and
         SourceRefused when the policy refuses a corpus path.
         """
         documents = discover(self.locations(task), self.policy)
-        questions = [
-            Question(id=f"q-{index + 1}", text=text)
-            for index, text in enumerate(task.research_questions())
-        ]
+        every = research_questions(task)
+        questions = every
+        if question_id is not None:
+            questions = [question for question in every if question.id == question_id]
+            if not questions:
+                raise ValueError(
+                    f"no research question {question_id!r}; the task has "
+                    f"{[question.id for question in every]}"
+                )
+        sections = task.constraints.required_sections
+        if questions[0] is not every[0]:
+            sections = []  # ranked under the objective's topic: its branch covers them
         errors: list[ErrorDetail] = []
         if step.tool_calls_left is not None:
             affordable = max(0, step.tool_calls_left - len(questions))
@@ -218,15 +241,14 @@ class OfflineResearchAgent:
             )
         titles = [heading_keys((), source.title) for source in sources]  # else the file name
         rarity = Rarity.of((passage.terms for passage in passages), by_source.values(), titles)
-        ranked, by_section = self._rank(
-            questions, task.constraints.required_sections, passages, rarity, widen=step.widen
-        )
+        ranked, by_section = self._rank(every, sections, passages, rarity, widen=step.widen)
         return Retrieval(
             questions=questions,
             sources=sources,
             texts={source_id: document.text for source_id, document in parsed.items()},
             passages=passages,
-            ranked=ranked,
+            ranked={question.id: ranked[question.id] for question in questions},
+            all_ranked=ranked,
             sections=by_section,
             rarity=rarity,
             errors=errors + read_errors,
@@ -253,7 +275,7 @@ class OfflineResearchAgent:
         """
         problems = found.errors + list(errors or [])
         text = self._notes(task, found) + notes
-        ref = store.put(step.artifact_id("notes"), "notes", text.encode(), "text/markdown")
+        ref = store.put(step.branch_artifact_id("notes"), "notes", text.encode(), "text/markdown")
         step.fault("after_artifact")
         if not facts:
             problems.append(

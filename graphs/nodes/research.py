@@ -1,11 +1,18 @@
-"""Research: read sources, extract sourced facts, hand them to the Writer."""
+"""Research: one branch per research question, run in parallel, each reading the sources.
+
+A route to ``research`` fans out one task per question of the task (``q-1`` is the
+objective, then each sub-question). Each task researches its question only and hands its
+own bundle to ``join_research``, which merges them into the one bundle the Writer reads.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TypedDict
+from typing import Any, TypedDict
 
-from contracts import FreshnessReport, Handoff, ResearchBundle, TaskSpec
+from contracts import FreshnessReport, Handoff, ResearchBundle, TaskSpec, research_questions
+from graphs.boundary import require
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import ResearchAgent, ResearchRequest, ref_id
@@ -21,15 +28,20 @@ class ResearchInput(TypedDict):
 
 
 class ResearchOutput(TypedDict, total=False):
-    """The bundle; a research pass also clears any earlier freshness refusal."""
+    """A branch's bundle: the facts, sources and open question of its one question."""
 
     research: ResearchBundle | None
-    freshness: FreshnessReport | None
 
 
 def corpus_fingerprint(agent: ResearchAgent, task: TaskSpec) -> str:
     """What research would read on disk: changed sources mean new work."""
     return agent.fingerprint(task)
+
+
+def question_keys(state: Mapping[str, Any]) -> list[str]:
+    """One research branch per question of the task: the objective, then each sub-question."""
+    task = require(state, "task", TaskSpec, node="research")
+    return [question.id for question in research_questions(task)]
 
 
 @node(
@@ -39,18 +51,25 @@ def corpus_fingerprint(agent: ResearchAgent, task: TaskSpec) -> str:
     agent=ResearchAgent,
     stores_artifacts=True,
     fingerprint=corpus_fingerprint,
+    branch=question_keys,
 )
 def research(call: NodeCall) -> NodeResult:
-    """One research pass; widened once when the first found too little evidence."""
+    """Research one question; widened once when the joined first pass found too little."""
     earlier: ResearchBundle | None = call.read("research")
     widen = earlier is not None and earlier.result_status == "failed" and not earlier.widened
     step = replace(call.step, widen=widen) if widen else call.step
-    request = call.request(ResearchRequest, task=call.task, store=call.ctx.store, step=step)
+    request = call.request(
+        ResearchRequest,
+        task=call.task,
+        store=call.ctx.store,
+        step=step,
+        question_id=call.step.branch,
+    )
     output = call.agent.run(request)
     bundle: ResearchBundle = call.accept("research", output.result)
     written = [source.snapshot for source in bundle.sources] + list(bundle.artifact_refs)
     return NodeResult(
-        update={"research": bundle, "freshness": None},
+        update={"research": bundle},
         usage=output.usage,
         artifact_ids=[ref_id(ref) for ref in written],
         receipts=output.receipts,

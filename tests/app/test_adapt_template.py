@@ -40,7 +40,14 @@ def test_the_added_node_runs_between_writer_and_reviewer_and_is_audited(
         outcome = workflow.run(OBJECTIVE, "t-ext")
         assert outcome.result_status == "completed"
         nodes = [run.node_id for run in workflow.history("t-ext")]
-        assert nodes == ["research", "writer", "fact_check", "reviewer", "finalize"]
+        assert nodes == [
+            "research",
+            "join_research",
+            "writer",
+            "fact_check",
+            "reviewer",
+            "finalize",
+        ]
         [audit] = [run for run in workflow.history("t-ext") if run.node_id == "fact_check"]
         assert audit.status == "succeeded" and audit.agent is None
         check = workflow.graph.get_state(workflow.config("t-ext")).values["fact_check"]
@@ -80,7 +87,7 @@ def test_the_added_node_resumes_after_a_kill_and_shows_in_status(tmp_path: Path)
     with extended(Settings(data_dir=Path(data))) as workflow:
         runs = workflow.history("t-kill")
         done = [run.node_id for run in runs if run.status == "succeeded"]
-        assert done == ["research", "writer", "fact_check", "reviewer", "finalize"]
+        assert done == ["research", "join_research", "writer", "fact_check", "reviewer", "finalize"]
         assert workflow.status("t-kill").outcome is not None
 
 

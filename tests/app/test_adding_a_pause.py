@@ -171,7 +171,14 @@ def test_a_valid_decision_resumes_the_thread_and_renames_the_heading(
         article = workflow.context.store.get(outcome.article).decode("utf-8")
         assert article.splitlines()[0] == f"# {RENAMED}"
         nodes = [run.node_id for run in workflow.history("t-renamed")]
-        assert nodes == ["research", "writer", "edit_titles", "reviewer", "finalize"]
+        assert nodes == [
+            "research",
+            "join_research",
+            "writer",
+            "edit_titles",
+            "reviewer",
+            "finalize",
+        ]
         values = workflow.graph.get_state(workflow.config("t-renamed")).values
         last = DecisionLog.model_validate(values["decisions"]).last()
         assert last is not None and (last.request_kind, last.action) == (

@@ -48,7 +48,8 @@ def test_a_tool_call_budget_stops_research_cleanly(workflow: Workflow) -> None:
     assert outcome.result_status == "failed"
     assert outcome.errors[0].code == ErrorCode.BUDGET_EXHAUSTED
     assert outcome.errors[0].field == "budget.max_tool_calls"
-    assert [run.node_id for run in workflow.history("t-tools")] == ["research", "writer"]
+    nodes = [run.node_id for run in workflow.history("t-tools")]
+    assert nodes == ["research", "join_research", "writer"]
     assert sum(run.usage.tool_calls for run in workflow.history("t-tools")) == 3
 
 
@@ -97,7 +98,8 @@ def test_thin_evidence_widens_retrieval_once_and_then_proceeds(
     task = workflow.task("Describe the waggle dance", corpus=[str(corpus)])
     outcome = workflow.run(task, "t-widen")
     assert outcome.result_status == "completed"
-    assert [run.node_id for run in workflow.history("t-widen")][:2] == ["research", "research"]
+    nodes = [run.node_id for run in workflow.history("t-widen")]
+    assert nodes[:3] == ["research", "join_research", "research"]
     assert workflow.state("t-widen")["research"].widened
 
 
@@ -112,7 +114,9 @@ def test_a_corpus_answering_nothing_ends_partial_naming_the_question_after_two_p
     assert "quantum chromodynamics" in named[0].detail
     assert [run.node_id for run in workflow.history("t-none")] == [
         "research",
+        "join_research",
         "research",
+        "join_research",
         "conclude",
     ]
 

@@ -66,6 +66,7 @@ def test_status_history_and_threads(finished: Path) -> None:
     history = handoff(finished, "history", "t-cli", "--json")
     assert [run["node_id"] for run in json.loads(history.stdout)] == [
         "research",
+        "join_research",
         "writer",
         "reviewer",
         "finalize",

@@ -37,7 +37,7 @@ from tests.conftest import OBJECTIVE
 WORKERS = 4
 RACES = 20
 THREADS = 100
-NODES = {"research", "writer", "reviewer", "finalize"}
+NODES = {"research", "join_research", "writer", "reviewer", "finalize"}
 HANDOFF = Path(sys.executable).parent / "handoff"
 SPAWN = multiprocessing.get_context("spawn")
 

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,20 +16,31 @@ import pytest
 from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.workflow import Workflow
+from bench._common import QUESTIONS
 from graphs import WIRING
 from tests.backends import backend_env
 from tests.conftest import OBJECTIVE
 
 HANDOFF = Path(sys.executable).parent / "handoff"
+TASK = [OBJECTIVE, *(arg for question in QUESTIONS for arg in ("--question", question))]
+"""The objective and two sub-questions: research runs three branches (q-1, q-2, q-3)."""
+KILLABLE = ("start", "after_artifact", "before_return")
 KILL_POINTS = [
     f"{spec.name}:{point}"
     for spec, _ in WIRING
     for point in spec.fault_points()
-    if point in ("start", "after_artifact", "before_return")
+    if point in KILLABLE
+] + [
+    f"{spec.name}[q-2]:{point}"
+    for spec, _ in WIRING
+    if spec.branch is not None
+    for point in spec.fault_points()
+    if point in KILLABLE
 ]
 """Every point a kill rule may name, from the node declarations: between nodes (start),
 inside a node after it wrote an artifact, and after its attempt was recorded as finished
-but before LangGraph saw the result (before_return)."""
+but before LangGraph saw the result (before_return); for a branch node, also inside one
+branch task (q-2) while its sibling tasks run beside it or have finished."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ def open_workflow(where: Path | Settings) -> Workflow:
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
     """The article of an uninterrupted run with the same input, and its path."""
     data = tmp_path_factory.mktemp("baseline")
-    result = handoff(data, "run", OBJECTIVE, "--thread", "t-base")
+    result = handoff(data, "run", *TASK, "--thread", "t-base")
     assert result.returncode == 0, result.stderr
     with open_workflow(data) as workflow:
         nodes = frozenset(run.node_id for run in workflow.history("t-base"))
@@ -74,8 +86,8 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
 def test_sigkill_at_any_point_resumes_to_the_same_article_without_repeating_work(
     backend: Settings, baseline: Baseline, point: str
 ) -> None:
-    killed = handoff(backend, "run", OBJECTIVE, "--thread", "t-crash", fault=f"kill:{point}")
-    if point.split(":")[0] not in baseline.nodes:
+    killed = handoff(backend, "run", *TASK, "--thread", "t-crash", fault=f"kill:{point}")
+    if point.split(":")[0].partition("[")[0] not in baseline.nodes:
         assert killed.returncode == ExitCode.COMPLETED, "a node off the path is never reached"
         return
     assert killed.returncode == -signal.SIGKILL, killed.stderr
@@ -99,8 +111,57 @@ def test_sigkill_at_any_point_resumes_to_the_same_article_without_repeating_work
             shas = [ref.sha256 for ref in store.history(artifact_id)]
             assert len(shas) == len(set(shas)) == 1, f"{artifact_id} has revisions {shas}"
         if point.endswith("before_return"):
-            node = point.split(":")[0]
+            node = point.split(":")[0].partition("[")[0]
             assert any(run.reused and run.node_id == node for run in runs)
+
+
+@pytest.mark.slow
+def test_a_branch_killed_after_its_siblings_finished_is_the_only_work_redone(
+    backend: Settings, baseline: Baseline, tmp_path: Path
+) -> None:
+    """q-2 is held at its start until q-1 and q-3 have finished, then killed mid-work."""
+    gate = tmp_path / "open-q-2"
+    env = backend_env(backend)
+    env["HANDOFF_FAULT"] = f"wait:research[q-2]:{gate},kill:research[q-2]:after_artifact"
+    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
+    process = subprocess.Popen(
+        [*command, "run", *TASK, "--thread", "t-branch"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        finished: list[str] = []
+        while len(finished) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with open_workflow(backend) as workflow:
+                runs = workflow.history("t-branch") if "t-branch" in workflow.threads() else []
+            finished = [
+                r.input_hash for r in runs if r.node_id == "research" and r.status == "succeeded"
+            ]
+        assert len(finished) == 2, "q-1 and q-3 finish while q-2 waits"
+        gate.touch()
+        assert process.wait(timeout=120) == -signal.SIGKILL, process.stderr
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    resumed = handoff(backend, "resume", "t-branch")
+    assert resumed.returncode == ExitCode.COMPLETED, resumed.stderr
+    with open_workflow(backend) as workflow:
+        assert workflow.artifact("t-branch", "article") == baseline.article
+        runs = workflow.history("t-branch")
+    worked = [r for r in runs if r.status == "succeeded" and not r.reused]
+    again = [r for r in worked if r.input_hash in finished]
+    assert len(again) == 2, "a branch that finished before the kill is never worked again"
+    q2 = [r for r in worked if r.node_id == "research" and r.input_hash not in finished]
+    assert len(q2) == 1, "the killed branch ran to its end once, on resume"
+    done = Counter((r.node_id, r.input_hash) for r in worked)
+    assert max(done.values()) == 1, f"a completed node ran twice: {done}"
+    assert not [run for run in runs if run.status == "running"], "no attempt left running"
 
 
 def test_resume_refuses_an_unknown_thread_without_touching_the_database(backend: Settings) -> None:

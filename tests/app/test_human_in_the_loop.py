@@ -59,7 +59,14 @@ def test_pause_in_one_process_and_decide_in_another(settings: Settings) -> None:
     assert decided.returncode == ExitCode.COMPLETED, decided.stderr
     with Workflow(settings) as workflow:
         nodes = [run.node_id for run in workflow.history("t-hitl")]
-        assert nodes == ["research", "approve_research", "writer", "reviewer", "finalize"]
+        assert nodes == [
+            "research",
+            "join_research",
+            "approve_research",
+            "writer",
+            "reviewer",
+            "finalize",
+        ]
         decisions = workflow.state("t-hitl")["handoff"].accepted_decisions
         assert [d.provenance.producer for d in decisions] == ["human"]
 
@@ -126,7 +133,7 @@ def test_code_before_the_interrupt_has_its_effects_once(workflow: Workflow) -> N
         with pytest.raises(InvalidDecision):
             workflow.resume("t-once", {"interrupt_id": request.interrupt_id, "action": "abort"})
         assert workflow.pending("t-once") is not None
-    assert [run.node_id for run in workflow.history("t-once")] == ["research"]
+    assert [run.node_id for run in workflow.history("t-once")] == ["research", "join_research"]
     assert {i: workflow.context.store.history(i) for i in artifacts} == artifacts
     workflow.resume("t-once", {"interrupt_id": request.interrupt_id, "action": "approve"})
     approvals = [run for run in workflow.history("t-once") if run.node_id == "approve_research"]
@@ -231,7 +238,7 @@ def test_a_decision_for_a_thread_that_stopped_mid_run_is_refused(workflow: Workf
             interrupt_before=["reviewer"],
         )
         with pytest.raises(NotWaiting, match="not waiting"):
-            sloppy.resume("t-mid", {"interrupt_id": "approve-research-s2", "action": "approve"})
+            sloppy.resume("t-mid", {"interrupt_id": "approve-research-s3", "action": "approve"})
 
 
 @pytest.mark.parametrize(
@@ -270,8 +277,8 @@ def test_equal_pauses_on_two_threads_have_different_ids_naming_their_thread(
 ) -> None:
     mine, theirs = paused(workflow, "t-mine"), paused(workflow, "t-theirs")
     assert (mine.thread_id, theirs.thread_id) == ("t-mine", "t-theirs")
-    assert mine.interrupt_id == "approve-research-s2.t-mine"
-    assert theirs.interrupt_id == "approve-research-s2.t-theirs"
+    assert mine.interrupt_id == "approve-research-s3.t-mine"
+    assert theirs.interrupt_id == "approve-research-s3.t-theirs"
 
 
 def test_the_python_api_refuses_a_decision_for_another_thread_and_changes_nothing(
@@ -283,8 +290,8 @@ def test_the_python_api_refuses_a_decision_for_another_thread_and_changes_nothin
     assert pending is not None
     with pytest.raises(InvalidDecision, match="is a decision for thread 't-theirs', not for this"):
         workflow.resume("t-mine", {"interrupt_id": theirs.interrupt_id, "action": "approve"})
-    with pytest.raises(InvalidDecision, match="'approve-research-s2' names no thread"):
-        workflow.resume("t-mine", {"interrupt_id": "approve-research-s2", "action": "approve"})
+    with pytest.raises(InvalidDecision, match="'approve-research-s3' names no thread"):
+        workflow.resume("t-mine", {"interrupt_id": "approve-research-s3", "action": "approve"})
     assert workflow.pending("t-mine") == mine
     assert workflow.checkpoint_count("t-mine") == checkpoints
     after = workflow.saver.get_tuple(workflow.config("t-mine"))
@@ -300,7 +307,7 @@ def test_the_graph_refuses_a_resume_written_for_another_thread_so_server_clients
     mine, theirs = paused(workflow, "t-mine"), paused(workflow, "t-theirs")
     for wrong, reason in (
         (theirs.interrupt_id, "is a decision for thread 't-theirs'"),
-        ("approve-research-s2", "names no thread"),
+        ("approve-research-s3", "names no thread"),
     ):
         with pytest.raises(ValidationError) as caught:
             workflow.graph.invoke(

@@ -82,7 +82,15 @@ def test_reviewer_requests_changes_and_the_writer_addresses_them_in_round_two(
     article = workflow.artifact("t-loop", "article").decode()
     assert "claim-9999" not in article and "moon" not in article
     nodes = [run.node_id for run in workflow.history("t-loop")]
-    assert nodes == ["research", "writer", "reviewer", "writer", "reviewer", "finalize"]
+    assert nodes == [
+        "research",
+        "join_research",
+        "writer",
+        "reviewer",
+        "writer",
+        "reviewer",
+        "finalize",
+    ]
 
 
 def test_review_rounds_exhausted_end_partial_with_budget_exhausted(workflow: Workflow) -> None:
@@ -200,7 +208,9 @@ def test_a_word_limit_no_cited_sentence_fits_ends_the_run_at_once_with_the_reaso
     assert [error.code for error in outcome.errors] == [ErrorCode.CONSTRAINT_VIOLATED]
     assert "no cited sentence fits in 10 words" in (outcome.reason or "")
     nodes = [run.node_id for run in workflow.history("t-tiny")]
-    assert nodes == ["research", "writer", "conclude"], "no empty draft was reviewed"
+    assert nodes == ["research", "join_research", "writer", "conclude"], (
+        "no empty draft was reviewed"
+    )
 
 
 @pytest.mark.parametrize("body", ["", "# Only a heading\n"])

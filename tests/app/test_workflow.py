@@ -43,6 +43,7 @@ def test_default_run_completes_research_writer_reviewer_on_the_bundled_corpus(
     assert outcome.article is not None
     assert [run.node_id for run in workflow.history("t-default")] == [
         "research",
+        "join_research",
         "writer",
         "reviewer",
         "finalize",

@@ -46,7 +46,9 @@ def test_a_forged_approval_of_a_rejected_draft_is_refused_and_nothing_is_publish
     assert workflow.run(task, "forged").state == TaskState.INPUT_REQUIRED
     config = workflow.config("forged")
     bundle: ResearchBundle = workflow.state("forged")["research"]
-    workflow.graph.update_state(config, {"research": forged_bundle(bundle)}, as_node="research")
+    workflow.graph.update_state(
+        config, {"research": forged_bundle(bundle)}, as_node="join_research"
+    )
     assert workflow.resume("forged").state == TaskState.INPUT_REQUIRED, "asks approval again"
     request = workflow.pending("forged")
     assert request is not None and request.request_kind == "approve_research"

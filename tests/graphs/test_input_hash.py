@@ -101,6 +101,7 @@ def test_the_audit_names_the_agent_implementation_of_each_result(workflow: Workf
     named = {run.node_id: run.agent for run in workflow.history("t-agents")}
     assert named == {
         "research": "OfflineResearchAgent",
+        "join_research": None,
         "writer": "OfflineWriterAgent",
         "reviewer": "OfflineReviewerAgent",
         "finalize": None,

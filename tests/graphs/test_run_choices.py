@@ -29,7 +29,11 @@ def test_chosen_review_rounds_end_the_run_where_the_task_alone_would_go_on(
     assert outcome.errors[0].code == ErrorCode.BUDGET_EXHAUSTED
     assert isinstance(stored, TaskSpec) and stored.budget.max_review_rounds == 1
     audit = [record.node_id for record in workflow.history("t-one-round")]
-    assert audit[0] == "choose: max_review_rounds=1", "recorded once, before the first step"
+    choice = "choose: max_review_rounds=1"
+    assert audit.count(choice) == 1, "recorded once"
+    assert audit.index(choice) == audit.index("join_research") - 1, (
+        "by the first node that writes the task back: the join, after the research branches"
+    )
     assert audit.count("choose: max_review_rounds=1") == 1
 
 

@@ -69,10 +69,17 @@ def test_happy_path_with_scripted_models_completes_and_records_tokens_per_node(
     text, sources = article.split("\n## Sources\n")
     assert text == ARTICLE and "src-4" in sources, "the model's text, then the Sources list"
     tokens = {run.node_id: run.usage.tokens for run in workflow.history("t-llm")}
-    assert tokens == {"research": 900, "writer": 700, "reviewer": 400, "finalize": 0}
+    assert tokens == {
+        "research": 900,
+        "join_research": 0,
+        "writer": 700,
+        "reviewer": 400,
+        "finalize": 0,
+    }
     agents = {run.node_id: run.agent for run in workflow.history("t-llm")}
     assert agents == {
         "research": "LLMResearchAgent(FakeMessagesListChatModel)",
+        "join_research": None,
         "writer": "LLMWriterAgent(FakeMessagesListChatModel)",
         "reviewer": "LLMReviewerAgent(FakeMessagesListChatModel)",
         "finalize": None,
@@ -176,7 +183,8 @@ def test_a_token_budget_smaller_than_the_usage_ends_the_run_budget_exhausted(
     [error] = outcome.errors
     assert (error.code, error.field) == (ErrorCode.BUDGET_EXHAUSTED, "budget.max_tokens")
     assert "1500 of 1000 tokens used" in error.detail
-    research_run, writer_run = workflow.history("t-tokens")
+    research_run, join_run, writer_run = workflow.history("t-tokens")
+    assert join_run.node_id == "join_research" and join_run.usage.tokens == 0
     assert (research_run.node_id, research_run.usage.tokens) == ("research", 1500)
     assert writer_run.error and writer_run.error.kind == "budget_exhausted"
     assert writer_log.prompts == [], "no model call once the budget is spent"
@@ -238,5 +246,5 @@ def test_one_agent_can_use_a_model_while_the_others_stay_offline(workflow: Workf
     with Workflow(workflow.settings, context=context) as mixed:
         outcome = mixed.run(OBJECTIVE, "t-mixed")
     assert outcome.result_status == "completed"
-    assert [run.usage.tokens for run in workflow.history("t-mixed")] == [0, 0, 50, 0]
+    assert [run.usage.tokens for run in workflow.history("t-mixed")] == [0, 0, 0, 50, 0]
     assert len(reviewer_log.prompts) == 1
