@@ -10,12 +10,14 @@ research, writing and reviewing.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, cast
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, Literal, TypedDict, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
 
 from contracts import (
     ArtifactKind,
@@ -26,6 +28,7 @@ from contracts import (
     ResearchBundle,
     ReviewResult,
     TaskSpec,
+    research_questions,
 )
 from graphs import (
     ResearchAgent,
@@ -36,6 +39,7 @@ from graphs import (
     WriterAgent,
     WriteRequest,
 )
+from graphs.nodes.join_research import merge_bundles
 
 NO_HANDOFF = cast(Handoff, None)
 """The bare nodes pass no envelope; the offline Writer and Reviewer do not read it."""
@@ -98,6 +102,8 @@ class BareState(TypedDict, total=False):
     """Plain state: whatever the nodes return, unchecked."""
 
     task: TaskSpec
+    question_id: str
+    found: Annotated[list[tuple[str, ResearchBundle]], operator.add]
     research: ResearchBundle
     notes: str
     draft: DraftArticle
@@ -128,19 +134,37 @@ def _step(config: RunnableConfig, node: str, task: TaskSpec) -> StepInfo:
 def build_bare_graph(
     agents: BareAgents, store: MemoryStore, *, notes_in_state: bool = False
 ) -> StateGraph[BareState, None, BareState, BareState]:
-    """research → writer → reviewer ⟲ → finalize, on plain state.
+    """research (one ``Send`` per question) → join → writer → reviewer ⟲ → finalize.
+
+    The same shape as the workflow: research fans out one task per research question and
+    a join merges their bundles (with the workflow's own ``merge_bundles``), on plain state.
 
     ``notes_in_state`` also copies the research notes text into state, as a user who
     keeps everything in the graph state would (the naive side of P2).
     """
 
-    def research(state: BareState, config: RunnableConfig) -> dict[str, Any]:
+    def fan_out(state: BareState) -> list[Send]:
         task = state["task"]
-        step = _step(config, "research", task)
-        output = agents.research.run(ResearchRequest(task, None, store, step))
-        update: dict[str, Any] = {"research": output.result}
-        if notes_in_state and output.result.artifact_refs:
-            update["notes"] = store.get(output.result.artifact_refs[0]).decode()
+        return [
+            Send("research", {"task": task, "question_id": question.id})
+            for question in research_questions(task)
+        ]
+
+    def research(state: BareState, config: RunnableConfig) -> dict[str, Any]:
+        task, question = state["task"], state["question_id"]
+        step = replace(_step(config, "research", task), branch=question)
+        output = agents.research.run(ResearchRequest(task, None, store, step, question_id=question))
+        return {"found": [(question, output.result)]}
+
+    def join(state: BareState, config: RunnableConfig) -> dict[str, Any]:
+        task = state["task"]
+        order = [question.id for question in research_questions(task)]
+        found = sorted(state["found"], key=lambda pair: order.index(pair[0]))
+        bundles = [bundle for _, bundle in found]
+        bundle = merge_bundles(task, bundles, store, _step(config, "join", task))
+        update: dict[str, Any] = {"research": bundle}
+        if notes_in_state and bundle.artifact_refs:
+            update["notes"] = store.get(bundle.artifact_refs[0]).decode()
         return update
 
     def writer(state: BareState, config: RunnableConfig) -> dict[str, Any]:
@@ -191,14 +215,16 @@ def build_bare_graph(
     builder: StateGraph[BareState, None, BareState, BareState] = StateGraph(BareState)
     nodes: dict[str, Callable[..., dict[str, Any]]] = {
         "research": research,
+        "join": join,
         "writer": writer,
         "reviewer": reviewer,
         "finalize": finalize,
     }
     for name, node in nodes.items():
         builder.add_node(name, node)
-    builder.add_edge(START, "research")
-    builder.add_conditional_edges("research", after_research, ["writer", END])
+    builder.add_conditional_edges(START, fan_out, ["research"])
+    builder.add_edge("research", "join")
+    builder.add_conditional_edges("join", after_research, ["writer", END])
     builder.add_edge("writer", "reviewer")
     builder.add_conditional_edges("reviewer", after_review, ["writer", "finalize", END])
     builder.add_edge("finalize", END)
