@@ -27,6 +27,7 @@ the benchmark prints why and returns no rows.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -47,7 +48,14 @@ import psycopg
 from app.fleet import RUN, Fleet
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
-from bench._common import OBJECTIVE, Measure, Row, print_table, scratch_dir
+from bench._common import (
+    OBJECTIVE,
+    Measure,
+    Row,
+    print_table,
+    scratch_dir,
+    workflow_settings,
+)
 from contracts import TaskSpec
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -56,7 +64,6 @@ THREADS = 40
 QUICK_THREADS = 8
 REPEATS = 3
 QUICK_REPEATS = 1
-NODES = {"research", "writer", "reviewer", "finalize"}
 TIMEOUT = 600.0
 POLL = 0.02
 KILL_WORKERS = 2
@@ -205,6 +212,20 @@ class Sample:
         return self.threads / self.wall
 
 
+@functools.cache
+def nodes_of_one_run() -> frozenset[str]:
+    """The nodes one process runs for P5's task, start to finish, on SQLite: what every
+    fleet thread must have finished (derived, so a node added to the graph counts)."""
+    with scratch_dir("p5-reference") as root:
+        with Workflow(workflow_settings(root)) as workflow:
+            outcome = workflow.run(TaskSpec(task_id="task-p5", objective=OBJECTIVE), "reference")
+            if outcome.result_status != "completed":
+                raise RuntimeError(f"P5: the reference run ended {outcome.result_status}")
+            return frozenset(
+                run.node_id for run in workflow.history("reference") if run.status == "succeeded"
+            )
+
+
 def double_executions(workflow: Workflow, thread_id: str) -> tuple[int, bool]:
     """Second executions of any (node, input hash) in the thread's ledger; all nodes done."""
     runs = workflow.history(thread_id)
@@ -214,7 +235,7 @@ def double_executions(workflow: Workflow, thread_id: str) -> tuple[int, bool]:
         if run.status == "succeeded" and not run.reused
     )
     doubles = sum(count - 1 for count in done.values() if count > 1)
-    complete = {node for node, _ in done} == NODES
+    complete = {node for node, _ in done} == nodes_of_one_run()
     return doubles, complete
 
 
