@@ -76,14 +76,18 @@ async def one_round(
     await asyncio.sleep(0.5)  # the cancelled run's task has ended by now; its node has not
     busy_code, busy_output = await cli_resume(server.folder, thread_id)
     gate.touch()
+    superseded_by = None
     if superseding is not None:
         await client.runs.join(thread_id, superseding["run_id"])
+        ended = await client.runs.get(thread_id, superseding["run_id"])
+        superseded_by = ended["status"]  # shown when the round fails: how that run ended
     code, output = await resume_once_free(server.folder, thread_id)
     return {
         "thread_id": thread_id,
         "busy": (busy_code, busy_output),
         "resumed": (code, output),
         "how": how,
+        "superseding run": superseded_by,
     }
 
 
