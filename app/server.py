@@ -14,6 +14,7 @@ The rest of the module is what ``handoff serve`` needs to start the server offli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import socket
@@ -133,8 +134,10 @@ def served_graph() -> ServedGraph:
 
 
 DRAIN_SECONDS = 30.0
-"""How long a run waits for a cancelled run's node of the same thread to stop in this
-process before it tries the lock (and, if that node still runs, fails as busy)."""
+"""How long a run waits for a node of the same thread, running in this process, whose run has
+not yet begun to let go of the thread. Once that run lets go (it was cancelled or
+superseded), the new run waits for as long as the node runs: the wait ends when it returns."""
+TAKE_OVER_POLL_SECONDS = 0.05
 LOCKED_ACCESS = ("threads.create_run", "threads.update")
 """Server uses of the graph that write a thread's checkpoints: they hold its lock."""
 
@@ -161,7 +164,7 @@ async def make_graph(
         return
     with ExitStack() as held:
         try:
-            await asyncio.to_thread(_take_over, str(thread_id), held)
+            held.enter_context(await _take_over(str(thread_id)))
         except ThreadBusy as busy:
             if runtime.access_context == "threads.create_run":
                 raise  # the run ends in error with this message
@@ -180,22 +183,44 @@ async def make_graph(
             await asyncio.shield(asyncio.to_thread(_release_when_idle, str(thread_id), release))
 
 
-def _take_over(thread_id: str, held: ExitStack) -> None:
-    """Take the thread's lock, after a cancelled run of this process has let go of it.
+async def _take_over(thread_id: str) -> ExitStack:
+    """The thread's lock, once a cancelled run of this process has let go of it.
 
-    Such a run keeps the lock while its node finishes (``_release_when_idle``); a run that
-    supersedes it waits for that, up to DRAIN_SECONDS. Any other holder means busy at once.
+    Such a run keeps the lock while its node finishes (``_release_when_idle``); the run that
+    supersedes it waits for that as long as the node runs, since the thread cannot move on
+    before. Any other holder means busy at once. The wait is cancellable: a run cancelled
+    while it waits never takes the lock afterwards (each attempt is one non-blocking try,
+    and a try that won after the cancel gives the lock back).
     """
     deadline = time.monotonic() + DRAIN_SECONDS
-    RUNNING_NODES.idle(thread_id, DRAIN_SECONDS)
+
+    def own_run_holds() -> bool:
+        return RUNNING_NODES.will_release(thread_id) or (
+            RUNNING_NODES.busy(thread_id) and time.monotonic() < deadline
+        )
+
     while True:
+        # Judged before the try as well as after: the holder may let go while the try
+        # runs, and the try then failed on a lock that was ours to wait for.
+        expected = own_run_holds()
+        attempt = asyncio.ensure_future(asyncio.to_thread(_hold_now, thread_id))
         try:
-            held.enter_context(server_lock().hold(thread_id))
-            return
+            return await asyncio.shield(attempt)
         except ThreadBusy:
-            if not RUNNING_NODES.will_release(thread_id) or time.monotonic() > deadline:
+            if not (expected or own_run_holds()):
                 raise
-            time.sleep(0.05)
+        except asyncio.CancelledError:
+            with contextlib.suppress(ThreadBusy):
+                (await attempt).close()
+            raise
+        await asyncio.sleep(TAKE_OVER_POLL_SECONDS)
+
+
+def _hold_now(thread_id: str) -> ExitStack:
+    """The lock held in a stack the caller closes, or ThreadBusy at once."""
+    held = ExitStack()
+    held.enter_context(server_lock().hold(thread_id))
+    return held
 
 
 def _release_when_idle(thread_id: str, held: ExitStack) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,9 +59,25 @@ def overlapping(runs: list[NodeRun]) -> list[tuple[str, str]]:
     ]
 
 
-async def one_round(
-    server: RunningServer, workflow: Workflow, number: int, how: str
-) -> dict[str, object]:
+@dataclass(frozen=True)
+class Round:
+    """What one round saw: the busy refusal, the later resume, how a superseding run ended."""
+
+    thread_id: str
+    how: str
+    busy: tuple[int, str]
+    resumed: tuple[int, str]
+    superseding_run: str | None
+
+    def told(self) -> str:
+        code, output = self.resumed
+        return (
+            f"{self.thread_id} ({self.how}): superseding run {self.superseding_run}; "
+            f"resume exit {code}: {output[:400]}"
+        )
+
+
+async def one_round(server: RunningServer, workflow: Workflow, number: int, how: str) -> Round:
     """Cancel (``how``: cancel or supersede) a run held in its writer, then resume from the CLI."""
     client = get_client(url=server.url)
     gate = server.folder / "gate"
@@ -78,23 +95,18 @@ async def one_round(
     gate.touch()
     superseded_by = None
     if superseding is not None:
-        await client.runs.join(thread_id, superseding["run_id"])
+        joined = await client.runs.join(thread_id, superseding["run_id"])
         ended = await client.runs.get(thread_id, superseding["run_id"])
-        superseded_by = ended["status"]  # shown when the round fails: how that run ended
+        # shown when the round fails: how that run ended, and its error if it had one
+        superseded_by = f"{ended['status']} {joined.get('__error__', '') if joined else ''}"
     code, output = await resume_once_free(server.folder, thread_id)
-    return {
-        "thread_id": thread_id,
-        "busy": (busy_code, busy_output),
-        "resumed": (code, output),
-        "how": how,
-        "superseding run": superseded_by,
-    }
+    return Round(thread_id, how, (busy_code, busy_output), (code, output), superseded_by)
 
 
 def test_a_cancelled_served_run_keeps_the_thread_until_its_node_stops(
     gated_server: RunningServer,
 ) -> None:
-    async def rounds(workflow: Workflow) -> list[dict[str, object]]:
+    async def rounds(workflow: Workflow) -> list[Round]:
         return [
             await one_round(gated_server, workflow, number, ("cancel", "supersede")[number % 2])
             for number in range(ROUNDS)
@@ -103,15 +115,15 @@ def test_a_cancelled_served_run_keeps_the_thread_until_its_node_stops(
     with Workflow(gated_server.settings) as workflow:
         results = asyncio.run(rounds(workflow))
         for result in results:
-            thread_id = str(result["thread_id"])
-            busy_code, busy_output = result["busy"]  # type: ignore[misc]
+            thread_id = result.thread_id
+            busy_code, busy_output = result.busy
             assert busy_code == ExitCode.THREAD_BUSY, result
             assert "is busy" in busy_output and "Traceback" not in busy_output, result
-            code, output = result["resumed"]  # type: ignore[misc]
-            if result["how"] == "supersede":  # the superseding run finished the thread
-                assert code == ExitCode.ALREADY_FINISHED, result
+            code, _ = result.resumed
+            if result.how == "supersede":  # the superseding run finished the thread
+                assert code == ExitCode.ALREADY_FINISHED, result.told()
             else:
-                assert code == ExitCode.COMPLETED, result
+                assert code == ExitCode.COMPLETED, result.told()
             assert workflow.outcome(thread_id).state == TaskState.COMPLETED
             runs = workflow.history(thread_id)
             assert not overlapping(runs), f"{thread_id}: {overlapping(runs)}"
