@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
+from app import server
 from app.backends import artifact_store_for
 from app.server import GRAPH_ID, OFFLINE_DEFAULTS, OFFLINE_ENV, free_port
 from app.settings import BUNDLED_CORPUS, Settings
@@ -270,3 +271,15 @@ async def writing(workflow: Workflow, thread_id: str) -> None:
             return
         await asyncio.sleep(0.1)
     pytest.fail(f"{thread_id}: no writer attempt started within 60 s")
+
+
+@pytest.fixture
+def served_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder whose .env points the served graph's services at it, as the server's does."""
+    for name in [name for name in os.environ if name.startswith("HANDOFF_")]:
+        monkeypatch.delenv(name)
+    (tmp_path / ".env").write_text(f"HANDOFF_DATA_DIR={tmp_path / 'data'}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    server._services.cache_clear()
+    yield tmp_path
+    server._services.cache_clear()

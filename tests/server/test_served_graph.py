@@ -10,8 +10,6 @@ reads its input back from the checkpoint.
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +42,6 @@ class PlainDicts(JsonPlusSerializer):
         return self
 
 
-@pytest.fixture
-def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A folder whose .env points the served graph's services at it, as the server's does."""
-    for name in [name for name in os.environ if name.startswith("HANDOFF_")]:
-        monkeypatch.delenv(name)
-    (tmp_path / ".env").write_text(f"HANDOFF_DATA_DIR={tmp_path / 'data'}\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    server._services.cache_clear()
-    yield tmp_path
-    server._services.cache_clear()
-
-
 def graph_input(**policies: Any) -> dict[str, Any]:
     spec = TaskSpec(task_id="served", objective=OBJECTIVE, policies=policies)
     return {"task": spec.model_dump(mode="json")}
@@ -80,14 +66,14 @@ def test_langgraph_json_exports_the_graph_the_checkpointer_and_the_env() -> None
     assert saver_name == "checkpointer"
 
 
-def test_the_exported_graph_has_no_checkpointer_and_a_json_context(served: Path) -> None:
+def test_the_exported_graph_has_no_checkpointer_and_a_json_context(served_folder: Path) -> None:
     graph = server.served_graph()
     assert graph.checkpointer is None, "langgraph dev refuses a graph with its own checkpointer"
     assert graph.context_schema is server.ServerContext
     assert server.ServerContext.model_validate({"thread_id": "x", "anything": 1})
 
 
-def test_nodes_accept_plain_dicts_at_every_boundary(served: Path) -> None:
+def test_nodes_accept_plain_dicts_at_every_boundary(served_folder: Path) -> None:
     saver = InMemorySaver(serde=PlainDicts())
     graph = server.served_graph().copy(update={"checkpointer": saver})
     config = {"configurable": {"thread_id": THREAD}}
@@ -117,10 +103,10 @@ def test_nodes_accept_plain_dicts_at_every_boundary(served: Path) -> None:
     assert outcome.article is not None
     store = server.server_context().store
     assert store.get(outcome.article).startswith(b"# ")
-    assert (served / "data" / "artifacts").is_dir(), "artifacts land where settings say"
+    assert (served_folder / "data" / "artifacts").is_dir(), "artifacts land where settings say"
 
 
-def test_the_server_checkpointer_writes_where_the_cli_reads(served: Path) -> None:
+def test_the_server_checkpointer_writes_where_the_cli_reads(served_folder: Path) -> None:
     async def run_as_the_server_does() -> dict[str, Any]:
         async with checkpointer() as saver:
             graph = server.served_graph().copy(update={"checkpointer": saver})
@@ -130,14 +116,14 @@ def test_the_server_checkpointer_writes_where_the_cli_reads(served: Path) -> Non
             return dict(state.interrupts[0].value)
 
     request = HumanRequest.model_validate(asyncio.run(run_as_the_server_does()))
-    with Workflow(folder_settings(served)) as workflow:
+    with Workflow(folder_settings(served_folder)) as workflow:
         assert workflow.threads() == [THREAD]
         assert workflow.pending(THREAD) == request
         assert workflow.outcome(THREAD).state == TaskState.INPUT_REQUIRED
 
 
 def test_memory_means_one_saver_per_server_process(
-    served: Path, monkeypatch: pytest.MonkeyPatch
+    served_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HANDOFF_DATABASE_URL", "memory://")
 
@@ -158,11 +144,11 @@ def test_an_unsupported_database_url_is_refused_by_name() -> None:
         asyncio.run(open_it())
 
 
-def test_services_come_from_settings_once_per_process(served: Path) -> None:
+def test_services_come_from_settings_once_per_process(served_folder: Path) -> None:
     context = server.server_context()
     ref = context.store.put("probe", "notes", b"x", "text/plain")
     folder = Settings().resolved_artifact_dir()
-    assert folder == served / "data" / "artifacts"
+    assert folder == served_folder / "data" / "artifacts"
     assert (folder / "blobs" / ref.sha256[:2] / ref.sha256).is_file()
     elsewhere = artifact_store_for(Settings())
     try:

@@ -9,9 +9,7 @@ waits must never take the lock afterwards.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -22,16 +20,6 @@ from app.errors import ThreadBusy
 from app.running_nodes import RUNNING_NODES
 
 THREAD = "t-take-over"
-
-
-@pytest.fixture
-def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A folder whose .env points the server's lock at a real SQLite database there."""
-    for name in [name for name in os.environ if name.startswith("HANDOFF_")]:
-        monkeypatch.delenv(name)
-    (tmp_path / ".env").write_text(f"HANDOFF_DATA_DIR={tmp_path / 'data'}\n", encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
 
 
 def cancelled_run_with_its_node_running() -> tuple[ExitStack, threading.Event, threading.Thread]:
@@ -61,7 +49,7 @@ def cancelled_run_with_its_node_running() -> tuple[ExitStack, threading.Event, t
 
 
 def test_a_superseding_run_waits_as_long_as_the_cancelled_node_runs(
-    served: Path, monkeypatch: pytest.MonkeyPatch
+    served_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(server, "DRAIN_SECONDS", 0.2)  # the node outlasts it
     _, node_ends, letting_go = cancelled_run_with_its_node_running()
@@ -79,7 +67,7 @@ def test_a_superseding_run_waits_as_long_as_the_cancelled_node_runs(
             server._hold_now(THREAD)
 
 
-def test_a_run_cancelled_while_it_waits_never_takes_the_lock(served: Path) -> None:
+def test_a_run_cancelled_while_it_waits_never_takes_the_lock(served_folder: Path) -> None:
     _, node_ends, letting_go = cancelled_run_with_its_node_running()
 
     async def cancelled_while_waiting() -> None:
@@ -96,7 +84,7 @@ def test_a_run_cancelled_while_it_waits_never_takes_the_lock(served: Path) -> No
     server._hold_now(THREAD).close()  # free: nobody took it behind the cancelled run's back
 
 
-def test_a_holder_outside_this_process_run_is_busy_at_once(served: Path) -> None:
+def test_a_holder_outside_this_process_run_is_busy_at_once(served_folder: Path) -> None:
     with server._hold_now(THREAD):  # held, but no run of this process is letting go
 
         async def taking() -> None:
@@ -107,7 +95,7 @@ def test_a_holder_outside_this_process_run_is_busy_at_once(served: Path) -> None
 
 
 def test_a_holder_letting_go_during_the_try_is_waited_for(
-    served: Path, monkeypatch: pytest.MonkeyPatch
+    served_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The try sees the lock still held, and the holder has let go by the time it is judged."""
     _, node_ends, letting_go = cancelled_run_with_its_node_running()
