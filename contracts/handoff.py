@@ -103,6 +103,12 @@ class Handoff(VersionedContract):
         description="The node that runs next, the only one that may consume this handoff "
         "('__end__': none may); it is the route the graph took, never a prediction."
     )
+    next_nodes: list[NextAction] = Field(
+        default_factory=list,
+        description="When the route started branch nodes of several kinds side by side: "
+        "all of them, each of which may consume this handoff (next_allowed_action is the "
+        "first); empty when it started one node.",
+    )
     accepted_decisions: list[Decision] = Field(default_factory=list, description="Decisions.")
     constraints: list[ConstraintItem] = Field(default_factory=list, description="Constraints.")
     authoritative_inputs: list[AuthoritativeInput] = Field(

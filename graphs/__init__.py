@@ -2,6 +2,7 @@
 
 from graphs.context import RunContext
 from graphs.declare import NodeSpec, Retry, node
+from graphs.fan_out import one_task
 from graphs.graph import WIRING, build_graph, workflow_channels
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import (
@@ -42,5 +43,6 @@ __all__ = [
     "WriterAgent",
     "build_graph",
     "node",
+    "one_task",
     "workflow_channels",
 ]

@@ -73,7 +73,9 @@ class NodeSpec:
     each reading ``branch``), and its results go to the join it routes to."""
     joins: tuple[NodeSpec, ...] = ()
     """Makes this a join: it runs once every task of these branch nodes finished, and
-    reads their results (``NodeCall.branch_outputs``); a branch that stopped stops it."""
+    reads their results (``NodeCall.branch_outputs``); a branch that stopped stops it.
+    Several branch nodes are work of several kinds side by side: one route starts them all
+    (it returns their names as a tuple)."""
 
     @property
     def inputs(self) -> dict[str, Channel]:
@@ -117,8 +119,8 @@ def node(
 ) -> Callable[[NodeBody], NodeSpec]:
     """Declare a node from its body; the declaration is checked now, not at first run.
 
-    ``branch`` makes it a branch node (one parallel task per key), ``joins`` a join that
-    waits for the branch nodes it names.
+    ``branch`` makes it a branch node (one parallel task per key; ``one_task`` for a node
+    that runs once beside others), ``joins`` a join that waits for the branch nodes it names.
     """
     if agent is not None and not getattr(agent, "_is_runtime_protocol", False):
         raise TypeError(
@@ -130,13 +132,6 @@ def node(
     not_branches = [spec.name for spec in joins if spec.branch is None]
     if not_branches:
         raise TypeError(f"node {name!r} joins {not_branches}, which are no branch nodes")
-    if len(joins) > 1:
-        raise TypeError(
-            f"node {name!r} joins {[spec.name for spec in joins]}: a join waits for one "
-            "branch node (a route starts one node's tasks); for parallel work of several "
-            "kinds, key one branch node by kind and let its body dispatch on the key"
-        )
-
     if pauses is not None and not isinstance(pauses, Pause):
         raise TypeError(
             f"node {name!r}: pauses= takes the node's Pause (its kind and the actions a "

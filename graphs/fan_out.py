@@ -1,10 +1,11 @@
-"""Fan-out: a route to a branch node starts one parallel task per branch key.
+"""Fan-out: a route to branch nodes starts one parallel task per branch key.
 
-Routers stay pure functions returning a node name. When the name is a branch node's
-(``@node(..., branch=keys)``), the conditional edge turns it into one LangGraph ``Send``
-per key: each task gets the branch node's declared inputs from the state plus the
-``branch`` it runs, all of them run in the same step, and the join they route to runs
-once they all finished.
+Routers stay pure functions returning a node name, or a tuple of names for work of several
+kinds side by side. When a name is a branch node's (``@node(..., branch=keys)``), the
+conditional edge turns it into one LangGraph ``Send`` per key: each task gets the branch
+node's declared inputs from the state plus the ``branch`` it runs, all of them run in the
+same step, and the join they route to runs once they all finished. A tuple names branch
+nodes only, and every branch node of each join it starts: a join waits for all of them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ class EmptyFanOut(ValueError):
     """A fan-out whose keys function gave no key: nothing would run, the run would stop."""
 
 
+class PartialFanOut(ValueError):
+    """A route to several nodes that are not all branches of the joins it starts."""
+
+
+def one_task(state: Mapping[str, Any]) -> list[str]:
+    """The keys of a branch node that runs once, beside branch nodes of other kinds."""
+    return ["one"]
+
+
 def branch_sends(spec: NodeSpec, state: Mapping[str, Any]) -> list[Send]:
     """One task per key of the branch node ``spec``, each with the inputs it declares."""
     assert spec.branch is not None
@@ -38,13 +48,43 @@ def branch_sends(spec: NodeSpec, state: Mapping[str, Any]) -> list[Send]:
     ]
 
 
-def fanning(route: Callable[[Mapping[str, Any]], str], branches: dict[str, NodeSpec]) -> Edge:
-    """The conditional edge for ``route``: a branch node's name becomes its tasks."""
+def fanning(
+    route: Callable[[Mapping[str, Any]], str | tuple[str, ...]],
+    branches: dict[str, NodeSpec],
+    joins: dict[str, NodeSpec],
+) -> Edge:
+    """The conditional edge for ``route``: each branch node's name becomes its tasks.
+
+    ``joins`` maps each branch node's name to its join.
+    """
 
     def edge(state: Mapping[str, Any]) -> Any:
-        target = route(state)
-        spec = branches.get(target)
-        return target if spec is None else branch_sends(spec, state)
+        chosen = route(state)
+        if isinstance(chosen, str):
+            spec = branches.get(chosen)
+            return chosen if spec is None else branch_sends(spec, state)
+        check_started_together(getattr(route, "__name__", "edge"), chosen, branches, joins)
+        return [send for target in chosen for send in branch_sends(branches[target], state)]
 
     edge.__name__ = getattr(route, "__name__", "edge")
     return edge
+
+
+def check_started_together(
+    router: str, chosen: tuple[str, ...], branches: dict[str, NodeSpec], joins: dict[str, NodeSpec]
+) -> None:
+    """Several targets are branch nodes, with every other branch node of their joins."""
+    plain = [target for target in chosen if target not in branches]
+    if plain or not chosen:
+        raise PartialFanOut(
+            f"router {router} returned {list(chosen)}: a route to several nodes starts branch "
+            f"nodes only, joined by one join each; {plain or 'nothing'} is no branch node "
+            "(declare it with branch=keys, or branch=one_task for one task)"
+        )
+    for target in chosen:
+        left_out = [spec.name for spec in joins[target].joins if spec.name not in chosen]
+        if left_out:
+            raise PartialFanOut(
+                f"router {router} returned {list(chosen)}, but join {joins[target].name!r} "
+                f"also waits for {left_out}: a route starts all of a join's branches at once"
+            )

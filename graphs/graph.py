@@ -217,28 +217,30 @@ def route_after_stale_decision(
     return "research" if research_changed(report) else "writer"
 
 
-def then(target: str, *, branch: bool = False) -> Router:
+def then(target: str | tuple[str, ...], *, branch: bool = False) -> Router:
     """The router of a node with one way on: ``target``, unless the run must stop.
 
-    A wiring entry may name its next node instead of a router, ``(node, "reviewer")``;
-    the build makes this router for it, its ``Literal`` naming the target and the end. A
+    A wiring entry may name its next node instead of a router, ``(node, "reviewer")``, or
+    the branch nodes it starts side by side, ``(node, ("check_quotes", "measure_draft"))``;
+    the build makes this router for it, its ``Literal`` naming the targets and the end. A
     branch node's tasks always go on to their join (a branch that stopped says so in its
     result, and the join ends the run with it), so its router names the join alone.
     """
+    names = (target,) if isinstance(target, str) else target
 
-    def route(state: Mapping[str, Any]) -> str:
+    def route(state: Mapping[str, Any]) -> str | tuple[str, ...]:
         return target if branch or not stopped(state) else STOP
 
-    route.__name__ = route.__qualname__ = f"then_{target}"
-    returns = cast(Any, Literal)[target] if branch else cast(Any, Literal)[target, STOP]
+    route.__name__ = route.__qualname__ = f"then_{'_'.join(names)}"
+    returns = cast(Any, Literal)[names] if branch else cast(Any, Literal)[(*names, STOP)]
     route.__annotations__ = {"state": Mapping[str, Any], "return": returns}
     return route
 
 
 def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
-    """The wiring as LangGraph builds it: ``read_by`` applied, a named next node a router."""
+    """The wiring as LangGraph builds it: ``read_by`` applied, named next nodes a router."""
     return [
-        (spec, then(route, branch=spec.branch is not None) if isinstance(route, str) else route)
+        (spec, route if callable(route) else then(route, branch=spec.branch is not None))
         for spec, route in contribute_reads(wiring)
     ]
 
@@ -304,13 +306,15 @@ def build_graph(
         context_schema=RunContext,
     )
     branches = {spec.name: spec for spec, _ in built if spec.branch is not None}
+    joins = {branch.name: spec for spec, _ in built for branch in spec.joins}
     for spec, route in built:
         # A join waits until no other task is left (defer): all its branches finished.
         builder.add_node(spec.name, run_node(spec, route, default_context), defer=bool(spec.joins))
-        builder.add_conditional_edges(spec.name, fanning(route, branches), list(ends[spec.name]))
+        edge = fanning(route, branches, joins)
+        builder.add_conditional_edges(spec.name, edge, list(ends[spec.name]))
     first = built[0][0].name
     if first in branches:
-        builder.add_conditional_edges(START, fanning(lambda _: first, branches), [first])
+        builder.add_conditional_edges(START, fanning(lambda _: first, branches, joins), [first])
     else:
         builder.add_edge(START, first)
     return builder

@@ -69,7 +69,7 @@ from graphs.state import RunnerWrites
 
 ContextFactory = Callable[[Any], RunContext]
 """Services for a run given the context its caller passed (JSON choices from a server)."""
-Router = Callable[[Mapping[str, Any]], str]
+Router = Callable[[Mapping[str, Any]], str | tuple[str, ...]]
 RequestT = TypeVar("RequestT")
 MAX_BACKOFF_SECONDS = 5.0
 
@@ -376,9 +376,12 @@ class Visit:
         update = self.validate(result.update)
         after = self.state.updated(update)
         target = self.route(after)
+        first = target if isinstance(target, str) else target[0]
         handoff = derive_handoff(
-            after, producer=self.step, next_node=target, receipts=result.receipts
+            after, producer=self.step, next_node=first, receipts=result.receipts
         )
+        if not isinstance(target, str):  # branch nodes of several kinds, side by side
+            handoff = handoff.model_copy(update={"next_nodes": list(target)})
         if self.spec.joins:
             handoff = joined_handoff(self.spec, self.state, handoff)
         update["handoff"] = handoff

@@ -9,8 +9,10 @@ work. Each such omission is refused here, naming the node, router or channel:
 - a router shared by a pause and another node: each pause routes on its own, so a node
   inserted after one decision cannot be silently skipped on the other's path;
 - a node no route reaches from the first node (where a run starts);
-- a branch node whose route is not the one join that waits for it, and a join waiting
-  for a branch node the wiring does not have (it would wait for nothing, or forever);
+- a branch node whose route is not the one join that waits for it, a join waiting
+  for a branch node the wiring does not have (it would wait for nothing, or forever), and a
+  router that can start one of a join's branch nodes but not the others (the join would
+  run on part of its branches);
 - a body that reads a channel its input schema does not declare (``graphs.reads``);
 - two pauses of one kind (a decision names its pause by kind), and a pause node whose
   body or router compares a decision's ``action`` with a name its pause does not declare
@@ -41,8 +43,9 @@ from graphs.pauses import Pause
 from graphs.ports import CONTRIBUTED, request_channels
 from graphs.reads import body_reads
 
-Route = Router | str
-"""A node's router, or the name of the one node it goes to next (unless the run stops)."""
+Route = Router | str | tuple[str, ...]
+"""A node's router, or the name of the one node it goes to next (unless the run stops), or
+the branch nodes it starts side by side."""
 Wiring = tuple[tuple[NodeSpec, Route], ...]
 """Nodes with their routes; the first node is where a run starts."""
 RouteT = TypeVar("RouteT")
@@ -177,6 +180,16 @@ def check_branches(
                 f"router {route.__name__} returns {list(ends[spec.name])}, and "
                 f"{joins or 'no node'} joins it (declare the join with joins=({spec.name},))"
             )
+    for spec, route in wiring:
+        for join, _ in wiring:
+            started = [branch.name for branch in join.joins if branch.name in ends[spec.name]]
+            missing = [branch.name for branch in join.joins if branch.name not in started]
+            if started and missing:
+                raise WiringError(
+                    f"router {route.__name__} of {spec.name!r} can start {started} but not "
+                    f"{missing}, which join {join.name!r} waits for too: a route starts all of "
+                    f"a join's branch nodes at once (return them as a tuple)"
+                )
 
 
 def check_reachable(start: str, ends: dict[str, tuple[str, ...]]) -> None:

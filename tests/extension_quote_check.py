@@ -82,13 +82,17 @@ class JoinQuotesInput(TypedDict):
 @node("join_quotes", reads=JoinQuotesInput, writes=QuoteCheckOutput, joins=(check_quotes,))
 def join_quotes(call: NodeCall) -> NodeResult:
     """All sources' checks as one."""
+    return NodeResult({"quote_check": merged_check(call)})
+
+
+def merged_check(call: NodeCall) -> QuoteCheck:
+    """Every source's check, as one."""
     checks = [check for _, check in call.branch_outputs(check_quotes, "quote_check")]
-    merged = QuoteCheck(
+    return QuoteCheck(
         sources=[source for check in checks for source in check.sources],
         facts=sum(check.facts for check in checks),
         misquoted=[claim for check in checks for claim in check.misquoted],
     )
-    return NodeResult({"quote_check": merged})
 
 
 # 3. The wiring (graphs/graph.py)

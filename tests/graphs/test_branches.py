@@ -212,20 +212,6 @@ def test_a_join_of_a_node_that_is_no_branch_fails_at_declaration() -> None:
         node("join_plain", reads=CheckQuotesInput, writes=QuoteCheckOutput, joins=(plain,))
 
 
-def test_a_join_of_two_branch_nodes_fails_at_declaration() -> None:
-    @node("other", reads=CheckQuotesInput, writes=QuoteCheckOutput, branch=source_keys)
-    def other(call: Any) -> Any:
-        raise AssertionError("never runs")
-
-    with pytest.raises(TypeError, match="a join waits for one branch node"):
-        node(
-            "join_both",
-            reads=CheckQuotesInput,
-            writes=QuoteCheckOutput,
-            joins=(check_quotes, other),
-        )
-
-
 def test_a_fan_out_with_no_key_is_refused_rather_than_ending_the_run_silently() -> None:
     from graphs.fan_out import EmptyFanOut, branch_sends
 

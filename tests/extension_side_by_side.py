@@ -1,0 +1,99 @@
+"""Work of two kinds side by side, added through the public API: one route starts both.
+
+Between the writer and the reviewer, ``check_quotes`` (one task per source, from
+``tests/extension_quote_check.py``) and ``measure_draft`` (one task: ``one_task``) run in
+the same step; their join ``join_checks`` waits for both, and hands the reviewer one
+check. The writer's route names both branch nodes as a tuple.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
+
+from pydantic import Field
+
+from contracts import DraftArticle, TaskSpec, VersionedContract
+from graphs import WIRING, NodeCall, NodeResult, Wiring, node, one_task
+from graphs.graph import route_after_writer
+from graphs.nodes.writer import writer
+from tests.extension_quote_check import QuoteCheckOutput, check_quotes, merged_check
+
+
+class DraftMeasure(VersionedContract):
+    """How long the draft is, measured beside the quote check."""
+
+    kind: Literal["draft_measure"] = Field(default="draft_measure", description="Discriminator.")
+    revision: int = Field(ge=1, description="The draft revision measured.")
+    words: int = Field(ge=0, description="Words in the draft's body.")
+
+    EXAMPLES = [{"revision": 1, "words": 240}]
+
+    def summary(self) -> str:
+        """The CLI's progress line."""
+        return f"draft revision {self.revision}: {self.words} words"
+
+
+class MeasureDraftInput(TypedDict):
+    """The draft to measure."""
+
+    task: TaskSpec
+    draft: DraftArticle | None
+
+
+class DraftMeasureOutput(TypedDict, total=False):
+    """The measure, from the branch and again from the join."""
+
+    draft_measure: DraftMeasure | None
+
+
+@node("measure_draft", reads=MeasureDraftInput, writes=DraftMeasureOutput, branch=one_task)
+def measure_draft(call: NodeCall) -> NodeResult:
+    """Measure the draft (one task, beside the quote check's tasks)."""
+    draft: DraftArticle = call.require("draft")
+    return NodeResult(
+        {"draft_measure": DraftMeasure(revision=draft.revision, words=draft.word_count)}
+    )
+
+
+class JoinChecksInput(TypedDict):
+    """The task; both kinds of check arrive through the join."""
+
+    task: TaskSpec
+
+
+class JoinChecksOutput(QuoteCheckOutput, DraftMeasureOutput, total=False):
+    """The merged quote check and the draft's measure."""
+
+
+@node(
+    "join_checks",
+    reads=JoinChecksInput,
+    writes=JoinChecksOutput,
+    joins=(check_quotes, measure_draft),
+)
+def join_checks(call: NodeCall) -> NodeResult:
+    """Both checks, as the reviewer's inputs."""
+    [(_, measure)] = call.branch_outputs(measure_draft, "draft_measure")
+    return NodeResult({"quote_check": merged_check(call), "draft_measure": measure})
+
+
+def route_after_writer_checked(
+    state: Mapping[str, Any],
+) -> (
+    Literal["research", "stale_decision", "conclude", "__end__"]
+    | tuple[Literal["check_quotes"], Literal["measure_draft"]]
+):
+    """``route_after_writer``, with both checks started side by side before review."""
+    target = route_after_writer(state)
+    if target == "reviewer":
+        return ("check_quotes", "measure_draft")
+    return target
+
+
+WIRING_SIDE_BY_SIDE: Wiring = (
+    *((spec, route_after_writer_checked if spec is writer else route) for spec, route in WIRING),
+    (check_quotes, "join_checks"),
+    (measure_draft, "join_checks"),
+    (join_checks, "reviewer"),
+)

@@ -1,0 +1,101 @@
+"""Work of several kinds side by side: one route starts branch nodes of two kinds in one
+step, their join waits for both, a stopped one ends the run with its own error, and a
+wiring that could start one without the other fails when the graph is built."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import pytest
+
+from app.settings import Settings
+from app.workflow import Workflow
+from contracts import ErrorCode, ResearchBundle
+from graphs import build_graph
+from graphs.errors import WiringError
+from graphs.fan_out import PartialFanOut, check_started_together
+from graphs.graph import route_after_writer
+from graphs.nodes.writer import writer
+from tests.extension_quote_check import OBJECTIVE, check_quotes
+from tests.extension_side_by_side import (
+    WIRING_SIDE_BY_SIDE,
+    join_checks,
+    measure_draft,
+)
+from tests.graphs.test_branches import joined_handoff
+from tests.routes import check_handoffs_follow_the_route
+
+
+def test_two_kinds_of_branch_run_in_one_step_and_their_join_waits_for_both(
+    settings: Settings,
+) -> None:
+    with Workflow(settings, wiring=WIRING_SIDE_BY_SIDE) as workflow:
+        outcome = workflow.run(OBJECTIVE, "t-side")
+        assert outcome.result_status == "completed"
+        values = workflow.graph.get_state(workflow.config("t-side")).values
+        bundle = ResearchBundle.model_validate(values["research"])
+        sources = [source.id for source in bundle.sources]
+        runs = workflow.history("t-side")
+        counts = Counter(run.node_id for run in runs)
+        assert counts["check_quotes"] == len(sources) > 1
+        assert counts["measure_draft"] == counts["join_checks"] == counts["writer"]
+        order = [run.node_id for run in runs]
+        last_branch = max(
+            i for i, name in enumerate(order) if name in ("check_quotes", "measure_draft")
+        )
+        assert order.index("join_checks") > last_branch, "the join ran after both kinds"
+        assert order.index("reviewer") > order.index("join_checks")
+        assert values["draft_measure"].words == values["draft"].word_count
+        assert values["quote_check"].sources == sources
+        written = joined_handoff(workflow, "t-side", "writer")
+        assert written.next_nodes == ["check_quotes", "measure_draft"]
+        joined = joined_handoff(workflow, "t-side", "join_checks")
+        assert [(b.node, b.key) for b in joined.branches] == [
+            *(("check_quotes", source) for source in sources),
+            ("measure_draft", "one"),
+        ]
+        edges = check_handoffs_follow_the_route(workflow)
+        assert {("writer", "check_quotes"), ("writer", "measure_draft")} <= edges
+
+
+def test_a_stopped_branch_of_one_kind_ends_the_run_with_its_own_error(
+    settings: Settings,
+) -> None:
+    failing = settings.model_copy(update={"fault": "transient:measure_draft:99"})
+    with Workflow(failing, wiring=WIRING_SIDE_BY_SIDE) as workflow:
+        outcome = workflow.run(OBJECTIVE, "t-side-fail")
+        assert outcome.result_status == "partial", "stopped after the writer's draft"
+        runs = workflow.history("t-side-fail")
+        assert "reviewer" not in {run.node_id for run in runs}, "nothing after the join ran"
+        done = Counter((run.node_id, run.input_hash) for run in runs if run.status == "succeeded")
+        assert max(done.values()) == 1, f"a node did its work twice: {done}"
+        assert [error.code for error in outcome.errors] == [ErrorCode.TRANSIENT]
+        assert {run.node_id for run in runs if run.status != "succeeded"} == {"measure_draft"}
+
+
+def test_a_router_that_can_start_one_branch_of_a_join_without_the_other_fails_the_build() -> None:
+    def route_to_the_quote_check_only(
+        state: Mapping[str, Any],
+    ) -> Literal["check_quotes", "research", "stale_decision", "conclude", "__end__"]:
+        target = route_after_writer(state)
+        return "check_quotes" if target == "reviewer" else target
+
+    wiring = tuple(
+        (spec, route_to_the_quote_check_only if spec is writer else route)
+        for spec, route in WIRING_SIDE_BY_SIDE
+    )
+    with pytest.raises(
+        WiringError, match=r"can start \['check_quotes'\] but not \['measure_draft'\]"
+    ):
+        build_graph(wiring=wiring)
+
+
+def test_a_route_returning_part_of_a_join_s_branches_is_refused_when_it_runs() -> None:
+    branches = {spec.name: spec for spec in (check_quotes, measure_draft)}
+    joins = {name: join_checks for name in branches}
+    with pytest.raises(PartialFanOut, match="also waits for \\['measure_draft'\\]"):
+        check_started_together("r", ("check_quotes",), branches, joins)
+    with pytest.raises(PartialFanOut, match="\\['writer'\\] is no branch node"):
+        check_started_together("r", ("check_quotes", "writer"), branches, joins)
