@@ -22,8 +22,18 @@ class BranchTask(VersionedContract):
     kind: Literal["branch_task"] = Field(default="branch_task", description="Discriminator.")
     node: str = Field(min_length=1, max_length=100, description="The branch node.")
     key: Identifier = Field(description="What this branch works on, unique per node.")
+    tasks: int = Field(
+        default=1,
+        ge=1,
+        description="How many tasks the fan-out started in all: each may spend that share "
+        "of the budget left when it started them.",
+    )
+    nodes: list[str] = Field(
+        default_factory=list,
+        description="The branch nodes the fan-out started (this one among them).",
+    )
 
-    EXAMPLES = [{"node": "research", "key": "q-2"}]
+    EXAMPLES = [{"node": "research", "key": "q-2", "tasks": 3, "nodes": ["research"]}]
 
     def summary(self) -> str:
         """The branch, as progress lines and errors name it."""

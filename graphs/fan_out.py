@@ -34,17 +34,36 @@ def one_task(state: Mapping[str, Any]) -> list[str]:
     return ["one"]
 
 
-def branch_sends(spec: NodeSpec, state: Mapping[str, Any]) -> list[Send]:
-    """One task per key of the branch node ``spec``, each with the inputs it declares."""
+def branch_keys(spec: NodeSpec, state: Mapping[str, Any]) -> list[str]:
+    """The keys the fan-out to branch node ``spec`` starts one task each for."""
     assert spec.branch is not None
     keys = spec.branch(state)
     if not keys:
         raise EmptyFanOut(f"the fan-out to {spec.name!r} found no branch key in this state")
     if len(set(keys)) != len(keys):
         raise EmptyFanOut(f"the fan-out to {spec.name!r} gave a key twice: {keys}")
-    given = {name: state[name] for name in spec.inputs if name in state and name != "branch"}
+    return keys
+
+
+def branch_sends(specs: list[NodeSpec], state: Mapping[str, Any]) -> list[Send]:
+    """One task per key of each branch node in ``specs``, each with the inputs it declares.
+
+    Every task learns how many the fan-out started, and which nodes: it may spend its share
+    of the budget left, so parallel tasks together never spend more than one would.
+    """
+    keyed = [(spec, branch_keys(spec, state)) for spec in specs]
+    tasks = sum(len(keys) for _, keys in keyed)
+    nodes = [spec.name for spec in specs]
     return [
-        Send(spec.name, {**given, "branch": BranchTask(node=spec.name, key=key)}) for key in keys
+        Send(
+            spec.name,
+            {
+                **{name: state[name] for name in spec.inputs if name in state and name != "branch"},
+                "branch": BranchTask(node=spec.name, key=key, tasks=tasks, nodes=nodes),
+            },
+        )
+        for spec, keys in keyed
+        for key in keys
     ]
 
 
@@ -62,9 +81,9 @@ def fanning(
         chosen = route(state)
         if isinstance(chosen, str):
             spec = branches.get(chosen)
-            return chosen if spec is None else branch_sends(spec, state)
+            return chosen if spec is None else branch_sends([spec], state)
         check_started_together(getattr(route, "__name__", "edge"), chosen, branches, joins)
-        return [send for target in chosen for send in branch_sends(branches[target], state)]
+        return branch_sends([branches[target] for target in chosen], state)
 
     edge.__name__ = getattr(route, "__name__", "edge")
     return edge

@@ -57,7 +57,7 @@ from contracts import (
     Usage,
 )
 from graphs.boundary import CheckedState, read, require, validate_channel
-from graphs.budget import exhausted, remaining, used
+from graphs.budget import branch_share, exhausted, left, used
 from graphs.channels import channels_of
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
@@ -353,6 +353,8 @@ class Visit:
     step: StepInfo
     key: str
     agent: str | None
+    branch: BranchTask | None = None
+    """The branch a fanned-out task runs (its key, and how many tasks share the budget)."""
 
     @functools.cached_property
     def prior_runs(self) -> list[NodeRun]:
@@ -502,13 +504,11 @@ def attempts(visit: Visit) -> dict[str, Any]:
     while True:
         if attempt > first:  # the visit's failed attempts are in the audit now
             runs = ctx.ledger.runs(visit.step.thread_id)
-        spent = used(runs)
-        step = replace(
-            visit.step,
-            attempt=attempt,
-            tool_calls_left=remaining(task.budget.max_tool_calls, spent.tool_calls),
-            tokens_left=remaining(task.budget.max_tokens, spent.tokens),
-        )
+        if visit.branch is not None:
+            calls, tokens = branch_share(task.budget, runs, visit.branch, (spec.name, visit.key))
+        else:
+            calls, tokens = left(task.budget, runs)
+        step = replace(visit.step, attempt=attempt, tool_calls_left=calls, tokens_left=tokens)
         current = Attempt(visit, step)
         try:
             visit.fault("attempt")
@@ -654,6 +654,7 @@ def run_node(
                 step=step,
                 key=input_hash(spec, checked, ctx, task),
                 agent=agent_name(ctx, spec),
+                branch=branch,
             )
             visit.fault("start")
             update = (

@@ -178,3 +178,15 @@ def test_a_wait_rule_holds_a_node_until_its_gate_file_exists(tmp_path: Path) -> 
     gate.touch()
     assert released.wait(5), "opening the gate lets the attempt go on"
     waiter.join()
+
+
+def test_parallel_research_branches_share_the_tool_call_budget(workflow: Workflow) -> None:
+    questions = ["Who found the Rosetta Stone?", "What scripts does the stone carry?"]
+    task = workflow.task(OBJECTIVE, budget={"max_tool_calls": 7})
+    task = task.model_copy(update={"questions": questions})
+    workflow.run(task, "t-shared")
+    research = [run for run in workflow.history("t-shared") if run.node_id == "research"]
+    assert len(research) == 3, "three branches: the objective and two questions"
+    spent = [run.usage.tool_calls for run in research]
+    assert sum(spent) <= 7, f"branches spent {spent}: more than the budget together"
+    assert all(calls <= 7 // 3 for calls in spent), f"each branch gets its share: {spent}"

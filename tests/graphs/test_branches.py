@@ -219,4 +219,4 @@ def test_a_fan_out_with_no_key_is_refused_rather_than_ending_the_run_silently() 
     state = {"research": ResearchBundle(task_id="t", result_status="failed")}
     assert source_keys(state) == []
     with pytest.raises(EmptyFanOut, match="found no branch key"):
-        branch_sends(empty, state)
+        branch_sends([empty], state)
