@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph, StateGraph
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from app.backends import backend_for, sqlite_path
 from app.errors import ThreadBusy, ThreadFinished
@@ -38,7 +38,7 @@ from app.postgres import describe_url
 from app.running_nodes import RUNNING_NODES
 from app.services import build_context
 from app.settings import PROJECT_ROOT, Settings
-from contracts import ErrorCode, RunChoices, RunOutcome, StalePolicy
+from contracts import ErrorCode, RunChoices, RunOutcome
 from graphs import RunContext, build_graph
 from graphs.errors import ExitCode, HandoffError
 
@@ -55,13 +55,14 @@ OFFLINE_DEFAULTS = {"LANGSMITH_TRACING": "false"}
 """Set unless the user already did (tracing to LangSmith is an explicit choice)."""
 
 
-class ServerContext(BaseModel):
+class ServerContext(RunChoices):
     """What a run's context (a LangGraph Studio assistant's, an SDK client's) may choose.
 
     The server can only send JSON, so the context carries choices, not services: the
     nodes use services built from settings (``server_context``), with these choices
-    applied. Every field left empty keeps the settings (models) or the task's own value
-    (policies, limits). What was chosen is written to the audit (``handoff history``).
+    applied. The task choices are ``RunChoices`` itself; this adds the models. Every field
+    left empty keeps the settings (models) or the task's own value (policies, limits).
+    What was chosen is written to the audit (``handoff history``).
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -71,15 +72,10 @@ class ServerContext(BaseModel):
         description='Model per node, e.g. {"writer": "openai:gpt-4.1-mini"}; '
         '"offline" for the built-in agent. Nodes not named keep HANDOFF_AGENT_MODELS.',
     )
-    require_approval: bool | None = Field(
-        default=None, description="Ask a human to approve research before writing."
-    )
-    on_stale: StalePolicy | None = Field(
-        default=None, description="When a handed-off input changed: reevaluate, fail or ask."
-    )
-    max_review_rounds: int | None = Field(
-        default=None, ge=1, le=50, description="Most Writer→Reviewer rounds."
-    )
+
+    @classmethod
+    def _not_choices(cls) -> tuple[str, ...]:
+        return ("agent_models",)
 
     def choices(self) -> RunChoices | None:
         """The task choices made, or None when the run keeps the task's own."""

@@ -7,7 +7,8 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 from contracts.base import Contract, Identifier, ProseText, UtcDatetime, VersionedContract
 
@@ -205,46 +206,68 @@ class TaskSpec(VersionedContract):
         return [self.objective] + [text for text in self.questions if text != self.objective]
 
 
+def choice_of(owner: type[BaseModel], name: str) -> Any:
+    """A run choice of ``owner``'s field ``name``, unset by default.
+
+    It keeps the field's own description and bounds, written once, on the owner.
+    """
+    return FieldInfo.merge_field_infos(owner.model_fields[name], default=None)
+
+
 class RunChoices(Contract):
     """What an assistant (a run's context) may choose for the tasks it runs.
 
     Each field left empty keeps the task's own value. Chosen values replace the task's
     when a node of the run reads it, and the task with them is written back to the thread,
-    so routing, the audit and later resumes all see the same choice.
+    so routing, the audit and later resumes all see the same choice. Each choice is a
+    field of the task's ``Policies`` or ``Budget``, of the same name and bounds.
     """
 
-    require_approval: bool | None = Field(
-        default=None, description="Ask a human to approve research before writing."
-    )
-    on_stale: StalePolicy | None = Field(
-        default=None, description="What to do when a handed-off input changed."
-    )
-    max_review_rounds: int | None = Field(
-        default=None, ge=1, le=50, description="Most Writer→Reviewer rounds."
-    )
+    require_approval: bool | None = choice_of(Policies, "require_approval")
+    on_stale: StalePolicy | None = choice_of(Policies, "on_stale")
+    max_review_rounds: int | None = choice_of(Budget, "max_review_rounds")
 
     def applied(self, task: TaskSpec) -> TaskSpec:
         """The task with these choices in force (the same object when nothing changes)."""
-        policies = {
-            name: value
-            for name in ("require_approval", "on_stale")
-            if (value := getattr(self, name)) is not None
-        }
-        budget = (
-            {} if self.max_review_rounds is None else {"max_review_rounds": self.max_review_rounds}
-        )
-        chosen = task.model_copy(
+        chosen = self.model_dump(exclude_none=True)
+        policies = {k: v for k, v in chosen.items() if k in Policies.model_fields}
+        budget = {k: v for k, v in chosen.items() if k in Budget.model_fields}
+        changed = task.model_copy(
             update={
                 "policies": task.policies.model_copy(update=policies),
                 "budget": task.budget.model_copy(update=budget),
             }
         )
-        return task if chosen == task else chosen
+        return task if changed == task else changed
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _check_choices(cls)
+
+    @classmethod
+    def _not_choices(cls) -> tuple[str, ...]:
+        """Fields a subclass adds that are not task choices (e.g. the server's models)."""
+        return ()
 
     def describe(self) -> str:
         """The choices made, for the audit (e.g. ``max_review_rounds=1, require_approval=True``)."""
         chosen = self.model_dump(exclude_none=True)
         return ", ".join(f"{name}={value}" for name, value in chosen.items())
+
+
+def _check_choices(choices: type[RunChoices]) -> None:
+    """Fail at import when a run choice is no field of the task's policies or budget."""
+    owned = set(Policies.model_fields) | set(Budget.model_fields)
+    stray = sorted(set(choices.model_fields) - owned - set(choices._not_choices()))
+    if stray:
+        raise TypeError(
+            f"{choices.__name__}: run choices {stray} are no field of the task's policies or "
+            "budget; a choice replaces a task field of the same name"
+        )
+
+
+_check_choices(RunChoices)
 
 
 __all__ = [
