@@ -461,12 +461,12 @@ def status(
         job = workflow.job(thread_id)
         try:
             info = workflow.status(thread_id)
-            outcome = workflow.outcome(thread_id)
         except ThreadNotFound:
             if job is None:
                 raise
             _print_queued(thread_id, job, as_json)
             return
+    outcome = info.current
     if as_json:
         payload = {
             "thread_id": info.thread_id,
