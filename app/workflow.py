@@ -9,7 +9,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar, cast
@@ -463,13 +463,15 @@ class Workflow:
                 f"thread {thread_id!r} is not waiting for a decision; the decision was not used"
             )
         payload: Any = None
-        if request is not None:
+        context = self.context
+        if request is not None:  # checked here, once: the pause takes it as admitted
             checked = as_asked_on(self.check_decision(request, decision), request, thread_id)
             payload = Command(resume=checked.model_dump(mode="json"))
+            context = replace(context, admitted=request)
         self.ledger.abandon_running(
             thread_id, "attempt did not finish: its process ended before recording a result"
         )
-        return self._drive(payload, thread_id, on_progress) or self.outcome(thread_id)
+        return self._drive(payload, thread_id, on_progress, context) or self.outcome(thread_id)
 
     def check_decision(self, request: HumanRequest, decision: Any) -> HumanDecision:
         """Validate a decision against the open request and its pause (``check_decision``)."""
@@ -491,18 +493,23 @@ class Workflow:
         return self._request(self._glanced(thread_id))
 
     def _drive(
-        self, payload: Any, thread_id: str, on_progress: ProgressCallback | None
+        self,
+        payload: Any,
+        thread_id: str,
+        on_progress: ProgressCallback | None,
+        context: RunContext | None = None,
     ) -> RunOutcome | None:
         """Run the graph to its end or first pause; the outcome if its last step wrote one.
 
         That outcome is the state's (the channel keeps the last value written), so the
         caller need not read the whole state back; after a pause it reads the state.
+        ``context`` is this workflow's, unless the caller adds to it (a checked decision).
         """
         ended: RunOutcome | None = None
         for update in self.graph.stream(
             payload,
             self.config(thread_id),
-            context=self.context,
+            context=context or self.context,
             durability="sync",
             stream_mode="updates",
         ):
