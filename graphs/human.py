@@ -302,8 +302,8 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
 
     The one ``interrupt()`` of the calling node: on resume LangGraph re-runs the node and
     this returns the validated decision instead of pausing. A decision is accepted once:
-    a served client's resume is checked here (LangGraph refuses it before anything is
-    saved), while ``Workflow.resume`` checks at its door, before the node re-runs, and says
+    a served client's resume is checked here (LangGraph refuses it and the thread keeps
+    waiting), while ``Workflow.resume`` checks at its door, before the node re-runs, and says
     so in the run context (``RunContext.admitted``), so its decision is not checked again.
     Either way the request's schema is what a paused thread shows its clients.
     """
