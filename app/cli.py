@@ -313,9 +313,7 @@ def resume(
             request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
             decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
             if request is not None:
-                decision = decision_for(
-                    request, raw, from_file=decision_file is not None, pauses=workflow.pauses
-                )
+                decision = decision_for(request, raw, from_file=decision_file is not None)
                 asks = decision is None and sys.stdin.isatty() and err.is_terminal and not as_json
                 if asks:  # a person at a terminal: ask (docs/human-decisions.md)
                     decision = prompt_decision(request, thread_id, err, workflow.pauses)
@@ -380,9 +378,7 @@ def submit(
             decision = (  # not waiting: the flags as given, compared with queued decisions
                 raw
                 if request is None
-                else decision_for(
-                    request, raw, from_file=decision_file is not None, pauses=workflow.pauses
-                )
+                else decision_for(request, raw, from_file=decision_file is not None)
             )
             if request is not None and decision is None:
                 hints = request_hints(request, workflow.pauses)
@@ -461,12 +457,12 @@ def status(
         job = workflow.job(thread_id)
         try:
             info = workflow.status(thread_id)
-            outcome = workflow.outcome(thread_id)
         except ThreadNotFound:
             if job is None:
                 raise
             _print_queued(thread_id, job, as_json)
             return
+    outcome = info.current
     if as_json:
         payload = {
             "thread_id": info.thread_id,

@@ -303,30 +303,30 @@ def read_decision_file(path: Path) -> dict[str, Any]:
 def parse_decision(
     request: HumanRequest, flags: DecisionFlags, pauses: Mapping[str, Pause] = PAUSES
 ) -> HumanDecision | None:
-    """The typed decision the options make for ``request``, or None if none was given."""
-    raw = flags.raw(action_names(pauses))
-    return decision_for(request, raw, from_file=flags.decision_file is not None, pauses=pauses)
+    """The typed decision the options make for ``request``, or None if none was given.
+
+    A decision that does not fit the request is refused with InvalidDecision naming the
+    field, as ``Workflow.resume`` refuses it when the command line hands it over.
+    """
+    from_file = flags.decision_file is not None
+    raw = decision_for(request, flags.raw(action_names(pauses)), from_file=from_file)
+    return None if raw is None else check_decision(request, raw, pauses)
 
 
 def decision_for(
-    request: HumanRequest,
-    raw: dict[str, Any] | None,
-    *,
-    from_file: bool,
-    pauses: Mapping[str, Pause] = PAUSES,
-) -> HumanDecision | None:
-    """``raw`` (from ``DecisionFlags.raw``) checked against ``request``; None stays None.
+    request: HumanRequest, raw: dict[str, Any] | None, *, from_file: bool
+) -> dict[str, Any] | None:
+    """``raw`` (from ``DecisionFlags.raw``) addressed to ``request``; None stays None.
 
     Flags answer whatever the thread waits on, so they get the request's id. A decision
     file must name the request itself (its ``interrupt_id`` is what ties it to one thread)
-    and is never completed from the thread it is used on. A decision that does not fit the
-    request is refused with InvalidDecision naming the field; nothing is saved either way.
+    and is never completed from the thread it is used on. It is not checked here: the
+    door it goes through (``Workflow.resume``, ``Workflow.submit_decision``) checks it
+    against the request it finds, once, and refuses it naming the field.
     """
-    if raw is None:
-        return None
-    if not from_file:
-        raw = {"interrupt_id": request.interrupt_id, **raw}
-    return check_decision(request, raw, pauses)
+    if raw is None or from_file:
+        return raw
+    return {"interrupt_id": request.interrupt_id, **raw}
 
 
 def prompt_decision(

@@ -9,7 +9,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar, cast
@@ -118,6 +118,9 @@ class ThreadStatus:
     draft_revision: int | None
     verdict: str | None
     fact_count: int | None
+    current: RunOutcome
+    """What :meth:`Workflow.outcome` reports (the recorded outcome, or INPUT_REQUIRED with
+    the request, or WORKING), from the same read: ``handoff status`` prints both."""
     freshness: FreshnessReport | None = None
     updated_at: str | None = None
     """When its latest checkpoint was written (ISO 8601, UTC)."""
@@ -460,13 +463,15 @@ class Workflow:
                 f"thread {thread_id!r} is not waiting for a decision; the decision was not used"
             )
         payload: Any = None
-        if request is not None:
+        context = self.context
+        if request is not None:  # checked here, once: the pause takes it as admitted
             checked = as_asked_on(self.check_decision(request, decision), request, thread_id)
             payload = Command(resume=checked.model_dump(mode="json"))
+            context = replace(context, admitted=request)
         self.ledger.abandon_running(
             thread_id, "attempt did not finish: its process ended before recording a result"
         )
-        return self._drive(payload, thread_id, on_progress) or self.outcome(thread_id)
+        return self._drive(payload, thread_id, on_progress, context) or self.outcome(thread_id)
 
     def check_decision(self, request: HumanRequest, decision: Any) -> HumanDecision:
         """Validate a decision against the open request and its pause (``check_decision``)."""
@@ -480,23 +485,31 @@ class Workflow:
 
     @_storage
     def pending(self, thread_id: str) -> HumanRequest | None:
-        """The open human request of a thread, or None if it is not waiting."""
-        self._values(thread_id)
-        return self._request(self.graph.get_state(self.config(thread_id)))
+        """The open human request of a thread, or None if it is not waiting.
+
+        One read of the latest checkpoint's small channels: the interrupts are as in the
+        full state (see :meth:`status`).
+        """
+        return self._request(self._glanced(thread_id))
 
     def _drive(
-        self, payload: Any, thread_id: str, on_progress: ProgressCallback | None
+        self,
+        payload: Any,
+        thread_id: str,
+        on_progress: ProgressCallback | None,
+        context: RunContext | None = None,
     ) -> RunOutcome | None:
         """Run the graph to its end or first pause; the outcome if its last step wrote one.
 
         That outcome is the state's (the channel keeps the last value written), so the
         caller need not read the whole state back; after a pause it reads the state.
+        ``context`` is this workflow's, unless the caller adds to it (a checked decision).
         """
         ended: RunOutcome | None = None
         for update in self.graph.stream(
             payload,
             self.config(thread_id),
-            context=self.context,
+            context=context or self.context,
             durability="sync",
             stream_mode="updates",
         ):
@@ -574,7 +587,10 @@ class Workflow:
         """Facts in the snapshot's research bundle, counted without decoding the bundle."""
         return self._glancer()[0].count_items(snapshot.config, "research", "facts")
 
-    def _outcome_of(self, thread_id: str, snapshot: StateSnapshot) -> RunOutcome:
+    def _outcome_of(
+        self, thread_id: str, snapshot: StateSnapshot, facts: int | None = None
+    ) -> RunOutcome:
+        """The outcome ``snapshot`` reports; ``facts`` is its fact count if already read."""
         values = snapshot.values
         ended = read(values, "outcome", RunOutcome, node="workflow")
         if ended is not None:
@@ -582,12 +598,14 @@ class Workflow:
         task = read(values, "task", TaskSpec, node="workflow")
         request = self._request(snapshot)
         if request is not None:
+            if facts is None:
+                facts = self._fact_count(snapshot)
             return RunOutcome(
                 thread_id=thread_id,
                 task_id=task.task_id if task else "unknown",
                 state=TaskState.INPUT_REQUIRED,
                 human_request=request,
-                fact_count=self._fact_count(snapshot) or 0,
+                fact_count=facts or 0,
                 reason=request.question,
             )
         return RunOutcome(
@@ -609,16 +627,19 @@ class Workflow:
     def status(self, thread_id: str) -> ThreadStatus:
         """Current step, next nodes and outcome of a thread.
 
-        Only what it reports is read: the small channels of the latest checkpoint, a count
-        of checkpoints and of facts. The research bundle and the handoff envelope, which grow
-        with the corpus, are never decoded, so a thread of a 10,000-file corpus answers as
-        fast as any (``bench/p7_big_corpus.py``).
+        Only what it reports is read: the small channels of the latest checkpoint, once
+        (its ``current`` outcome comes from the same read), a count of checkpoints and of
+        facts. The research bundle and the handoff envelope, which grow with the corpus, are
+        never decoded, so a thread of a 10,000-file corpus answers as fast as any
+        (``bench/p7_big_corpus.py``); no earlier checkpoint is read, so a thread of 200
+        checkpoints answers as fast as one of 3 (``bench/p4_resume_cost.py``).
         """
         snapshot = self._glanced(thread_id)
         values = snapshot.values
         draft = read(values, "draft", DraftArticle, node="workflow")
         review = read(values, "review", ReviewResult, node="workflow")
         step = (snapshot.metadata or {}).get("step")
+        facts = self._fact_count(snapshot)
         return ThreadStatus(
             thread_id=thread_id,
             next_nodes=tuple(snapshot.next),
@@ -627,7 +648,8 @@ class Workflow:
             step=step if isinstance(step, int) else None,
             draft_revision=draft.revision if draft else None,
             verdict=review.verdict if review else None,
-            fact_count=self._fact_count(snapshot),
+            fact_count=facts,
+            current=self._outcome_of(thread_id, snapshot, facts),
             freshness=read(values, "freshness", FreshnessReport, node="workflow"),
             updated_at=snapshot.created_at,
         )

@@ -9,8 +9,9 @@ in every checkpoint.
 - threads: what ``handoff threads`` does after start-up: open a read-only Workflow, list
   the thread ids and read each thread's row (``Workflow.summary``). The store of small
   threads (baseline) vs the store with the big thread in place of one (candidate).
-- status: what ``handoff status`` does: a read-only Workflow, ``status`` and ``outcome``.
-  A small thread (baseline) vs the big thread (candidate), in the store holding both.
+- status: what ``handoff status`` does: a read-only Workflow and ``status`` (whose report
+  holds the outcome too). A small thread (baseline) vs the big thread (candidate), in the
+  store holding both.
 - info: the big thread's status read the way LangGraph reads a thread (``get_state`` of
   the full state and ``list`` of its checkpoints, as ``status`` did before it read only
   the small channels) vs as ``status`` reads it now.
@@ -106,13 +107,12 @@ def list_threads(settings: Settings) -> Callable[[int], float]:
 
 
 def show_status(settings: Settings, thread_id: str) -> Callable[[int], float]:
-    """One sample of ``handoff status THREAD``: open, status and outcome."""
+    """One sample of ``handoff status THREAD``: open, then status."""
 
     def sample(_: int) -> float:
         def command() -> None:
             with Workflow(settings, read_only=True) as workflow:
                 workflow.status(thread_id)
-                workflow.outcome(thread_id)
 
         return timed(command)
 

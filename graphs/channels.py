@@ -11,7 +11,9 @@ import types
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, TypedDict, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
+
+from typing_extensions import TypedDict
 
 from contracts import VersionedContract
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from contracts import RunChoices
+from contracts import HumanRequest, RunChoices
 from graphs.errors import MissingContext
 from graphs.ports import ArtifactStore, RunLedger, SourceProbe
 
@@ -53,6 +53,10 @@ class RunContext:
     """Held (by thread id) while a node runs. A cancelled run's node goes on running in its
     worker thread until it returns; the dev server waits on this before it lets go of
     the thread's lock, so no second attempt can start beside it (``app/server.py``)."""
+    admitted: HumanRequest | None = None
+    """The request whose decision this run resumes with, already checked against it by the
+    caller (``Workflow.resume``): the pause asking exactly that takes the decision without
+    checking it again. The served graph never sets it, so its pauses check every resume."""
 
     def agent_for(self, spec: NodeSpec) -> Any:
         """The agent for a declared node, checked against the protocol it declares."""

@@ -13,8 +13,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from contracts import (
     Answer,
@@ -28,6 +37,7 @@ from contracts import (
     RefCheck,
     ResearchBundle,
 )
+from graphs.context import RunContext
 from graphs.pauses import DECISION_FIELDS, Pause, PauseDeclarationError
 from graphs.ports import StepInfo
 
@@ -291,11 +301,29 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
     """Pause for a decision on ``request`` and return it, validated against it and ``pause``.
 
     The one ``interrupt()`` of the calling node: on resume LangGraph re-runs the node and
-    this returns the validated decision instead of pausing.
+    this returns the validated decision instead of pausing. A decision is accepted once:
+    a served client's resume is checked here (LangGraph refuses it and the thread keeps
+    waiting), while ``Workflow.resume`` checks at its door, before the node re-runs, and says
+    so in the run context (``RunContext.admitted``), so its decision is not checked again.
+    Either way the request's schema is what a paused thread shows its clients.
     """
     schema = decision_schema(request, pause)
-    value = interrupt(request.model_dump(mode="json"), response_schema=schema)
-    return as_decision(value)
+    shown = request.model_dump(mode="json")
+    if _admitted(request):
+        return as_decision(interrupt(shown, response_schema=_surfaced(schema)))
+    return as_decision(interrupt(shown, response_schema=schema))
+
+
+def _admitted(request: HumanRequest) -> bool:
+    """Whether this run's caller already checked the decision it resumes ``request`` with."""
+    context = get_runtime().context
+    return isinstance(context, RunContext) and context.admitted == request
+
+
+@functools.lru_cache(maxsize=128)
+def _surfaced(schema: type[HumanDecision]) -> dict[str, Any]:
+    """The JSON Schema ``interrupt`` shows for ``schema``; given as such, it checks nothing."""
+    return TypeAdapter(schema).json_schema()
 
 
 def recorded(

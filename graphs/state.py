@@ -11,7 +11,7 @@ must also hold attempts that failed or crashed, which never reach a checkpoint.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing_extensions import TypedDict
 
 from contracts import (
     BranchResults,

@@ -32,9 +32,10 @@ import inspect
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, replace
-from typing import Any, TypedDict, TypeVar, get_args, get_type_hints
+from typing import Any, TypeVar, get_args, get_type_hints
 
 from langgraph.graph import END
+from typing_extensions import TypedDict
 
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError

@@ -15,9 +15,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from app.settings import Settings
 from app.workflow import Workflow

@@ -10,9 +10,10 @@ run in parallel), whose join ``join_quotes`` hands the merged check to the revie
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from contracts import ResearchBundle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, node

@@ -9,9 +9,10 @@ check. The writer's route names both branch nodes as a tuple.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from contracts import DraftArticle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, node, one_task

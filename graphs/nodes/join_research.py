@@ -9,7 +9,8 @@ order of the questions.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TypedDict
+
+from typing_extensions import TypedDict
 
 from contracts import (
     ArtifactRef,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict
 
 from contracts import FreshnessReport, Handoff, ResearchBundle, TaskSpec, research_questions
 from graphs.boundary import require

@@ -8,9 +8,10 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 import pytest
+from typing_extensions import TypedDict
 
 from app.settings import Settings
 from app.workflow import Workflow

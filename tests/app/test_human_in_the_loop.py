@@ -5,26 +5,34 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import langgraph.types as langgraph_types
 import pytest
 from langgraph.errors import is_invalid_resume
 from langgraph.types import Command
 from pydantic import ValidationError
+from typer.testing import CliRunner
 
+from app import cli, cli_decisions
+from app import workflow as workflow_module
 from app.agents.apparatus import without_apparatus
 from app.errors import InvalidDecision, NotWaiting, ThreadFinished
 from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.text import CITATION, word_count
-from app.workflow import Workflow
+from app.workflow import Workflow, check_decision
 from contracts import ErrorCode, HumanRequest, TaskState
 from graphs import WriteRequest
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env
 from tests.conftest import OBJECTIVE
+
+validate_resume = langgraph_types._validate_resume
 
 HANDOFF = Path(sys.executable).parent / "handoff"
 QUESTIONS = ["Who found the Rosetta Stone in 1799?", "What did Champollion eat for lunch?"]
@@ -317,6 +325,41 @@ def test_the_graph_refuses_a_resume_written_for_another_thread_so_server_clients
             )
         assert is_invalid_resume(caught.value) and reason in str(caught.value)
         assert workflow.pending("t-mine") == mine, "nothing was saved; still waiting"
+
+
+def test_a_decision_is_checked_once_at_the_door_it_comes_through(
+    workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``handoff resume`` and ``Workflow.resume``: by the Workflow, before the node re-runs,
+    and the pause takes it as admitted; a served client's resume: by the pause itself."""
+    checks: list[str] = []
+
+    def counted(where: str, check: Callable[..., Any]) -> Callable[..., Any]:
+        def checking(*args: Any, **kwargs: Any) -> Any:
+            checks.append(where)
+            return check(*args, **kwargs)
+
+        return checking
+
+    monkeypatch.setattr(workflow_module, "check_decision", counted("door", check_decision))
+    monkeypatch.setattr(cli_decisions, "check_decision", counted("cli", check_decision))
+    monkeypatch.setattr(langgraph_types, "_validate_resume", counted("pause", validate_resume))
+    monkeypatch.setattr(cli, "_workflow", lambda read_only=False: nullcontext(workflow))
+    paused(workflow, "t-cli")
+    result = CliRunner().invoke(cli.cli, ["resume", "t-cli", "--approve"])
+    assert result.exit_code == ExitCode.COMPLETED, result.output
+    assert checks == ["door"] and workflow.pending("t-cli") is None
+    checks.clear()
+    by_api = paused(workflow, "t-api")
+    workflow.resume("t-api", {"interrupt_id": by_api.interrupt_id, "action": "approve"})
+    assert checks == ["door"] and workflow.pending("t-api") is None
+    checks.clear()
+    served = paused(workflow, "t-served")
+    resume = {"interrupt_id": served.interrupt_id, "action": "approve"}
+    workflow.graph.invoke(
+        Command(resume=resume), workflow.config("t-served"), context=workflow.context
+    )
+    assert checks == ["pause"] and workflow.pending("t-served") is None
 
 
 def test_handoff_resume_refuses_a_decision_file_written_for_another_thread_with_exit_2(

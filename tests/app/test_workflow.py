@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
 
 from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
 from app.settings import BUNDLED_CORPUS, Settings
 from app.text import CITATION
+from app.thread_reads import GlanceSaver
 from app.workflow import Workflow
 from contracts import ResearchBundle, RunOutcome, TaskState, VersionedContract
 from graphs import workflow_channels
@@ -170,6 +174,39 @@ def test_status_history_and_artifacts_of_an_unknown_thread_raise_thread_not_foun
         with pytest.raises(ThreadNotFound, match="t-missing"):
             call("t-missing")
     assert workflow.threads() == []
+
+
+def test_status_outcome_and_pending_read_the_latest_checkpoint_once(
+    workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However long the thread's history: no earlier checkpoint is read.
+
+    LangGraph rebuilds a merging channel whose value a checkpoint lacks (``branches``, which
+    status leaves out) by reading ancestors until one holds it; status must not make it.
+    """
+    waiting = workflow.run(workflow.task(OBJECTIVE, policies={"require_approval": True}), "t-one")
+    assert waiting.human_request is not None
+    assert workflow.checkpoint_count("t-one") > 3, "a history to walk, were it walked"
+    reads: list[str] = []
+    savers: set[type[BaseCheckpointSaver[str]]] = {type(workflow.saver), GlanceSaver}
+    for saver in savers:
+
+        def counted(
+            self: BaseCheckpointSaver[str],
+            config: RunnableConfig,
+            _read: Callable[..., Any] = saver.get_tuple,
+            _name: str = saver.__name__,
+        ) -> Any:
+            reads.append(_name)
+            return _read(self, config)
+
+        monkeypatch.setattr(saver, "get_tuple", counted)
+    status = workflow.status("t-one")
+    assert reads == ["GlanceSaver"] and status.current == waiting
+    reads.clear()
+    assert workflow.outcome("t-one") == waiting and reads == ["GlanceSaver"]
+    reads.clear()
+    assert workflow.pending("t-one") == waiting.human_request and reads == ["GlanceSaver"]
 
 
 def test_named_artifacts_resolve_and_unknown_names_are_refused(workflow: Workflow) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypedDict, cast, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import pytest
+from typing_extensions import TypedDict
 
 from contracts import Handoff, ReviewResult, RunOutcome, TaskSpec
 from graphs import WIRING, NodeCall, NodeResult, Wiring, build_graph, node

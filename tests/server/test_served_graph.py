@@ -73,6 +73,25 @@ def test_the_exported_graph_has_no_checkpointer_and_a_json_context(served_folder
     assert server.ServerContext.model_validate({"thread_id": "x", "anything": 1})
 
 
+def test_studio_gets_the_input_output_and_context_schemas(served_folder: Path) -> None:
+    """What the dev server answers Studio's ``get_schemas`` with, built as it builds them.
+
+    langgraph-api asks the compiled graph for each schema and, when one fails to build,
+    logs it and sends null: Studio then has no input form. On Python 3.11 a ``typing``
+    TypedDict made every one of them fail (``tests/graphs/test_typed_dicts.py``).
+    """
+    graph = server.served_graph()
+    given = graph.get_input_jsonschema()
+    assert set(given["properties"]) == {"task"} and given["required"] == ["task"]
+    assert "objective" in given["$defs"]["TaskSpec"]["required"]
+    returned = graph.get_output_jsonschema()
+    assert set(returned["properties"]) == {"outcome", "research", "draft", "review"}
+    assert "RunOutcome" in returned["$defs"]
+    chosen = graph.get_context_jsonschema()
+    assert chosen is not None
+    assert set(chosen["properties"]) == set(server.ServerContext.model_fields)
+
+
 def test_nodes_accept_plain_dicts_at_every_boundary(served_folder: Path) -> None:
     saver = InMemorySaver(serde=PlainDicts())
     graph = server.served_graph().copy(update={"checkpointer": saver})

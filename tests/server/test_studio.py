@@ -1,7 +1,8 @@
 """What a LangGraph Studio user does: type an objective, configure an assistant, run it.
 
-The input is the objective alone (no task id), and an assistant's context chooses the
-review rounds and the approval policy; the run behaves as chosen and the audit says so.
+Studio draws its input form from the schemas the server gives it. The input is the
+objective alone (no task id), and an assistant's context chooses the review rounds and the
+approval policy; the run behaves as chosen and the audit says so.
 """
 
 from __future__ import annotations
@@ -19,6 +20,24 @@ from tests.conftest import OBJECTIVE
 from tests.server.conftest import RunningServer, approval, check_article
 
 pytestmark = pytest.mark.server
+
+
+def test_studio_gets_an_input_form_and_the_output_schema(dev_server: RunningServer) -> None:
+    """A schema the server cannot build is sent as null (and logged): no form to type in."""
+
+    async def schemas() -> dict[str, Any]:
+        client = get_client(url=dev_server.url)
+        [assistant] = await client.assistants.search(
+            graph_id=GRAPH_ID, metadata={"created_by": "system"}
+        )
+        return dict(await client.assistants.get_schemas(assistant["assistant_id"]))
+
+    given = asyncio.run(schemas())
+    assert given["input_schema"] is not None, dev_server.log_tail()
+    assert set(given["input_schema"]["properties"]) == {"task"}
+    assert given["output_schema"] is not None, dev_server.log_tail()
+    assert set(given["output_schema"]["properties"]) == {"outcome", "research", "draft", "review"}
+    assert "Failed to get" not in dev_server.log_tail(1 << 20)
 
 
 def test_a_run_given_only_an_objective_gets_a_stable_task_id_and_finishes(
