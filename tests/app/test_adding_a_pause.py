@@ -16,7 +16,7 @@ from langgraph.types import Command
 from pydantic import ValidationError
 from rich.console import Console
 
-from app.cli_decisions import (
+from app.cli.decisions import (
     ACTIONS,
     DecisionFlags,
     DecisionInputError,

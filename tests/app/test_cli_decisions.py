@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.cli_decisions import (
+from app.cli.decisions import (
     ACTIONS,
     MAX_DECISION_FILE_BYTES,
     PAUSES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-import app.cli_decisions
+import app.cli.decisions
 import app.models
 import app.server
 from app.errors import (
@@ -63,7 +63,7 @@ EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (QueueUnavailable("no PostgreSQL"), ExitCode.USAGE),
     (SubmitUsage("objective and --resume"), ExitCode.USAGE),
     (app.server.ServeError("port taken"), ExitCode.USAGE),
-    (app.cli_decisions.DecisionInputError("two actions"), ExitCode.USAGE),
+    (app.cli.decisions.DecisionInputError("two actions"), ExitCode.USAGE),
     (DecisionRequired("decide first", None), ExitCode.WAITING_FOR_HUMAN),
     (ThreadNotFound("no thread"), ExitCode.NOT_FOUND),
     (UnknownArtifactName("no artifact"), ExitCode.NOT_FOUND),

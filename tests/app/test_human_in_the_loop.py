@@ -18,9 +18,11 @@ from langgraph.types import Command
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from app import cli, cli_decisions
 from app import workflow as workflow_module
 from app.agents.apparatus import without_apparatus
+from app.cli import base as cli_base
+from app.cli import cli
+from app.cli import decisions as cli_decisions
 from app.errors import InvalidDecision, NotWaiting, ThreadFinished
 from app.exit_codes import ExitCode
 from app.settings import Settings
@@ -344,9 +346,9 @@ def test_a_decision_is_checked_once_at_the_door_it_comes_through(
     monkeypatch.setattr(workflow_module, "check_decision", counted("door", check_decision))
     monkeypatch.setattr(cli_decisions, "check_decision", counted("cli", check_decision))
     monkeypatch.setattr(langgraph_types, "_validate_resume", counted("pause", validate_resume))
-    monkeypatch.setattr(cli, "_workflow", lambda read_only=False: nullcontext(workflow))
+    monkeypatch.setattr(cli_base, "open_workflow", lambda read_only=False: nullcontext(workflow))
     paused(workflow, "t-cli")
-    result = CliRunner().invoke(cli.cli, ["resume", "t-cli", "--approve"])
+    result = CliRunner().invoke(cli, ["resume", "t-cli", "--approve"])
     assert result.exit_code == ExitCode.COMPLETED, result.output
     assert checks == ["door"] and workflow.pending("t-cli") is None
     checks.clear()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.table import Table
 
+from app.cli.terminal import TerminalConsole, visible
 from app.exit_codes import ExitCode
-from app.terminal import TerminalConsole, visible
 from tests.cli import handoff
 
 HOSTILE = "Explain how the Rosetta Stone was deciphered \x1b]0;pwned\x07 \x1b[2J \x9b31m"

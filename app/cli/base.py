@@ -1,0 +1,90 @@
+"""The command's frame: its consoles, its Typer app, and how errors become exit codes."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from typer.core import TyperGroup
+
+from app.cli.terminal import TerminalConsole, visible
+from app.exit_codes import EXPECTED_ERRORS, for_error
+from app.postgres import redact
+from app.settings import Settings
+from app.workflow import Workflow
+from graphs.boundary import describe_validation_error
+from graphs.errors import HandoffError
+
+out = TerminalConsole(highlight=False, soft_wrap=True)
+wide = TerminalConsole(highlight=False, width=None if out.is_terminal else 200)
+err = TerminalConsole(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, ValidationError):
+        return f"invalid {error.title}: {describe_validation_error(error)}"
+    if isinstance(error, HandoffError):
+        return error.message
+    return str(error)
+
+
+class _MappedErrors(TyperGroup):
+    """Every command's errors end here: one line on stderr and the error's exit code.
+
+    The line (and the ``--debug`` traceback) has the database passwords masked, since a
+    driver's error may quote the URL, and its control characters made visible.
+
+    ``--debug`` adds the traceback but keeps the exit code, so a script that retries on a
+    code behaves the same while someone investigates. Errors that are not expected (see
+    ``EXPECTED_ERRORS``) are bugs and propagate with their traceback.
+    """
+
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # typer passes its own
+        """Run the command, turning an expected error into its exit code."""
+        try:
+            return super().invoke(ctx)
+        except EXPECTED_ERRORS as error:
+            if ctx.params.get("debug"):
+                _write_traceback(error)
+            line = visible(_redacted(_message(error)), lines=False)
+            err.print(f"error: {line}", markup=False)
+            raise typer.Exit(int(for_error(error))) from None
+
+
+def _redacted(text: str) -> str:
+    """``text`` with the database passwords masked (a driver's error may quote its URL)."""
+    try:
+        url: str | None = Settings().resolved_database_url()
+    except Exception:  # settings that do not load: mask what the patterns find
+        url = None
+    return redact(text, url)
+
+
+def _write_traceback(error: BaseException) -> None:
+    sys.stderr.write(visible(_redacted("".join(traceback.format_exception(error)))))
+
+
+cli = typer.Typer(
+    cls=_MappedErrors,
+    help="Run and inspect handoff workflows (Research → Writer → Reviewer).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@cli.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks on errors (the exit code stays).")
+    ] = False,
+) -> None:
+    """Read by the error handler of ``_MappedErrors`` from the context's params."""
+
+
+def open_workflow(*, read_only: bool = False) -> Workflow:
+    """The Workflow of the settings; inspecting commands open it read-only (no writes)."""
+    return Workflow(Settings(), read_only=read_only)

@@ -1,0 +1,172 @@
+"""Options several commands take, each declared once, and what they make.
+
+``run`` and ``submit`` take a task's options, ``resume`` and ``submit --resume`` a
+decision's. A group is declared here once; ``taking(GROUP)`` adds its options to a
+command's signature (Typer reads the signature), and the command's body gets them as
+keyword arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, get_type_hints
+
+import typer
+
+from app.cli.decisions import DecisionFlags
+from app.workflow import Workflow
+from contracts import Constraints, TaskSpec
+
+Command = TypeVar("Command", bound=Callable[..., None])
+KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
+
+Objective = Annotated[str, typer.Argument(help="What the article must explain.")]
+CorpusOpt = Annotated[
+    list[Path] | None, typer.Option("--corpus", help="Folder or file to research.")
+]
+ThreadOpt = Annotated[str | None, typer.Option("--thread", help="Thread id to use.")]
+MaxWordsOpt = Annotated[int | None, typer.Option("--max-words", help="Word limit.")]
+SectionOpt = Annotated[
+    list[str] | None, typer.Option("--section", help="Required section (repeatable).")
+]
+MaxRoundsOpt = Annotated[int | None, typer.Option("--max-rounds", help="Review rounds.")]
+QuestionOpt = Annotated[
+    list[str] | None,
+    typer.Option("--question", help="Sub-question to research besides the objective (repeatable)."),
+]
+ApprovalOpt = Annotated[
+    bool, typer.Option("--require-approval", help="Pause for approval after research.")
+]
+AskOnReviewOpt = Annotated[
+    bool, typer.Option("--ask-on-review", help="Ask a human when review cannot approve in budget.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")]
+ApproveOpt = Annotated[bool, typer.Option("--approve", help="Approve the request.")]
+RejectOpt = Annotated[bool, typer.Option("--reject", help="Reject (needs --reason).")]
+AcceptPartialOpt = Annotated[
+    bool, typer.Option("--accept-partial", help="Accept the draft as partial.")
+]
+GrantRoundOpt = Annotated[bool, typer.Option("--grant-round", help="Grant another review round.")]
+AbortOpt = Annotated[bool, typer.Option("--abort", help="Abort (needs --reason).")]
+ActionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--action", help="Any action the request allows, by name (e.g. accept_new_revision)."
+    ),
+]
+ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Why.")]
+AnswerOpt = Annotated[
+    list[str] | None, typer.Option("--answer", help="QID=TEXT answer (repeatable).")
+]
+ConstraintOpt = Annotated[
+    list[str] | None, typer.Option("--constraint", help="Constraint to add (repeatable).")
+]
+DetailOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--detail",
+        help="NAME=VALUE: a field of the pause's own decision (VALUE as JSON, or text; "
+        "repeatable).",
+    ),
+]
+DecisionFileOpt = Annotated[
+    Path | None, typer.Option("--decision-file", help="HumanDecision as JSON.")
+]
+
+
+TASK_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "corpus": (CorpusOpt, None),
+    "thread": (ThreadOpt, None),
+    "max_words": (MaxWordsOpt, None),
+    "section": (SectionOpt, None),
+    "max_rounds": (MaxRoundsOpt, None),
+    "question": (QuestionOpt, None),
+    "require_approval": (ApprovalOpt, False),
+    "ask_on_review": (AskOnReviewOpt, False),
+}
+"""A task's options (``run``, ``submit``): name → (annotated type, default)."""
+
+DECISION_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "approve": (ApproveOpt, False),
+    "reject": (RejectOpt, False),
+    "accept_partial": (AcceptPartialOpt, False),
+    "grant_round": (GrantRoundOpt, False),
+    "abort": (AbortOpt, False),
+    "action": (ActionOpt, None),
+    "reason": (ReasonOpt, None),
+    "answer": (AnswerOpt, None),
+    "constraint": (ConstraintOpt, None),
+    "detail": (DetailOpt, None),
+    "decision_file": (DecisionFileOpt, None),
+}
+"""A decision's options (``resume``, ``submit --resume``)."""
+
+
+def taking(*groups: dict[str, tuple[Any, Any]]) -> Callable[[Command], Command]:
+    """Give a command the options of ``groups`` after its own; its ``**options`` gets them."""
+
+    def decorate(function: Command) -> Command:
+        hints = get_type_hints(function, include_extras=True)
+        own = [
+            parameter.replace(annotation=hints[parameter.name])
+            for parameter in inspect.signature(function).parameters.values()
+            if parameter.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        added = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind
+            )
+            for group in groups
+            for name, (kind, default) in group.items()
+        ]
+
+        @functools.wraps(function)
+        def command(**given: Any) -> None:
+            function(**given)
+
+        parameters = [*own, *added]
+        command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        command.__annotations__ = {item.name: item.annotation for item in parameters}
+        return command  # type: ignore[return-value]
+
+    return decorate
+
+
+def decision_flags(params: dict[str, Any]) -> DecisionFlags:
+    """The decision options of a command (``resume``, ``submit``), from its parameters."""
+    return DecisionFlags(
+        approve=params["approve"],
+        reject=params["reject"],
+        accept_partial=params["accept_partial"],
+        grant_round=params["grant_round"],
+        abort=params["abort"],
+        action=params["action"],
+        reason=params["reason"],
+        answers=tuple(params["answer"] or ()),
+        constraints=tuple(params["constraint"] or ()),
+        details=tuple(params["detail"] or ()),
+        decision_file=params["decision_file"],
+    )
+
+
+def task_of(workflow: Workflow, objective: str, params: dict[str, Any]) -> TaskSpec:
+    """The TaskSpec a command's task options (``run``, ``submit``) describe."""
+    budget: dict[str, Any] = {}
+    if params["max_rounds"] is not None:
+        budget["max_review_rounds"] = params["max_rounds"]
+    return workflow.task(
+        objective,
+        corpus=[str(path) for path in params["corpus"] or []],
+        constraints=Constraints(
+            max_words=params["max_words"], required_sections=params["section"] or []
+        ),
+        budget=budget,
+        questions=params["question"] or [],
+        policies={
+            "require_approval": params["require_approval"],
+            "on_review_exhausted": "ask" if params["ask_on_review"] else "end",
+        },
+    )

@@ -1,0 +1,221 @@
+"""Commands that read threads: status, history, show, sources and threads."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Column, Table
+
+from app.cli import base
+from app.cli.base import cli, err, out, wide
+from app.cli.decisions import render_request
+from app.cli.output import job_json, job_line, print_queued, source_lines, state_line
+from app.cli.terminal import visible
+from app.errors import ThreadNotFound
+from app.invocation import command
+from app.workflow import ARTIFACT_NAMES
+from contracts import ErrorCode
+from graphs.errors import ExitCode, HandoffError
+
+
+@cli.command()
+def status(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Show a thread's current step, what comes next, and its outcome (and its fleet job)."""
+    with base.open_workflow(read_only=True) as workflow:
+        job = workflow.job(thread_id)
+        try:
+            info = workflow.status(thread_id)
+        except ThreadNotFound:
+            if job is None:
+                raise
+            print_queued(thread_id, job, as_json)
+            return
+    outcome = info.current
+    if as_json:
+        payload = {
+            "thread_id": info.thread_id,
+            "next": list(info.next_nodes),
+            "checkpoints": info.checkpoints,
+            "step": info.step,
+            "draft_revision": info.draft_revision,
+            "verdict": info.verdict,
+            "fact_count": info.fact_count,
+            "outcome": json.loads(outcome.model_dump_json()),
+            "freshness": json.loads(info.freshness.model_dump_json()) if info.freshness else None,
+            "job": None if job is None else job_json(job),
+        }
+        out.print_json(json.dumps(payload))
+        return
+    out.print(f"thread: {info.thread_id}", markup=False)
+    out.print(state_line(outcome), markup=False)
+    out.print(f"step: {info.step}  checkpoints: {info.checkpoints}", markup=False)
+    if job is not None:
+        out.print(f"job: {job_line(job)}", markup=False)
+    out.print(f"next: {', '.join(info.next_nodes) or '(nothing: thread has ended)'}", markup=False)
+    if info.fact_count is not None:
+        out.print(f"facts: {info.fact_count}", markup=False)
+    if info.draft_revision is not None:
+        out.print(f"draft revision: {info.draft_revision}  verdict: {info.verdict}", markup=False)
+    for problem in outcome.errors:
+        out.print(f"  {problem.code.value}: {problem.detail}", markup=False)
+    if info.freshness is not None:
+        out.print(
+            f"inputs checked by {info.freshness.node}: {info.freshness.checked}, "
+            f"{info.freshness.verdict}",
+            markup=False,
+        )
+        for check in info.freshness.checks:
+            out.print(f"  {check.name}: {check.status}", markup=False)
+    if outcome.human_request is not None:
+        render_request(outcome.human_request, thread_id, out)
+
+
+@cli.command()
+def history(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Print the thread's audit log: one row per node attempt."""
+    with base.open_workflow(read_only=True) as workflow:
+        runs = workflow.history(thread_id)
+    if as_json:
+        out.print_json(json.dumps([json.loads(item.model_dump_json()) for item in runs]))
+        return
+    table = Table(
+        "node",
+        "attempt",
+        "status",
+        "agent",
+        "input",
+        "ms",
+        "tools",
+        "tokens",
+        Column("artifacts", overflow="fold"),
+        caption=f"artifact ids are shown without the thread's prefix {thread_id}-",
+    )
+    for item in runs:
+        table.add_row(
+            item.node_id,
+            str(item.attempt),
+            item.status,
+            item.agent or "",
+            item.input_hash[:10],
+            f"{item.duration_ms:.1f}" if item.duration_ms is not None else "",
+            str(item.usage.tool_calls),
+            str(item.usage.tokens),
+            " ".join(name.removeprefix(f"{thread_id}-") for name in item.artifact_ids),
+        )
+    wide.print(table)
+
+
+class ShowUsage(HandoffError, ValueError):
+    """``handoff show`` given both an artifact name and a source id."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
+
+
+@cli.command()
+def show(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    artifact: Annotated[
+        str | None,
+        typer.Option(
+            "--artifact",
+            help=f"One of: {', '.join(ARTIFACT_NAMES)} (default: article); "
+            "or a source id (src-N) for its snapshot as stored.",
+        ),
+    ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--source",
+            help="A source id (src-N, see `handoff sources`): its snapshot with each span "
+            "the draft cites marked as ⟦claim-N …⟧.",
+        ),
+    ] = None,
+) -> None:
+    """Print an artifact of a thread, or a source it read (verified against its sha256)."""
+    if artifact is not None and source is not None:
+        raise ShowUsage("give --artifact NAME or --source ID, not both")
+    with base.open_workflow(read_only=True) as workflow:
+        if source is not None:
+            text = workflow.source_text(thread_id, source)
+        else:
+            text = workflow.artifact(thread_id, artifact or "article").decode(
+                "utf-8", errors="replace"
+            )
+    sys.stdout.write(visible(text))
+    sys.stdout.flush()
+
+
+@cli.command()
+def sources(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List the sources research read for a thread and the draft's claims citing each."""
+    with base.open_workflow(read_only=True) as workflow:
+        entries = workflow.sources(thread_id)
+    if as_json:
+        out.print_json(json.dumps([entry.as_dict() for entry in entries]))
+        return
+    if not entries:
+        err.print(f"thread {thread_id} has no sources yet: research has read none", markup=False)
+        return
+    for line in source_lines(entries):
+        out.print(line, markup=False)
+
+
+@cli.command()
+def threads(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """List every thread: its state, result, step, what runs next and when it last changed."""
+    with base.open_workflow(read_only=True) as workflow:  # one read of small channels per thread
+        rows = [workflow.summary(thread_id) for thread_id in workflow.threads()]
+        started = {row.thread_id for row in rows}
+        waiting = [job for key, job in sorted(workflow.queued().items()) if key not in started]
+    if as_json:
+        out.print_json(
+            json.dumps(
+                [
+                    {
+                        "thread_id": row.thread_id,
+                        "state": row.outcome.state.value,
+                        "result": row.outcome.result_status,
+                        "step": row.step,
+                        "next": list(row.next_nodes),
+                        "updated_at": row.updated_at,
+                    }
+                    for row in rows
+                ]
+                + [
+                    {"thread_id": job.thread_id, "state": job.label.upper(), "job": job_json(job)}
+                    for job in waiting
+                ]
+            )
+        )
+        return
+    if not rows and not waiting:
+        err.print(f"no threads yet; start one: {command()} run OBJECTIVE", markup=False)
+        return
+    table = Table("thread", "state", "result", "step", "next", "updated")
+    for row in rows:
+        table.add_row(
+            row.thread_id,
+            row.outcome.state.value.removeprefix("TASK_STATE_"),
+            row.outcome.result_status or "",
+            "" if row.step is None else str(row.step),
+            ", ".join(row.next_nodes),
+            (row.updated_at or "")[:19].replace("T", " "),
+        )
+    for job in waiting:  # submitted to the fleet, no step saved yet
+        table.add_row(job.thread_id, job.label.upper(), "", "", "", "")
+    wide.print(table)

@@ -1,0 +1,200 @@
+"""Commands that move threads: run, resume, submit, worker, cancel and edit."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from app.cli import base
+from app.cli.base import cli, err, out
+from app.cli.decisions import decision_for, prompt_decision, render_request, request_hints
+from app.cli.options import (
+    DECISION_OPTIONS,
+    TASK_OPTIONS,
+    JsonOpt,
+    Objective,
+    decision_flags,
+    taking,
+    task_of,
+)
+from app.cli.output import print_outcome, progress
+from app.cli.terminal import visible
+from app.errors import SubmitUsage, ThreadFinished
+from app.exit_codes import for_outcome
+from app.fleet import DECIDE, queued_refusal
+from app.postgres import describe_url
+from app.settings import Settings
+
+
+@cli.command()
+@taking(TASK_OPTIONS)
+def run(
+    objective: Objective,
+    as_json: JsonOpt = False,
+    show_article: Annotated[
+        bool, typer.Option("--show", help="Print the article first (when one was written).")
+    ] = False,
+    **options: Any,
+) -> None:
+    """Run a new task on a new thread and print where the article is."""
+    with base.open_workflow() as workflow:
+        task = task_of(workflow, objective, options)
+        progressing = None if as_json else progress
+        outcome = workflow.run(task, options["thread"], on_progress=progressing)
+        if show_article and not as_json and outcome.article is not None:
+            article = workflow.context.store.get(outcome.article)
+            sys.stdout.write(visible(article.decode("utf-8", errors="replace")) + "\n")
+        print_outcome(outcome, workflow.settings, as_json)
+    raise typer.Exit(int(for_outcome(outcome)))
+
+
+@cli.command()
+@taking(DECISION_OPTIONS)
+def resume(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    as_json: JsonOpt = False,
+    **options: Any,
+) -> None:
+    """Continue a thread: after a crash, or with a decision when it waits for a human.
+
+    The decision options are checked before the thread is opened, then against the
+    request the thread waits on; a refused decision changes nothing and exits 2.
+    """
+    raw = decision_flags(options).raw()
+    from_file = options["decision_file"] is not None
+    try:
+        with base.open_workflow() as workflow:
+            workflow.refuse_if_queued(thread_id, "nothing was resumed")  # before any prompt
+            request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
+            decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
+            if request is not None:
+                decision = decision_for(request, raw, from_file=from_file)
+                asks = decision is None and sys.stdin.isatty() and err.is_terminal and not as_json
+                if asks:  # a person at a terminal: ask (docs/human-decisions.md)
+                    decision = prompt_decision(request, thread_id, err, workflow.pauses)
+                elif decision is None:
+                    render_request(request, thread_id, err, workflow.pauses)
+            outcome = workflow.resume(
+                thread_id, decision, on_progress=None if as_json else progress
+            )
+            print_outcome(outcome, workflow.settings, as_json)
+    except ThreadFinished as finished:  # show how it ended, then exit with its code
+        print_outcome(finished.outcome, Settings(), as_json)
+        raise
+    raise typer.Exit(int(for_outcome(outcome)))
+
+
+@cli.command()
+@taking(TASK_OPTIONS, DECISION_OPTIONS)
+def submit(
+    objective: Annotated[
+        str | None, typer.Argument(help="What the article must explain (not with --resume).")
+    ] = None,
+    resume_id: Annotated[
+        str | None, typer.Option("--resume", help="Queue a decision for this waiting thread.")
+    ] = None,
+    **options: Any,
+) -> None:
+    """Queue a task (or, with --resume, a decision) for the worker fleet; prints the thread id.
+
+    Needs PostgreSQL and the queue extra; `handoff worker` processes run the jobs. The task
+    or decision is checked now, as `run` and `resume` check it, and nothing is queued when
+    it is refused: a thread with an unfinished job (exit 7), or a decision other than the
+    one already queued or applied for the request (exit 2); the same decision again is not
+    queued twice.
+    """
+    raw = decision_flags(options).raw()
+    if (objective is None) == (resume_id is None):
+        raise SubmitUsage("give an OBJECTIVE to queue a new thread, or --resume ID, not both")
+    with base.open_workflow() as workflow:
+        if resume_id is not None:
+            job = workflow.job(resume_id)
+            if job is not None and job.unfinished and job.task != DECIDE:
+                raise queued_refusal(resume_id, job, "no decision was queued")
+            request = workflow.pending(resume_id)
+            decision = (  # not waiting: the flags as given, compared with queued decisions
+                raw
+                if request is None
+                else decision_for(request, raw, from_file=options["decision_file"] is not None)
+            )
+            if request is not None and decision is None:
+                hints = request_hints(request, workflow.pauses)
+                raise SubmitUsage(
+                    f"--resume needs a decision for {request.interrupt_id!r}: "
+                    f"{', '.join(hints)} or --decision-file"
+                )
+            queued = workflow.submit_decision(resume_id, decision)
+            action = queued.decision.action
+            if queued.duplicate:
+                out.print(
+                    f"already queued: {action} for thread {resume_id} (job {queued.job_id}); "
+                    "not queued again",
+                    markup=False,
+                )
+            else:
+                out.print(
+                    f"queued: {action} for thread {resume_id} (job {queued.job_id})", markup=False
+                )
+            out.print(resume_id, markup=False)
+            return
+        if raw is not None:
+            raise SubmitUsage("decision options go with --resume ID")
+        assert objective is not None
+        task = task_of(workflow, objective, options)
+        thread_id = workflow.submit(task, options["thread"])
+    out.print(thread_id, markup=False)
+
+
+@cli.command()
+def worker(
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=64, help="Jobs this worker runs at once.")
+    ] = 1,
+    burst: Annotated[
+        bool, typer.Option("--burst", help="Stop once the queue is empty instead of waiting.")
+    ] = False,
+) -> None:
+    """Run queued jobs until stopped (Ctrl-C or SIGTERM finish the jobs in hand first).
+
+    A lost database is one line on stderr; the worker waits for it with backoff and carries
+    on, exiting 9 only if told to stop meanwhile or after HANDOFF_WORKER_OUTAGE_SECONDS.
+    """
+    from app.fleet import Fleet, configure_worker_logging
+
+    settings = Settings()
+    fleet = Fleet(settings)
+    configure_worker_logging()
+    err.print(
+        f"worker: {concurrency} at once on {describe_url(settings.resolved_database_url())}",
+        markup=False,
+    )
+    fleet.work(concurrency, burst=burst)
+
+
+@cli.command()
+def cancel(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why the thread ends (required).")],
+    by: Annotated[str, typer.Option("--by", help="Who cancels it.")] = "human",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
+    """End a waiting, stuck or refused thread deliberately; what it stored is kept."""
+    with base.open_workflow() as workflow:
+        outcome = workflow.cancel(thread_id, reason, decided_by=by)
+        print_outcome(outcome, workflow.settings, as_json)
+
+
+@cli.command()
+def edit(
+    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    name: Annotated[str, typer.Argument(help="Artifact to revise: draft.")],
+    file: Annotated[Path, typer.Option("--file", help="The new content.")],
+) -> None:
+    """Store a new revision of a thread's artifact; the thread notices it on resume."""
+    content = file.read_bytes()
+    with base.open_workflow() as workflow:
+        ref = workflow.put_artifact(thread_id, name, content)
+    out.print(f"{ref.uri} revision {ref.revision} (sha256 {ref.sha256[:12]}…)", markup=False)

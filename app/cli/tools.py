@@ -1,0 +1,125 @@
+"""Commands around the workflow: serve, schema, eval and db init."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from app.cli.base import cli, err, out
+from app.errors import QueueUnavailable, UnknownContract
+from app.postgres import is_postgres_url
+from app.settings import Settings
+from graphs.errors import ExitCode
+
+
+@cli.command()
+def serve(
+    port: Annotated[
+        int | None, typer.Option("--port", help="Port (default 2024, or a free one if taken).")
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="langgraph.json (default: ./langgraph.json, else ours)."),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Runs the server executes at once.")] = 4,
+    reload: Annotated[bool, typer.Option("--reload", help="Restart when code changes.")] = False,
+) -> None:
+    """Start the LangGraph dev server (for Studio and langgraph-sdk), offline."""
+    from app import server
+
+    plan = server.plan_dev_server(config=config, host=host, port=port, jobs=jobs, reload=reload)
+    os.chdir(plan.cwd)  # where the server reads .env and resolves relative data paths
+    settings = Settings()
+    for line in server.banner(plan, settings):
+        out.print(line, markup=False)
+    for name in server.dotenv_overrides(plan):
+        err.print(f"warning: {name} differs in .env and the environment; the server uses .env")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    server.exec_dev_server(plan)
+
+
+@cli.command()
+def schema(
+    name: Annotated[str, typer.Argument(help="Contract name, e.g. TaskSpec.")],
+) -> None:
+    """Print a contract's JSON Schema."""
+    from contracts.registry import by_name, render_schema
+
+    models = by_name()
+    if name not in models:
+        raise UnknownContract(f"unknown contract {name!r}; expected one of {', '.join(models)}")
+    sys.stdout.write(render_schema(models[name]))
+
+
+@cli.command("eval")
+def evaluate(
+    cases: Annotated[
+        Path | None,
+        typer.Option("--cases", help="Cases file (default: the project's evals/cases.json)."),
+    ] = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Run the evaluation set on the agents in force; exit 1 on any defect."""
+    from app import evaluation
+
+    chosen = evaluation.load_cases(cases or evaluation.DEFAULT_CASES)
+    if only:
+        unknown = sorted(set(only) - {case.id for case, _ in chosen})
+        if unknown:
+            raise evaluation.UnknownCase(
+                f"unknown case(s) {', '.join(unknown)}; expected one of "
+                + ", ".join(case.id for case, _ in chosen)
+            )
+        chosen = [(case, corpus) for case, corpus in chosen if case.id in only]
+    settings = Settings()
+
+    def progress(result: evaluation.CaseResult) -> None:
+        if not as_json:
+            err.print(
+                f"{result.case.id}: {result.final or result.status}, "
+                f"{len(result.defects)} defect(s)",
+                markup=False,
+            )
+
+    results = evaluation.evaluate(chosen, settings, progress=progress)
+    if as_json:
+        out.print_json(json.dumps([evaluation.as_json(result) for result in results]))
+    else:
+        sys.stdout.write(evaluation.table(results) + "\n")
+    if any(result.defects for result in results):
+        raise typer.Exit(ExitCode.FAILED)
+
+
+db = typer.Typer(help="Set up the database.", no_args_is_help=True)
+cli.add_typer(db, name="db")
+
+
+@db.command("init")
+def db_init() -> None:
+    """Create every table the configured database needs; safe to run again."""
+    from app.backends import init_database
+    from app.postgres import describe_url
+
+    settings = Settings()
+    found = init_database(settings)
+    if is_postgres_url(settings.resolved_database_url()):
+        from app.fleet import Fleet
+
+        try:
+            created = Fleet(settings).ensure_schema()
+            found.append(f"worker queue: {'created' if created else 'present'} (Procrastinate)")
+        except QueueUnavailable:
+            found.append("worker queue: not set up (install the queue extra to use workers)")
+    out.print(f"database ready: {describe_url(settings.resolved_database_url())}", markup=False)
+    for line in found:
+        out.print(f"  {line}", markup=False)
