@@ -21,6 +21,7 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
     "python": frozenset({"server", "file", "postgres"}),
     "diff": frozenset(),
     "dotenv": frozenset(),
+    "mermaid": frozenset(),  # drawn from the graph (graphs/diagram.py), checked against it
 }
 """Languages a block may have, with the attributes each accepts."""
 
