@@ -148,6 +148,7 @@ HANDLED = {
     ("python", ("file",)),
     ("python", ("postgres",)),
     ("python", ("server",)),
+    ("mermaid", ()),  # tests/docs/test_graph_diagram.py: the drawing of the built graph
 }
 """Each kind of block a test below carries out; a block of any other kind would be skipped."""
 
