@@ -1,10 +1,9 @@
 """What ``threads`` and ``status`` print, read without decoding a thread's large channels.
 
 A thread's research bundle lists every source research read, and the handoff envelope
-repeats them: both grow with the corpus. SQLite stores every channel inline in every
-checkpoint (10,000 files: 8.5 MB a checkpoint), and LangGraph's ``list`` and
-``get_state`` decode all of it, so listing a store holding one such thread took a minute.
-A listing reads instead:
+repeats them: both grow with the corpus (10,000 files: 8.5 MB of channel values a
+checkpoint), and LangGraph's ``list`` and ``get_state`` decode all of it, so listing a
+store holding one such thread took a minute. A listing reads instead:
 
 - thread ids and checkpoint counts with one SQL query each, decoding no checkpoint;
 - the latest checkpoint through :class:`GlanceSaver`, which hands LangGraph that checkpoint
@@ -13,9 +12,12 @@ A listing reads instead:
   does, since what runs next depends on channel versions, not on the values left out;
 - the number of facts, counted in the stored bundle without building the bundle.
 
-PostgreSQL keeps each channel value in a row of its own, so there the large values are
-simply not selected. Other savers (``memory://``) are read whole: nothing of theirs
-outlives the process that wrote it.
+PostgreSQL, and SQLite since ``app.backends.sqlite_saver``, keep each channel value in a
+blob row of its own, so there the large values are simply not selected. An SQLite
+checkpoint saved before that layout holds every channel inline; its row is unpacked only
+to its top level, and the skipped channels are cut out before anything is decoded. Other
+savers (``memory://``) are read whole: nothing of theirs outlives the process that wrote
+it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import builtins
 import json
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import Any, cast
+from contextlib import closing
+from typing import Any, TypeVar, cast
 
 import ormsgpack
 from langchain_core.runnables import RunnableConfig
@@ -44,9 +47,12 @@ from langgraph.checkpoint.serde.jsonplus import EXT_PYDANTIC_V2
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
+from app.backends.sqlite_saver import BLOBS_PRESENT, blob_rows, named_blobs, run
 from app.checkpointing import SingleWriterSaver
 
 _MSGPACK_OPTIONS = ormsgpack.OPT_NON_STR_KEYS
+_LeftOut = tuple[tuple[str, str, str], dict[str, Any], dict[str, str]]
+V = TypeVar("V")
 _CHANNEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_:.-]*$")
 Rows = list[tuple[Any, ...]]
 """Rows of a query, as tuples (named here: the saver's ``list`` method shadows the type)."""
@@ -198,10 +204,11 @@ class GlanceSaver(BaseCheckpointSaver[str]):
         self.skipped = frozenset(skipped)
         self._postgres: BaseCheckpointSaver[str] | None = None
         self._sqlite_task_path: bool | None = None
-        self._left_out: tuple[tuple[str, str, str], dict[str, Any]] | None = None
-        """The values the last SQLite read left out, still encoded, by the checkpoint they
-        are of: ``count_items`` on that checkpoint (what ``status`` asks next) reads
-        nothing again."""
+        self._sqlite_blobs = False
+        self._left_out: _LeftOut | None = None
+        """What the last SQLite read left out, by the checkpoint it is of: the values its
+        row held, still encoded, and the blob keys of the others. ``count_items`` on that
+        checkpoint (what ``status`` asks next) reads no checkpoint row again."""
 
     # -- what a listing asks -----------------------------------------------------------
 
@@ -242,12 +249,17 @@ class GlanceSaver(BaseCheckpointSaver[str]):
         if isinstance(self.inner, SqliteSaver):
             key = (thread_id, namespace, checkpoint_id or "")
             if self._left_out is not None and self._left_out[0] == key:
-                return _count_field(self._left_out[1].get(channel), field)
-            row = self._sqlite_checkpoint(thread_id, namespace, checkpoint_id)
-            if row is None or row[2] != "msgpack":
-                return None if row is None else self._count_decoded(config, channel, field)
-            values = _shallow(row[3]).get("channel_values") or {}
-            return _count_field(values.get(channel), field)
+                _, held, apart = self._left_out
+            else:
+                row = self._sqlite_checkpoint(thread_id, namespace, checkpoint_id)
+                if row is None or row[2] != "msgpack":
+                    return None if row is None else self._count_decoded(config, channel, field)
+                shallow = _shallow(row[3])
+                held = shallow.get("channel_values") or {}
+                apart = named_blobs(shallow)
+            if channel in held or channel not in apart:
+                return _count_field(held.get(channel), field)
+            return self._sqlite_blob_count(thread_id, namespace, channel, apart[channel], field)
         if self._is_postgres():
             return self._postgres_count(thread_id, namespace, checkpoint_id, channel, field)
         return self._count_decoded(config, channel, field)
@@ -320,12 +332,34 @@ class GlanceSaver(BaseCheckpointSaver[str]):
         """Refused: this saver only reads; run and resume through the Workflow's saver."""
         raise NotImplementedError("GlanceSaver is read-only: write through the Workflow's saver")
 
-    # -- SQLite: every channel inline in the checkpoint row ------------------------------
+    # -- SQLite: values in blob rows, or (saved before that layout) inline ----------------
 
     def _sqlite(self, query: str, args: Sequence[Any]) -> Rows:
         assert isinstance(self.inner, SqliteSaver)
         with self.inner.lock:
             return [tuple(row) for row in self.inner.conn.execute(query, tuple(args))]
+
+    def _sqlite_blob_rows(self, thread_id: str, namespace: str, keys: Mapping[str, str]) -> Rows:
+        """(channel, type, blob) of the blob rows under ``keys``; none in a file without them."""
+        if not keys:
+            return []
+        if not self._sqlite_blobs:
+            self._sqlite_blobs = bool(self._sqlite(BLOBS_PRESENT, ()))
+            if not self._sqlite_blobs:
+                return []
+        assert isinstance(self.inner, SqliteSaver)
+        with self.inner.lock, closing(self.inner.conn.cursor()) as cursor:
+            return run(cursor, blob_rows(thread_id, namespace, keys))
+
+    def _sqlite_blob_count(
+        self, thread_id: str, namespace: str, channel: str, version: str, field: str
+    ) -> int | None:
+        """Items in list ``field`` of the model in one blob row, without building the model."""
+        for _, kind, blob in self._sqlite_blob_rows(thread_id, namespace, {channel: version}):
+            if kind != "msgpack":
+                return _count_field(self.serde.loads_typed((kind, blob)), field)
+            return _count_field(_shallow_value(blob), field)
+        return None
 
     def _sqlite_checkpoint(
         self, thread_id: str, namespace: str, checkpoint_id: str | None
@@ -379,26 +413,29 @@ class GlanceSaver(BaseCheckpointSaver[str]):
         )
 
     def _selected(self, kind: str, blob: bytes, key: tuple[str, str, str]) -> Checkpoint:
-        """The checkpoint with the skipped channels left out before anything is decoded."""
+        """The checkpoint with the skipped channels left out before anything is decoded.
+
+        Values the row holds are cut out of its msgpack; of the values in blob rows, only
+        the channels not skipped are read.
+        """
+        thread_id, namespace, _ = key
         if kind != "msgpack":  # another encoding: decoded whole, then trimmed
             checkpoint = cast(Checkpoint, self.serde.loads_typed((kind, blob)))
-            values = {
-                channel: value
-                for channel, value in checkpoint["channel_values"].items()
-                if channel not in self.skipped
-            }
-            return cast(Checkpoint, {**checkpoint, "channel_values": values})
-        shallow = _shallow(blob)
-        values = shallow.get("channel_values") or {}
-        shallow["channel_values"] = {
-            channel: value for channel, value in values.items() if channel not in self.skipped
-        }
-        self._left_out = (
-            key,
-            {channel: value for channel, value in values.items() if channel in self.skipped},
-        )
-        encoded = ormsgpack.packb(shallow, default=_packed_default, option=_MSGPACK_OPTIONS)
-        return cast(Checkpoint, self.serde.loads_typed(("msgpack", encoded)))
+            apart = named_blobs(checkpoint)
+            held = _without(checkpoint["channel_values"], self.skipped)
+            checkpoint = cast(Checkpoint, {**checkpoint, "channel_values": held})
+        else:
+            shallow = _shallow(blob)
+            values = shallow.get("channel_values") or {}
+            apart = named_blobs(shallow)
+            shallow["channel_values"] = _without(values, self.skipped)
+            self._left_out = (key, _only(values, self.skipped), _only(apart, self.skipped))
+            encoded = ormsgpack.packb(shallow, default=_packed_default, option=_MSGPACK_OPTIONS)
+            checkpoint = cast(Checkpoint, self.serde.loads_typed(("msgpack", encoded)))
+        wanted = _without(apart, self.skipped)
+        for channel, kind_, value in self._sqlite_blob_rows(thread_id, namespace, wanted):
+            checkpoint["channel_values"][channel] = self.serde.loads_typed((kind_, value))
+        return checkpoint
 
     def _count_decoded(self, config: RunnableConfig, channel: str, field: str) -> int | None:
         found = self.inner.get_tuple(config)
@@ -464,6 +501,14 @@ class GlanceSaver(BaseCheckpointSaver[str]):
         if not rows or rows[0][0] != "msgpack" or rows[0][1] is None:
             return None
         return _count_field(_shallow_value(bytes(rows[0][1])), field)
+
+
+def _only(values: Mapping[str, V], channels: Collection[str]) -> dict[str, V]:
+    return {channel: value for channel, value in values.items() if channel in channels}
+
+
+def _without(values: Mapping[str, V], channels: Collection[str]) -> dict[str, V]:
+    return {channel: value for channel, value in values.items() if channel not in channels}
 
 
 def _shallow_value(blob: bytes) -> object:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from app import sqlite_files
 from app.artifacts import SqliteArtifactStore
@@ -20,14 +19,13 @@ from app.backends.base import (
     StorageBackend,
     UnsupportedDatabaseUrl,
 )
+from app.backends.sqlite_saver import READ_TABLES, BlobSqliteSaver
 from app.ledger import RunLedgerBackend, SqliteRunLedger
 from app.locks import FileThreadLock, ThreadLock
 from app.postgres import DEFAULT_TIMEOUT
 from app.serde import contract_serializer
 from app.settings import Settings
 from graphs.errors import HandoffError
-
-SAVER_TABLES = ("checkpoints", "writes")
 
 
 def sqlite_path(url: str) -> Path:
@@ -49,19 +47,23 @@ class SqliteBackend(StorageBackend):
     def checkpointer(
         self, url: str, *, timeout: float = DEFAULT_TIMEOUT
     ) -> contextlib.AbstractContextManager[BaseCheckpointSaver[str]]:
-        """A SqliteSaver on its own connection, creating the file and tables if needed."""
+        """A BlobSqliteSaver on its own connection, creating the file and tables if needed."""
         return self._saver(sqlite_path(url))
 
     @contextmanager
     def _saver(
         self, path: Path, *, read_only: bool = False, artifact_dir: Path | None = None
     ) -> Iterator[BaseCheckpointSaver[str]]:
-        """The saver on a checked connection; read-only ones skip setup (it would write)."""
+        """The saver on a checked connection; read-only ones skip setup (it would write).
+
+        A file saved before ``checkpoint_blobs`` existed still opens read-only: its threads
+        are read without it (see app.backends.sqlite_saver).
+        """
         conn = sqlite_files.connect(
-            path, read_only=read_only, needs=SAVER_TABLES, artifact_dir=artifact_dir
+            path, read_only=read_only, needs=READ_TABLES, artifact_dir=artifact_dir
         )
         try:
-            saver = SqliteSaver(conn, serde=contract_serializer())
+            saver = BlobSqliteSaver(conn, serde=contract_serializer())
             if isinstance(conn, sqlite_files.ReadOnlyConnection):
                 saver.is_setup = True  # connect() found the tables
             else:
@@ -87,13 +89,14 @@ class SqliteBackend(StorageBackend):
 
     @asynccontextmanager
     async def async_checkpointer(self, url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-        """An AsyncSqliteSaver on the same file."""
+        """An AsyncBlobSqliteSaver on the same file: the layout the sync saver writes."""
         import aiosqlite
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        from app.backends.sqlite_saver_aio import AsyncBlobSqliteSaver
 
         await self._prepare(url)
         async with aiosqlite.connect(str(sqlite_path(url)), timeout=30) as conn:
-            yield AsyncSqliteSaver(conn, serde=contract_serializer())
+            yield AsyncBlobSqliteSaver(conn, serde=contract_serializer())
 
     def ledger(
         self, url: str, pool: Any | None = None, *, read_only: bool = False

@@ -1,12 +1,13 @@
 """LangGraph's public checkpointer conformance suite, against every saver the project builds.
 
 * ``workflow``: what ``Workflow`` checkpoints through (``open_backend(...).saver``): a
-  SingleWriterSaver around SqliteSaver, PostgresSaver (on the shared pool) or InMemorySaver.
-  Its async methods run the sync ones in a worker thread, so this validates the sync savers.
+  SingleWriterSaver around BlobSqliteSaver, PostgresSaver (on the shared pool) or
+  InMemorySaver. Its async methods run the sync ones in a worker thread, so this validates
+  the sync savers.
 * ``locked``: the same PostgreSQL saver while its thread is held, so every write goes
   through the PostgresSaver on the advisory lock's own connection.
 * ``server``: what ``langgraph dev`` checkpoints through (``open_async_checkpointer``):
-  AsyncSqliteSaver, AsyncPostgresSaver or InMemorySaver.
+  AsyncBlobSqliteSaver, AsyncPostgresSaver or InMemorySaver.
 
 Every base capability must pass; extended ones a saver implements must pass too.
 """

@@ -80,20 +80,36 @@ def open_fixture(folder: Path) -> Workflow:
 
 
 def stored_handoff(database: Path) -> dict[str, Any]:
-    """The handoff exactly as the old code stored it, read without reviving any class."""
+    """The handoff the latest checkpoint stores, read without reviving any class.
+
+    The fixture's checkpoints hold it inline (LangGraph's SqliteSaver); one saved since
+    holds its version, and the value is in that version's blob row.
+    """
     with closing(sqlite3.connect(database)) as conn:
-        kind, blob = conn.execute(
-            "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? "
-            "ORDER BY checkpoint_id DESC LIMIT 1",
-            (THREAD,),
-        ).fetchone()
+        checkpoint = _raw(
+            conn.execute(
+                "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? "
+                "ORDER BY checkpoint_id DESC LIMIT 1",
+                (THREAD,),
+            ).fetchone()
+        )
+        handoff: dict[str, Any] = checkpoint["channel_values"].get("handoff") or _raw(
+            conn.execute(
+                "SELECT type, blob FROM checkpoint_blobs WHERE thread_id = ? "
+                "AND checkpoint_ns = '' AND channel = 'handoff' AND version = ?",
+                (THREAD, str(checkpoint["channel_versions"]["handoff"])),
+            ).fetchone()
+        )
+    return handoff
+
+
+def _raw(stored: tuple[str, bytes]) -> Any:
+    """A stored value as plain data: no class of the project is revived."""
     logging.getLogger("langgraph.checkpoint.serde.jsonplus").disabled = True
     try:
-        checkpoint = JsonPlusSerializer(allowed_msgpack_modules=None).loads_typed((kind, blob))
+        return JsonPlusSerializer(allowed_msgpack_modules=None).loads_typed(stored)
     finally:
         logging.getLogger("langgraph.checkpoint.serde.jsonplus").disabled = False
-    handoff: dict[str, Any] = checkpoint["channel_values"]["handoff"]
-    return handoff
 
 
 def test_the_fixture_was_saved_with_handoff_at_version_1_0() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import aiosqlite
+import pytest
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
@@ -25,6 +26,11 @@ from langgraph.types import Command, interrupt
 
 from app.backends.sqlite_saver import BLOBS_TABLE, BlobSqliteSaver, owned_tables
 from app.backends.sqlite_saver_aio import AsyncBlobSqliteSaver
+from app.settings import Settings
+from app.workflow import Workflow
+from contracts import TaskState
+from tests.backends import sqlite_settings
+from tests.conftest import OBJECTIVE
 
 TEXT = "notes " * 2_000
 STEPS = 5
@@ -161,6 +167,37 @@ def test_a_thread_saved_by_langgraphs_sqlite_saver_reads_and_resumes(tmp_path: P
     ), "nothing saved before is rewritten"
     carried = rows(path, f"SELECT COUNT(*) FROM {BLOBS_TABLE} WHERE channel = 'text'")
     assert carried == [(1,)], "the unchanged text got its one blob row when the thread saved"
+
+
+def test_a_workflow_thread_paused_before_the_blob_layout_resumes_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings: Settings = sqlite_settings(tmp_path / "data")
+    database = tmp_path / "data" / "handoff.db"
+    with monkeypatch.context() as stock:
+        stock.setattr("app.backends.sqlite.BlobSqliteSaver", SqliteSaver)
+        with Workflow(settings) as workflow:
+            task = workflow.task(OBJECTIVE, policies={"require_approval": True})
+            paused = workflow.run(task, "t-old")
+    assert paused.state == TaskState.INPUT_REQUIRED and paused.human_request is not None
+    assert not has_blobs_table(database), "saved by LangGraph's SqliteSaver"
+
+    with Workflow(settings, read_only=True) as reader:
+        status = reader.status("t-old")
+        assert status.fact_count is not None and status.fact_count > 0
+        assert reader.pending("t-old") == paused.human_request
+        assert reader.threads() == ["t-old"]
+    assert not has_blobs_table(database), "reading set nothing up"
+
+    with Workflow(settings) as workflow:
+        decision = {"interrupt_id": paused.human_request.interrupt_id, "action": "approve"}
+        outcome = workflow.resume("t-old", decision)
+        assert outcome.result_status == "completed"
+        state = workflow.state("t-old")
+        assert state["research"].facts and state["task"].objective == OBJECTIVE
+        assert workflow.status("t-old").fact_count == len(state["research"].facts)
+    channels = {name for (name,) in rows(database, f"SELECT channel FROM {BLOBS_TABLE}")}
+    assert {"task", "research", "handoff", "draft", "review", "outcome"} <= channels
 
 
 def extend(items: list[int], batches: Sequence[list[int]]) -> list[int]:

@@ -82,8 +82,8 @@ def test_every_checkpoint_value_is_a_valid_contract_and_loads_without_serde_warn
 
 
 def _largest_checkpoint_bytes(workflow: Workflow, thread_id: str) -> int:
-    """Largest serialized checkpoint: the full channel values a saver stores per step
-    (SqliteSaver stores these very bytes; PostgresSaver splits them into blobs)."""
+    """Largest serialized checkpoint: the full channel values a checkpoint names (the
+    savers store each value once per version, so this is what a read of it decodes)."""
     sizes = []
     for item in workflow.saver.list(workflow.config(thread_id)):
         _, checkpoint = workflow.saver.serde.dumps_typed(item.checkpoint)
