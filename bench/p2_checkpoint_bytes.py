@@ -2,23 +2,31 @@
 
 For each notes size, one thread per side runs the whole offline workflow (research →
 writer → reviewer → finalize) with a research agent whose notes artifact has that size.
+Then one thread per side runs ``ROUNDS`` review rounds (a Writer that leaves one
+sentence uncited every time, as in P3), 1 KiB of notes: the cost of a long thread.
 
 - naive: the bare graph (see ``bench/_bare.py``) that also keeps the notes text in state.
 - ours: the project's workflow; the notes go to the artifact store, state holds the ref.
 
-Measured: the bytes of every row the thread has in the SQLite ``checkpoints`` and
-``writes`` tables (all columns). Ours also writes an audit row per node attempt beside
-the checkpoints (``handoff_node_runs``); that is shown in its own column, as is the one
-copy of the notes in the artifact store. Byte counts are deterministic: one run per size.
+Measured: the bytes of every row the thread has in every table the project's SQLite saver
+owns (all columns), the tables read from a database the saver set up
+(``owned_tables``): ``checkpoints``, ``writes`` and ``checkpoint_blobs``. Ours also writes
+an audit row per node attempt beside the checkpoints (``handoff_node_runs``); that is
+shown in its own column, as is the one copy of the notes in the artifact store. Byte
+counts are deterministic: one run per case.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.backends import open_checkpointer, sqlite_path
+from app.backends.sqlite_saver import BLOBS_TABLE, owned_tables
 from app.serde import contract_serializer
 from app.workflow import Workflow
 from bench._bare import BareAgents, MemoryStore, build_bare_graph
@@ -32,30 +40,55 @@ from bench._common import (
     size,
     workflow_settings,
 )
-from bench._variants import BigNotesResearch
-from contracts import TaskSpec
+from bench._variants import BigNotesResearch, StubbornWriter
+from contracts import Budget, TaskSpec
 
 KIB = 1024
 MIB = 1024 * KIB
 SIZES = (1 * KIB, 100 * KIB, 1 * MIB, 10 * MIB)
 QUICK_SIZES = (1 * KIB, 100 * KIB)
+ROUNDS = 8
+QUICK_ROUNDS = 3
 LIMIT = 64 * KIB
-CHECKPOINT_TABLES = ("checkpoints", "writes")
+CHECKPOINT_TABLES = owned_tables()
 LEDGER_TABLE = "handoff_node_runs"
+VALUE_COLUMNS = {"writes": "value", BLOBS_TABLE: "blob"}
+"""Where the saver keeps channel values: a task's writes, and each channel's values."""
 
 
 def thread_bytes(database: Path, tables: Sequence[str], thread_id: str) -> int:
     """Bytes of every column of every row the thread has in ``tables`` (absent tables: 0)."""
-    total = 0
-    with sqlite3.connect(database) as conn:
+    return sum(bytes_by_table(database, tables, thread_id).values())
+
+
+def bytes_by_table(database: Path, tables: Sequence[str], thread_id: str) -> dict[str, int]:
+    """The thread's bytes in each of ``tables`` (absent tables: 0)."""
+    found = dict.fromkeys(tables, 0)
+    with closing(sqlite3.connect(database)) as conn:
         present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
         for table in tables:
             if table not in present:
                 continue
             for row in conn.execute(f"SELECT * FROM {table} WHERE thread_id = ?", (thread_id,)):
-                total += sum(_cell_bytes(cell) for cell in row)
-    conn.close()
-    return total
+                found[table] += sum(_cell_bytes(cell) for cell in row)
+    return found
+
+
+def value_bytes(database: Path, thread_id: str) -> dict[str, Counter[str]]:
+    """Per table that holds channel values (and exists), the thread's value bytes by channel."""
+    found: dict[str, Counter[str]] = {}
+    with closing(sqlite3.connect(database)) as conn:
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+        for table, column in VALUE_COLUMNS.items():
+            if table not in present:
+                continue
+            rows = conn.execute(
+                f"SELECT channel, SUM(LENGTH({column})) FROM {table} WHERE thread_id = ? "
+                "GROUP BY channel",
+                (thread_id,),
+            )
+            found[table] = Counter({channel: int(total or 0) for channel, total in rows})
+    return found
 
 
 def _cell_bytes(cell: object) -> int:
@@ -68,10 +101,72 @@ def _cell_bytes(cell: object) -> int:
     return 8
 
 
+@dataclass(frozen=True)
+class Pair:
+    """One case measured on both sides."""
+
+    naive: int
+    ours: int
+    ledger: int
+    artifact: int
+    checkpoints: int
+    naive_checkpoints: int
+
+
+def run_pair(
+    workflow: Workflow,
+    naive_saver: object,
+    naive_db: Path,
+    name: str,
+    notes_size: int,
+    rounds: int | None = None,
+) -> Pair:
+    """Run the case on both sides, threads ``naive-<name>`` and ``ours-<name>``."""
+    base = workflow.context
+    budget = Budget(max_review_rounds=rounds) if rounds else Budget()
+    task = TaskSpec(task_id=f"p2-{name}", objective=OBJECTIVE, budget=budget)
+    research = BigNotesResearch(base.agents["research"], notes_size)
+    writer = StubbornWriter(base.agents["writer"]) if rounds else base.agents["writer"]
+
+    naive_thread = f"naive-{name}"
+    agents = BareAgents(research, writer, base.agents["reviewer"])
+    naive = build_bare_graph(agents, MemoryStore(), notes_in_state=True).compile(
+        checkpointer=naive_saver  # type: ignore[arg-type]
+    )
+    config = workflow.config(naive_thread)
+    naive.invoke({"task": task}, config, durability="sync")
+    values = naive.get_state(config).values
+    if len(values.get("notes", "")) != notes_size or values["draft"].revision != (rounds or 1):
+        raise RuntimeError(f"naive run did not keep the notes and write {rounds or 1} drafts")
+
+    ours_thread = f"ours-{name}"
+    context = base.with_agent("research", research).with_agent("writer", writer)
+    with Workflow(workflow.settings, context=context) as ours:
+        outcome = ours.run(task, thread_id=ours_thread)
+        notes_ref = ours.artifact_ref(ours_thread, "notes")
+        draft = ours.state(ours_thread)["draft"]
+        checkpoints = ours.checkpoint_count(ours_thread)
+    if notes_ref.size_bytes != notes_size or draft.revision != (rounds or 1):
+        raise RuntimeError(f"ours did not store the notes and write {rounds or 1} drafts")
+    if not rounds and outcome.result_status != "completed":
+        raise RuntimeError(f"ours did not complete: {outcome}")
+
+    ours_db = sqlite_path(workflow.settings.resolved_database_url())
+    return Pair(
+        naive=thread_bytes(naive_db, CHECKPOINT_TABLES, naive_thread),
+        ours=thread_bytes(ours_db, CHECKPOINT_TABLES, ours_thread),
+        ledger=thread_bytes(ours_db, (LEDGER_TABLE,), ours_thread),
+        artifact=notes_ref.size_bytes,
+        checkpoints=checkpoints,
+        naive_checkpoints=len(list(naive.get_state_history(config))),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> list[Row]:
     """Measure and print P2; returns the rows."""
     args = parse_args(argv, "P2 checkpoint bytes vs artifact size", repeats=1, quick_repeats=1)
     sizes = QUICK_SIZES if args.quick else SIZES
+    rounds = QUICK_ROUNDS if args.quick else ROUNDS
     rows: list[Row] = []
     table: list[list[str]] = []
     with (
@@ -81,66 +176,54 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     ):
         ours_db = sqlite_path(workflow.settings.resolved_database_url())
         naive_db = root / "naive" / "naive.db"
-        base = workflow.context
-        for notes_size in sizes:
-            task = TaskSpec(task_id=f"p2-{notes_size}", objective=OBJECTIVE)
-            research = BigNotesResearch(base.agents["research"], notes_size)
-
-            naive_thread = f"naive-{notes_size}"
-            agents = BareAgents(research, base.agents["writer"], base.agents["reviewer"])
-            naive = build_bare_graph(agents, MemoryStore(), notes_in_state=True).compile(
-                checkpointer=naive_saver
-            )
-            config = workflow.config(naive_thread)
-            naive.invoke({"task": task}, config, durability="sync")
-            values = naive.get_state(config).values
-            if len(values.get("notes", "")) != notes_size or "article" not in values:
-                raise RuntimeError("naive run did not keep the notes and reach finalize")
-
-            ours_thread = f"ours-{notes_size}"
-            with Workflow(workflow.settings, context=base.with_agent("research", research)) as ours:
-                outcome = ours.run(task, thread_id=ours_thread)
-                notes_ref = ours.artifact_ref(ours_thread, "notes")
-                final_state = ours.graph.get_state(ours.config(ours_thread)).values
-                checkpoints = ours.checkpoint_count(ours_thread)
-            if outcome.result_status != "completed" or notes_ref.size_bytes != notes_size:
-                raise RuntimeError(f"ours did not complete with the notes stored: {outcome}")
-
-            naive_bytes = thread_bytes(naive_db, CHECKPOINT_TABLES, naive_thread)
-            ours_bytes = thread_bytes(ours_db, CHECKPOINT_TABLES, ours_thread)
-            ledger_bytes = thread_bytes(ours_db, (LEDGER_TABLE,), ours_thread)
+        cases: list[tuple[str, str, int, int | None]] = [
+            (f"notes {size(n)}", str(n), n, None) for n in sizes
+        ]
+        cases.append((f"{rounds} review rounds", f"rounds-{rounds}", sizes[0], rounds))
+        for case, name, notes_size, review_rounds in cases:
+            pair = run_pair(workflow, naive_saver, naive_db, name, notes_size, review_rounds)
             row = Row(
                 bench="P2",
-                case=f"notes {size(notes_size)}",
+                case=case,
                 unit="bytes",
                 baseline_name="naive",
-                baseline=Measure.exact(naive_bytes),
+                baseline=Measure.exact(pair.naive),
                 candidate_name="ours",
-                candidate=Measure.exact(ours_bytes),
-                target=f"ours < {size(LIMIT)}",
-                passed=ours_bytes < LIMIT,
+                candidate=Measure.exact(pair.ours),
+                target="" if review_rounds else f"ours < {size(LIMIT)}",
+                passed=None if review_rounds else pair.ours < LIMIT,
             )
             rows.append(row)
             table.append(
                 [
-                    size(notes_size),
-                    size(naive_bytes),
-                    f"{naive_bytes / notes_size:.1f}",
-                    size(ours_bytes),
-                    size(ledger_bytes),
-                    size(notes_ref.size_bytes),
-                    f"{naive_bytes / ours_bytes:.1f}x",
+                    case,
+                    size(pair.naive),
+                    f"{pair.naive / notes_size:.1f}",
+                    size(pair.ours),
+                    f"{pair.naive_checkpoints} / {pair.checkpoints}",
+                    size(pair.ledger),
+                    size(pair.artifact),
+                    f"{pair.naive / pair.ours:.1f}x",
                     row.target_text,
                     row.verdict,
                 ]
             )
+        final_state = workflow.state(f"ours-{sizes[-1]}")
+        parts = {
+            cases[index][0]: (
+                bytes_by_table(ours_db, CHECKPOINT_TABLES, f"ours-{cases[index][1]}"),
+                value_bytes(ours_db, f"ours-{cases[index][1]}"),
+            )
+            for index in (len(sizes) - 1, len(sizes))
+        }
     print_table(
-        "P2 checkpoint bytes per thread (checkpoints + writes tables), one run per size",
+        f"P2 checkpoint bytes per thread ({', '.join(CHECKPOINT_TABLES)} tables), one run a case",
         [
-            "notes",
+            "case",
             "naive",
             "naive/notes",
             "ours",
+            "checkpoints naive / ours",
             "ours audit rows",
             "ours artifact",
             "naive/ours",
@@ -154,11 +237,21 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         f"{channel} {size(len(serde.dumps_typed(value)[1]))}"
         for channel, value in final_state.items()
     )
-    print(f"ours, {checkpoints} checkpoints per thread; final state by channel: {channels}")
-    flat = rows[-1].candidate.median / rows[0].candidate.median
-    growth = rows[-1].baseline.median / rows[0].baseline.median
+    print(f"ours, final state by channel: {channels}")
+    for case, (by_table, by_value) in parts.items():
+        print(
+            f"ours, {case}, by table: "
+            + ", ".join(f"{name} {size(total)}" for name, total in by_table.items())
+        )
+        for table_name, totals in by_value.items():
+            print(
+                f"  values in {table_name}: "
+                + ", ".join(f"{channel} {size(total)}" for channel, total in totals.most_common())
+            )
+    flat = rows[len(sizes) - 1].candidate.median / rows[0].candidate.median
+    growth = rows[len(sizes) - 1].baseline.median / rows[0].baseline.median
     print(
-        f"from {rows[0].case[6:]} to {rows[-1].case[6:]} of notes: ours x{flat:.2f}, "
+        f"from {rows[0].case[6:]} to {rows[len(sizes) - 1].case[6:]} of notes: ours x{flat:.2f}, "
         f"naive x{growth:.0f}"
     )
     return rows

@@ -3,8 +3,8 @@
 Two SQLite stores hold four threads each, run to the end: one holds four small threads
 (the bundled corpus), the other three of them and a thread that researched a corpus of
 10,000 small generated markdown files (``HANDOFF_CORPUS_MAX_FILES`` raised to admit it).
-Its research bundle and handoff envelope list every source, and SQLite keeps every channel
-in every checkpoint.
+Its research bundle and handoff envelope list every source: megabytes of channel values,
+each stored once per version in the saver's ``checkpoint_blobs`` table.
 
 - threads: what ``handoff threads`` does after start-up: open a read-only Workflow, list
   the thread ids and read each thread's row (``Workflow.summary``). The store of small
@@ -25,9 +25,12 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 
 from app.backends import sqlite_path
+from app.backends.sqlite_saver import blob_rows, named_blobs, run
+from app.serde import contract_serializer
 from app.settings import Settings
 from app.workflow import Workflow
 from bench._common import (
@@ -81,14 +84,23 @@ def _small_threads(settings: Settings, count: int) -> list[str]:
 
 
 def checkpoint_bytes(database: Path, thread_id: str) -> tuple[int, int]:
-    """The thread's checkpoints: how many, and the bytes of the largest."""
-    with sqlite3.connect(database) as conn:
-        count, largest = conn.execute(
-            "SELECT COUNT(*), MAX(LENGTH(checkpoint)) FROM checkpoints WHERE thread_id = ?",
+    """The thread's checkpoints: how many, and the bytes of the largest.
+
+    A checkpoint's bytes: its row and the blob rows of the values it names, what a full
+    read of it reads (the rows themselves keep versions, not values).
+    """
+    serde = contract_serializer()
+    sizes = []
+    with closing(sqlite3.connect(database)) as conn:
+        rows = conn.execute(
+            "SELECT checkpoint_ns, type, checkpoint FROM checkpoints WHERE thread_id = ?",
             (thread_id,),
-        ).fetchone()
-    conn.close()
-    return int(count), int(largest)
+        ).fetchall()
+        for namespace, kind, data in rows:
+            keys = named_blobs(serde.loads_typed((kind, data)))
+            values = blob_rows(thread_id, namespace, keys, columns="LENGTH(blob)")
+            sizes.append(len(data) + sum(length or 0 for (length,) in run(conn.cursor(), values)))
+    return len(sizes), max(sizes)
 
 
 def list_threads(settings: Settings) -> Callable[[int], float]:
