@@ -287,19 +287,16 @@ class GlanceSaver(BaseCheckpointSaver[str]):
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """Nothing for a skipped channel: no walk through the thread's ancestors.
+        """Skipped channels empty, as left out; the others as the inner saver has them.
 
-        LangGraph rebuilds a merging channel (``branches``) that has a version but no value
-        in the checkpoint by walking parent checkpoints back to one that holds it. This
-        saver leaves that value out of every checkpoint, so the walk read each ancestor to
-        the root, and ``status`` grew with the thread's history (``bench/p4_resume_cost.py``).
-        A skipped channel is read as empty, as the walk found it.
+        LangGraph asks this for an aggregate channel whose value a checkpoint does not hold
+        (``branches``, always skipped): answered by the default walk, every ancestor would
+        be read through :meth:`get_tuple`, which leaves the channel out of each of them
+        too, so a glance read the whole thread.
         """
-        left_out: dict[str, DeltaChannelHistory] = {
-            channel: {"writes": []} for channel in channels if channel in self.skipped
-        }
-        walked = [channel for channel in channels if channel not in self.skipped]
-        return {**left_out, **super().get_delta_channel_history(config=config, channels=walked)}
+        wanted = [channel for channel in channels if channel not in self.skipped]
+        found = self.inner.get_delta_channel_history(config=config, channels=wanted)
+        return {channel: found.get(channel) or {"writes": []} for channel in channels}
 
     def list(
         self,

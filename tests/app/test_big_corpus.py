@@ -12,9 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 
 from app.corpus import CorpusPolicy, discover
 from app.settings import Settings
+from app.thread_reads import GlanceSaver
 from app.workflow import Workflow
 from graphs.errors import SourceRefused
 from tests.backends import backend_env
@@ -230,3 +233,22 @@ def test_the_cli_lists_and_shows_the_status_of_a_large_thread(
     shown = json.loads(status.stdout)
     assert shown["outcome"]["state"] == outcome.state.value
     assert shown["checkpoints"] >= 3 and shown["next"] == []
+
+
+def test_threads_and_status_read_the_latest_checkpoint_and_no_ancestor(
+    workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _threads_at_every_stop(workflow)
+    named: list[str | None] = []
+    original = GlanceSaver.get_tuple
+
+    def recording(self: GlanceSaver, config: RunnableConfig) -> CheckpointTuple | None:
+        named.append(get_checkpoint_id(config))
+        return original(self, config)
+
+    monkeypatch.setattr(GlanceSaver, "get_tuple", recording)
+    for thread_id in workflow.threads():
+        workflow.summary(thread_id)
+        workflow.status(thread_id)
+        workflow.outcome(thread_id)
+    assert named and set(named) == {None}, "an ancestor was read: the glance walked the thread"
