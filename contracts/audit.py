@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from contracts.base import Contract, Sha256Hex, UtcDatetime, VersionedContract, upgrader
+from contracts.base import Contract, Sha256Hex, UtcDatetime, VersionedContract
 from contracts.errors import ErrorKind
 
 NodeStatus = Literal["ready", "running", "waiting_user", "succeeded", "failed"]
@@ -76,9 +76,3 @@ class NodeRun(VersionedContract):
             "artifact_ids": ["draft-rosetta@2"],
         }
     ]
-
-    @upgrader(from_version="1.0", to_version="1.1")
-    @classmethod
-    def _records_the_agent(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """1.1 names the agent implementation; a 1.0 record did not know it."""
-        return {**data, "agent": None}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from contracts.base import Contract, Identifier, VersionedContract, upgrader
+from contracts.base import Contract, Identifier, VersionedContract
 from contracts.freshness import RefCheck
 from contracts.human import ActionName, Answer, Details, PauseKind
 from contracts.provenance import Provenance
@@ -42,7 +42,7 @@ class DecisionLog(VersionedContract):
     """Every decision of the thread, oldest first; the handoff envelope is derived from it.
 
     Since 1.1 a recorded decision names any declared pause and action, and keeps the
-    pause's own ``details``; a 1.0 log reads as it is.
+    pause's own ``details``.
     """
 
     VERSION = "1.1"
@@ -66,12 +66,6 @@ class DecisionLog(VersionedContract):
             ]
         }
     ]
-
-    @upgrader(from_version="1.0", to_version="1.1")
-    @classmethod
-    def _pauses_declare_actions(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # 1.0 decisions name the pauses and actions 1.0 had, without details.
-        return data
 
     def granted_review_rounds(self) -> int:
         """Extra review rounds people granted beyond the budget."""

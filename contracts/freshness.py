@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from contracts.base import Contract, Sha256Hex, VersionedContract, upgrader
+from contracts.base import Contract, Sha256Hex, VersionedContract
 
 RefStatus = Literal["fresh", "stale", "tampered", "missing"]
 """fresh: unchanged; stale: a newer revision or changed content exists; tampered: stored
@@ -101,15 +101,3 @@ class FreshnessReport(VersionedContract):
     def summary(self) -> str:
         """Progress line: only inputs that were not fresh are worth showing."""
         return "" if self.verdict == "fresh" else f"inputs {self.verdict}: {self.describe()}"
-
-    @upgrader(from_version="1.0", to_version="1.1")
-    @classmethod
-    def _producers_became_channels(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """1.0 named the writer node as a draft's producer; 1.1 names the channel."""
-        checks = [
-            {**check, "producer": "draft"}
-            if isinstance(check, dict) and check.get("producer") == "writer"
-            else check
-            for check in data.get("checks", [])
-        ]
-        return {**data, "checks": checks}

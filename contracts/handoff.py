@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import (
-    Contract,
-    Identifier,
-    ProseText,
-    Sha256Hex,
-    VersionedContract,
-    upgrader,
-)
+from contracts.base import Contract, Identifier, ProseText, Sha256Hex, VersionedContract
 from contracts.provenance import Provenance
 from contracts.research import Question
 
@@ -28,16 +21,6 @@ NextAction = Annotated[
     ),
 ]
 """The next node, by name. Contracts cannot know the graph's nodes, only how a name looks."""
-
-ACTION_NODES_1_0 = {
-    "research": "research",
-    "approve_research": "approve_research",
-    "write": "writer",
-    "review": "reviewer",
-    "finalize": "finalize",
-    "end": "__end__",
-}
-"""Handoff 1.0 named an action; 1.1 names the node that takes it."""
 
 
 class Decision(Contract):
@@ -186,14 +169,3 @@ class Handoff(VersionedContract):
             "provenance": {"producer": "research", "node": "research", "step": 3},
         }
     ]
-
-    @upgrader(from_version="1.0", to_version="1.1")
-    @classmethod
-    def _actions_became_node_names(cls, data: dict[str, Any]) -> dict[str, Any]:
-        action = data.get("next_allowed_action")
-        if action not in ACTION_NODES_1_0:
-            raise ValueError(
-                f"next_allowed_action {action!r} is not a 1.0 action; "
-                f"expected one of {sorted(ACTION_NODES_1_0)}"
-            )
-        return {**data, "next_allowed_action": ACTION_NODES_1_0[action]}

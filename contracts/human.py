@@ -42,10 +42,9 @@ class HumanRequest(VersionedContract):
     Since 1.1 a request names the thread it belongs to, and its ``interrupt_id`` ends with
     that thread (``approve-research-s2.<thread>``): step numbers repeat across threads, so
     an id without the thread would let a decision written for one thread answer another.
-    Requests saved by 1.0 have no thread; they keep their id and accept decisions naming it.
 
     Since 1.2 the kind and the actions are names the pause declares (not a fixed list) and
-    a request may carry its pause's own data in ``details``; 1.1 requests read as they are.
+    a request may carry its pause's own data in ``details``; 1.1 requests are upgraded.
     """
 
     VERSION = "1.2"
@@ -104,17 +103,17 @@ class HumanRequest(VersionedContract):
         }
     ]
 
-    @upgrader(from_version="1.0", to_version="1.1")
-    @classmethod
-    def _requests_name_their_thread(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # A 1.0 request was saved without its thread: it stays unbound (thread_id None).
-        return data
-
     @upgrader(from_version="1.1", to_version="1.2")
     @classmethod
     def _pauses_declare_kinds_and_actions(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # A 1.1 request names one of the three pauses 1.1 had, which are still declared,
-        # and has no details: it reads as it is.
+        """A 1.1 request is already a valid 1.2 one, so it is passed on as it is.
+
+        1.2 only widened the shape: a kind and its actions, a fixed list in 1.1, became
+        names the pause declares (the three pauses 1.1 had still are), and ``details``,
+        which 1.1 lacked, defaults to None. The version went up all the same, so that
+        code reading 1.1 refuses a 1.2 request (perhaps of a kind it has never heard of)
+        instead of misreading it, while threads paused under 1.1 still resume.
+        """
         return data
 
 
@@ -132,8 +131,7 @@ class HumanDecision(VersionedContract):
     each action needs (a reason to reject, answers to revise) and the contract of
     ``details`` are declared by the pause that asks (``graphs.pauses``): the graph and the
     Python API check a decision against its request's pause (``graphs.human.decision_schema``).
-    Since 1.1 the action is a name the pause declares and ``details`` exists; 1.0
-    decisions read as they are.
+    Since 1.1 the action is a name the pause declares and ``details`` exists.
     """
 
     VERSION = "1.1"
@@ -168,12 +166,6 @@ class HumanDecision(VersionedContract):
             "reason": "The sources are about the Parthenon, not the Rosetta Stone.",
         },
     ]
-
-    @upgrader(from_version="1.0", to_version="1.1")
-    @classmethod
-    def _pauses_declare_actions(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # A 1.0 decision names one of the actions 1.0 had and no details: it reads as it is.
-        return data
 
     @model_validator(mode="after")
     def _constraints_usable(self) -> HumanDecision:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -14,7 +14,6 @@ from contracts.base import (
     Sha256Hex,
     UtcDatetime,
     VersionedContract,
-    upgrader,
 )
 from contracts.errors import ErrorDetail, ResultStatus
 from contracts.provenance import Provenance
@@ -249,12 +248,6 @@ class ResearchBundle(VersionedContract):
                     f"facts[{index}] ({fact.id}) leans on unknown fact {fact.leans_on!r}"
                 )
         return self
-
-    @upgrader(from_version="1.0", to_version="1.1")
-    @classmethod
-    def _facts_locate_their_quotes(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # 1.1 facts may name their section, lines and antecedent; 1.0 facts name none.
-        return data
 
     def fact(self, claim_id: str) -> Fact | None:
         """The fact with this id, if research produced it."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract, upgrader
+from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract
 from contracts.errors import ErrorCode
 
 Verdict = Literal["approved", "changes_requested", "rejected"]
@@ -76,12 +76,6 @@ class ReviewResult(VersionedContract):
             },
         }
     ]
-
-    @upgrader(from_version="1.0", to_version="1.1")
-    @classmethod
-    def _names_the_bytes_it_read(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """1.1 names the draft bytes it reviewed; a 1.0 review cannot, so it names none."""
-        return {**data, "draft_sha256": None}
 
     def summary(self) -> str:
         """Progress line: the verdict."""

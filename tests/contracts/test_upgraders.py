@@ -218,24 +218,3 @@ def test_a_contract_may_not_declare_schema_version_itself() -> None:
 def test_version_must_be_major_minor() -> None:
     with pytest.raises(TypeError, match="not MAJOR.MINOR"):
         define({"VERSION": "2"})
-
-
-def test_a_1_0_audit_record_reads_as_1_1_without_an_agent() -> None:
-    from contracts import NodeRun
-    from tests.contracts.examples import EXAMPLES
-
-    old = EXAMPLES[NodeRun].model_dump(mode="json") | {"schema_version": "1.0"}
-    del old["agent"]
-    upgraded = NodeRun.model_validate(old)
-    assert (upgraded.schema_version, upgraded.agent) == ("1.1", None)
-
-
-def test_a_1_0_freshness_report_names_the_draft_channel_where_it_named_the_writer() -> None:
-    from contracts import FreshnessReport
-    from tests.contracts.examples import EXAMPLES
-
-    old = EXAMPLES[FreshnessReport].model_dump(mode="json") | {"schema_version": "1.0"}
-    old["checks"][0]["producer"] = "writer"
-    upgraded = FreshnessReport.model_validate(old)
-    assert upgraded.schema_version == "1.1"
-    assert [check.producer for check in upgraded.checks] == ["draft"]

@@ -83,6 +83,48 @@ def test_assigning_an_unknown_schema_version_is_refused(
     assert instance.schema_version == model.VERSION
 
 
+DROPPED = {
+    ("DecisionLog", "1.0"),
+    ("FreshnessReport", "1.0"),
+    ("Handoff", "1.0"),
+    ("HumanDecision", "1.0"),
+    ("HumanRequest", "1.0"),
+    ("NodeRun", "1.0"),
+    ("ResearchBundle", "1.0"),
+    ("ReviewResult", "1.0"),
+}
+"""Versions the project wrote once and no longer reads: their upgraders were dropped."""
+
+
+def older_versions(model: type[VersionedContract]) -> list[str]:
+    major, minor = (int(part) for part in model.VERSION.split("."))
+    return [f"{major}.{older}" for older in range(minor)]
+
+
+def test_the_older_versions_no_contract_reads_any_more_are_the_dropped_ones() -> None:
+    unread = {
+        (model.__name__, version)
+        for model in CONTRACTS
+        for version in older_versions(model)
+        if version not in model.SUPPORTED_VERSIONS
+    }
+    assert unread == DROPPED
+
+
+@pytest.mark.parametrize(("name", "version"), sorted(DROPPED))
+def test_a_payload_of_a_dropped_version_is_refused_naming_the_contract_and_the_version(
+    name: str, version: str
+) -> None:
+    model = next(model for model in CONTRACTS if model.__name__ == name)
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate({**valid_data(model), "schema_version": version})
+    assert_names_unsupported_version(caught.value, model, version)
+    supported = ", ".join(model.SUPPORTED_VERSIONS)
+    assert f"unsupported schema_version {version!r} for {name}; supported: {supported}" in str(
+        caught.value
+    )
+
+
 @contracts
 def test_unknown_extra_field_is_refused_naming_the_field(model: type[VersionedContract]) -> None:
     with pytest.raises(ValidationError) as caught:
