@@ -76,7 +76,6 @@ from app.postgres import (
 from app.settings import Settings
 from contracts import DecisionLog, HumanDecision, RunOutcome, TaskSpec
 from graphs.errors import HandoffError
-from graphs.human import as_asked_on, bound_id
 
 if TYPE_CHECKING:
     import procrastinate
@@ -389,13 +388,11 @@ def queue_decision(workflow: Workflow, thread_id: str, decision: Any) -> QueuedD
         with workflow.backend.writing(thread_id):
             request = workflow.pending(thread_id)
             named = _interrupt_of(decision)
-            if request is None or (
-                named is not None and not _same_request(named, request.interrupt_id, thread_id)
-            ):
+            if request is None or (named is not None and named != request.interrupt_id):
                 answered = [
                     (earlier, theirs)
                     for earlier, theirs in _decision_jobs(conn, thread_id)
-                    if named is None or _same_request(named, theirs["interrupt_id"], thread_id)
+                    if named is None or named == theirs["interrupt_id"]
                 ]
                 if answered and decision is not None:
                     return _duplicate_or_conflict(thread_id, decision, *answered[0])
@@ -405,7 +402,7 @@ def queue_decision(workflow: Workflow, thread_id: str, decision: Any) -> QueuedD
                         f"thread {thread_id!r} is not waiting for a decision{last}; nothing "
                         f"was queued (see `handoff status {thread_id}`)"
                     )
-            checked = as_asked_on(workflow.check_decision(request, decision), request, thread_id)
+            checked = workflow.check_decision(request, decision)
             job_id = fleet.defer(DECIDE, thread_id, decision=checked.model_dump(mode="json"))
             return QueuedDecision(checked, job_id, duplicate=False)
 
@@ -418,11 +415,6 @@ def _interrupt_of(decision: Any) -> str | None:
     plain = _plain(decision)
     named = plain.get("interrupt_id") if isinstance(plain, Mapping) else None
     return named if isinstance(named, str) else None
-
-
-def _same_request(one: str, other: str, thread_id: str) -> bool:
-    """Two interrupt ids of one request (a request saved unbound is answered bound)."""
-    return one == other or bound_id(one, thread_id) == other or bound_id(other, thread_id) == one
 
 
 def _duplicate_or_conflict(
@@ -438,7 +430,7 @@ def _duplicate_or_conflict(
     named = _interrupt_of(decision)
     same = (
         mine is not None
-        and (named is None or _same_request(named, queued.interrupt_id, thread_id))
+        and (named is None or named == queued.interrupt_id)
         and mine.model_dump(exclude={"interrupt_id"}) == queued.model_dump(exclude={"interrupt_id"})
     )
     if same:

@@ -76,7 +76,7 @@ from contracts import (
 )
 from graphs import WIRING, RunContext, Wiring, build_graph, workflow_channels
 from graphs.boundary import describe_validation_error, read, validate_channel
-from graphs.human import as_asked_on, as_decision, decision_schema
+from graphs.human import as_decision, decision_schema
 from graphs.pauses import Pause
 from graphs.wiring import pauses_of
 
@@ -465,7 +465,7 @@ class Workflow:
         payload: Any = None
         context = self.context
         if request is not None:  # checked here, once: the pause takes it as admitted
-            checked = as_asked_on(self.check_decision(request, decision), request, thread_id)
+            checked = self.check_decision(request, decision)
             payload = Command(resume=checked.model_dump(mode="json"))
             context = replace(context, admitted=request)
         self.ledger.abandon_running(
@@ -882,10 +882,9 @@ def check_decision(
 ) -> HumanDecision:
     """Validate a decision against the open request and its pause, naming the field.
 
-    ``request`` is the one saved with the pause (what the person was shown), so a
-    request saved before requests named their thread keeps accepting its own id, and a
-    request that names its thread refuses a decision naming another thread, or none.
-    Which actions exist and what each needs is the pause's declaration.
+    ``request`` is the one saved with the pause (what the person was shown), which names
+    its thread, so a decision naming another thread, or none, is refused. Which actions
+    exist and what each needs is the pause's declaration.
     """
     schema = decision_schema(request, pause_of(request, pauses))
     try:

@@ -51,11 +51,8 @@ class HumanRequest(VersionedContract):
 
     kind: Literal["human_request"] = Field(default="human_request", description="Discriminator.")
     interrupt_id: Identifier = Field(description="Id a decision must name to answer this request.")
-    thread_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=256,
-        description="The thread this request belongs to; None on requests saved before 1.1.",
+    thread_id: str = Field(
+        min_length=1, max_length=256, description="The thread this request belongs to."
     )
     request_kind: PauseKind = Field(description="Which pause this is (its declared kind).")
     question: str = Field(max_length=2000, description="What is being asked.")
@@ -74,7 +71,8 @@ class HumanRequest(VersionedContract):
 
     EXAMPLES = [
         {
-            "interrupt_id": "approve-research-1",
+            "interrupt_id": "approve-research-s3.rosetta",
+            "thread_id": "rosetta",
             "request_kind": "approve_research",
             "question": "Research found 1 fact from 1 source. Approve writing?",
             "allowed_actions": ["approve", "revise", "reject"],
@@ -153,7 +151,7 @@ class HumanDecision(VersionedContract):
 
     EXAMPLES = [
         {
-            "interrupt_id": "approve-research-1",
+            "interrupt_id": "approve-research-s3.rosetta",
             "action": "revise",
             "reason": "Name the decipherer.",
             "answers": [{"question_id": "q-2", "text": "Jean-François Champollion, in 1822."}],
@@ -161,7 +159,7 @@ class HumanDecision(VersionedContract):
             "decided_by": "editor@example.org",
         },
         {
-            "interrupt_id": "approve-research-1",
+            "interrupt_id": "approve-research-s3.rosetta",
             "action": "reject",
             "reason": "The sources are about the Parthenon, not the Rosetta Stone.",
         },

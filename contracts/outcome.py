@@ -52,7 +52,8 @@ class RunOutcome(VersionedContract):
             "review_rounds": 1,
             "fact_count": 1,
             "human_request": {
-                "interrupt_id": "approve-research-1",
+                "interrupt_id": "approve-research-s3.thread-rosetta-1",
+                "thread_id": "thread-rosetta-1",
                 "request_kind": "approve_research",
                 "question": "Research found 1 fact from 1 source. Approve writing?",
                 "allowed_actions": ["approve", "revise", "reject"],

@@ -65,18 +65,6 @@ def bound_id(pause: str, thread_id: str) -> str:
     return f"{pause}{THREAD_MARK}{thread_token(thread_id)}"
 
 
-def as_asked_on(decision: HumanDecision, request: HumanRequest, thread_id: str) -> HumanDecision:
-    """The decision as the graph will check it when the node re-runs on ``thread_id``.
-
-    A request saved before requests named their thread was answered with its unbound id;
-    the re-running node asks the same pause bound to its thread, so the answer (already
-    checked against what the person was shown) is addressed to that. Others pass unchanged.
-    """
-    if request.thread_id is not None or decision.interrupt_id != request.interrupt_id:
-        return decision
-    return decision.model_copy(update={"interrupt_id": bound_id(request.interrupt_id, thread_id)})
-
-
 def pause_request(
     pause: Pause,
     step: StepInfo,
@@ -253,12 +241,12 @@ def _wrong_request(value: str, request: HumanRequest) -> str:
     """Why ``value`` does not answer ``request``: another thread, no thread, or another pause."""
     pause, _, token = value.partition(THREAD_MARK)
     own_pause, _, own_token = request.interrupt_id.partition(THREAD_MARK)
-    if request.thread_id is not None and token and token != own_token:
+    if token and token != own_token:
         return (
             f"{value!r} is a decision for thread {token!r}, not for this thread "
             f"{request.thread_id!r}, whose open request is {request.interrupt_id!r}"
         )
-    if request.thread_id is not None and not token and pause == own_pause:
+    if not token and pause == own_pause:
         return (
             f"{value!r} names no thread; this thread's open request is {request.interrupt_id!r} "
             "(a decision answers one thread only)"

@@ -488,10 +488,6 @@ def parse_through_the_cli(
 
 def parser_fuzz(threads: dict[str, Waiting], folder: Path, count: int) -> None:
     requests = [waiting.request for waiting in threads.values()]
-    legacy = requests[0].model_copy(
-        update={"interrupt_id": requests[0].interrupt_id.partition(".")[0], "thread_id": None}
-    )
-    requests.append(legacy)  # as saved before requests named their thread
     path = folder / "decision.json"
     strategies = [(request, cli_inputs(decision_files(request))) for request in requests]
 

@@ -80,12 +80,13 @@ def test_errors_speak_in_the_projects_words_not_pydantics() -> None:
     from graphs.nodes.approve_research import APPROVAL
 
     request = HumanRequest(
-        interrupt_id="approve-research-s2",
+        interrupt_id="approve-research-s2.t",
+        thread_id="t",
         request_kind="approve_research",
         question="Approve?",
         allowed_actions=["approve", "revise", "reject"],
     )
     with pytest.raises(ValidationError) as refused:
-        decision_schema(request, APPROVAL)(interrupt_id="approve-research-s2", action="reject")
+        decision_schema(request, APPROVAL)(interrupt_id="approve-research-s2.t", action="reject")
     message = describe_validation_error(refused.value, "decision")
     assert message == "decision: reason is required when action is 'reject'"

@@ -55,14 +55,15 @@ def test_a_decision_takes_only_what_its_action_declares() -> None:
         decision=Colour,
     )
     request = HumanRequest(
-        interrupt_id="paint-s3",
+        interrupt_id="paint-s3.t",
+        thread_id="t",
         request_kind="paint",
         question="Paint it?",
         allowed_actions=["keep", "paint", "veto"],
     )
     schema = decision_schema(request, pause)
     painted = schema.model_validate(
-        {"interrupt_id": "paint-s3", "action": "paint", "details": {"colour": "ochre"}}
+        {"interrupt_id": "paint-s3.t", "action": "paint", "details": {"colour": "ochre"}}
     )
     assert pause.details_of(painted.model_dump(mode="json")["details"]) == Colour(colour="ochre")
     for decision, problem in [
@@ -72,7 +73,7 @@ def test_a_decision_takes_only_what_its_action_declares() -> None:
         ({"action": "keep", "details": {"colour": "red"}}, "details goes with action 'paint'"),
     ]:
         with pytest.raises(ValidationError, match=problem):
-            schema.model_validate({"interrupt_id": "paint-s3", **decision})
+            schema.model_validate({"interrupt_id": "paint-s3.t", **decision})
     with pytest.raises(PauseDeclarationError, match="is from pause 'paint', not 'other'"):
         decision_schema(request, Pause("other", (Action("keep"),)))
 
