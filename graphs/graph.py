@@ -18,7 +18,6 @@ from contracts import (
     DraftArticle,
     ErrorCode,
     FreshnessReport,
-    Handoff,
     ResearchBundle,
     ReviewResult,
     RunOutcome,
@@ -168,10 +167,7 @@ def route_after_review(
     if review.verdict == "approved":
         return "finalize"
     log = read(state, "decisions", DecisionLog, node="route_after_review")
-    handoff = read(state, "handoff", Handoff, node="route_after_review")
-    granted = (
-        log.granted_review_rounds() if log else handoff.granted_review_rounds if handoff else 0
-    )
+    granted = log.granted_review_rounds() if log else 0
     rounds = task.budget.max_review_rounds + granted
     if review.verdict == "changes_requested" and draft.revision < rounds:
         return "writer"

@@ -111,7 +111,6 @@ def derive_handoff(
     bundle = read(state, "research", ResearchBundle, node=node)
     log = read(state, "decisions", DecisionLog, node=node)
     decisions = log.decisions if log else []
-    legacy = legacy_human_items(state, node) if log is None else None
     return Handoff(
         task_id=task.task_id,
         task_version=task.task_version,
@@ -120,56 +119,17 @@ def derive_handoff(
         next_allowed_action=next_node,
         accepted_decisions=[
             Decision(text=item.summary(), provenance=item.provenance) for item in decisions
-        ]
-        + (legacy.accepted_decisions if legacy else []),
+        ],
         constraints=task_constraints(task, producer)
         + [
             ConstraintItem(text=text, provenance=item.provenance)
             for item in decisions
             for text in item.constraints
-        ]
-        + (legacy.constraints if legacy else []),
-        authoritative_inputs=_repinned(source_pins(bundle, log, producer), legacy),
+        ],
+        authoritative_inputs=source_pins(bundle, log, producer),
         artifacts=handed_artifacts(state, node, bundle),
         tool_receipts=list(receipts or []),
-        open_questions=_answered(open_questions(bundle, log), legacy),
-        granted_review_rounds=log.granted_review_rounds()
-        if log
-        else (legacy.granted_review_rounds if legacy else 0),
+        open_questions=open_questions(bundle, log),
+        granted_review_rounds=log.granted_review_rounds() if log else 0,
         provenance=producer.provenance(),
     )
-
-
-def legacy_human_items(state: Mapping[str, Any], node: str) -> Handoff | None:
-    """What people decided in a thread saved before decisions had a log of their own.
-
-    Such a thread kept decisions, human constraints, answers, re-pins and granted rounds
-    only in its handoff. They are carried from envelope to envelope until a decision starts
-    the thread's DecisionLog, so nothing a person decided is dropped by an upgrade.
-    """
-    handoff = read(state, "handoff", Handoff, node=node)
-    if handoff is None:
-        return None
-    return handoff.model_copy(
-        update={
-            "constraints": [
-                item for item in handoff.constraints if item.provenance.producer == "human"
-            ],
-            "authoritative_inputs": [
-                item for item in handoff.authoritative_inputs if item.provenance.producer == "human"
-            ],
-            "open_questions": [
-                question for question in handoff.open_questions if question.answer is not None
-            ],
-        }
-    )
-
-
-def _repinned(pins: list[AuthoritativeInput], legacy: Handoff | None) -> list[AuthoritativeInput]:
-    moved = {item.uri: item for item in legacy.authoritative_inputs} if legacy else {}
-    return [moved.get(pin.uri, pin) for pin in pins]
-
-
-def _answered(questions: list[Question], legacy: Handoff | None) -> list[Question]:
-    answered = {question.id: question for question in legacy.open_questions} if legacy else {}
-    return [answered.get(question.id, question) for question in questions]

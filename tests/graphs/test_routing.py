@@ -4,9 +4,18 @@ from typing import Any
 
 import pytest
 
-from contracts import ArtifactRef, DraftArticle, ResearchBundle, ReviewResult, TaskSpec
+from contracts import (
+    ArtifactRef,
+    DecisionLog,
+    DraftArticle,
+    Handoff,
+    ResearchBundle,
+    ReviewResult,
+    TaskSpec,
+)
 from graphs.errors import ContractViolation
 from graphs.graph import route_after_research, route_after_review
+from tests.contracts.examples import EXAMPLES
 
 SHA = "a" * 64
 
@@ -63,6 +72,19 @@ def test_review_routing_follows_verdict_and_round_budget(
     verdict: str, revision: int, rounds: int, expected: str
 ) -> None:
     assert route_after_review(_state(verdict, revision, rounds)) == expected
+
+
+def test_a_round_granted_in_the_decision_log_extends_the_budget_and_nothing_else_does() -> None:
+    state = _state("changes_requested", 3, 3)
+    state["handoff"] = EXAMPLES[Handoff].model_copy(update={"granted_review_rounds": 1})
+    assert route_after_review(state) == "conclude"
+    granted = (
+        EXAMPLES[DecisionLog]
+        .decisions[0]
+        .model_copy(update={"request_kind": "review_decision", "action": "grant_round"})
+    )
+    state["decisions"] = DecisionLog(decisions=[granted])
+    assert route_after_review(state) == "writer"
 
 
 def test_review_of_another_draft_revision_is_refused() -> None:
