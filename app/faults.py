@@ -5,13 +5,16 @@
 * ``kill:<node>:<point>`` — SIGKILL this process when ``<node>`` reaches ``<point>``; a
   branch node's task also by key: ``kill:research[q-2]:before_return`` kills only there.
   Points: ``start`` (before the node does anything), ``after_artifact`` (inside the node,
-  after it wrote an artifact), ``before_return`` (after its attempt was recorded as done,
-  before LangGraph saw the result).
+  once it has written an artifact: the first it writes), ``before_return`` (after its
+  attempt was recorded as done, before LangGraph saw the result).
 * ``transient:<node>:<count>`` — raise a TransientError at the start of the first
   ``<count>`` attempts of ``<node>`` in this process (to exercise retries with backoff).
 * ``wait:<node>:<file>`` — at the start of every attempt of ``<node>``, wait until
   ``<file>`` exists (at most GATE_SECONDS), so a race test can hold a run inside a node
   while a second writer tries the same thread, however slowly either process starts.
+
+This module reads the rules; ``app.fault_points`` wraps a run's services so that they
+call the plan at each point, and only a run with rules gets the wrapped services.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ class InvalidFaultSpec(HandoffError, ValueError):
 
 @dataclass
 class FaultPlan:
-    """Parsed rules; called at every named point of every node."""
+    """Parsed rules; called with every point a node reaches (``<node>:<point>``)."""
 
     kills: set[str] = field(default_factory=set)
     transients: dict[str, int] = field(default_factory=dict)

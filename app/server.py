@@ -21,7 +21,7 @@ import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
-from contextlib import ExitStack, asynccontextmanager
+from contextlib import AbstractContextManager, ExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -39,7 +39,7 @@ from app.running_nodes import RUNNING_NODES
 from app.services import build_context
 from app.settings import PROJECT_ROOT, Settings
 from contracts import ErrorCode, RunChoices, RunOutcome
-from graphs import RunContext, build_graph
+from graphs import RunContext, StepInfo, build_graph
 from graphs.errors import ExitCode, HandoffError
 
 if TYPE_CHECKING:  # the server extra's; langgraph-api resolves the annotation by name
@@ -103,7 +103,12 @@ def _services(agent_models: tuple[tuple[str, str], ...]) -> RunContext:
             agent_models={**settings.agent_models, **dict(agent_models)}
         )
     # Every served node counts in the process's registry: the lock waits for it (make_graph).
-    return replace(build_context(settings), node_running=RUNNING_NODES.running)
+    return build_context(settings, node_running=_counted)
+
+
+def _counted(step: StepInfo) -> AbstractContextManager[None]:
+    """A served node, counted by its thread while it runs."""
+    return RUNNING_NODES.running(step.thread_id)
 
 
 @cache

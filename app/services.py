@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from langchain_core.language_models import BaseChatModel
 
 from app.backends import artifact_store_for, ledger_for_url
+from app.fault_points import NodeRunning, with_faults
 from app.faults import parse_faults
 from app.models import select_agents
 from app.settings import Settings
 from app.source_probe import FileSourceProbe
 from graphs import WIRING, ArtifactStore, RunContext, RunLedger, Wiring
-from graphs.context import no_fault, utc_now
+from graphs.context import untracked, utc_now
 
 
 def build_context(
@@ -22,6 +23,7 @@ def build_context(
     models: Mapping[str, BaseChatModel] | None = None,
     store: ArtifactStore | None = None,
     wiring: Wiring = WIRING,
+    node_running: NodeRunning = untracked,
 ) -> RunContext:
     """The services for a run: offline, deterministic agents unless a model is configured.
 
@@ -29,17 +31,20 @@ def build_context(
     ``settings.model`` for those nodes. ``store`` shares an open artifact store (the
     Workflow's); by default the one the settings name is opened on first use. ``wiring``
     is the graph's nodes: fault rules and model overrides are checked against them, and
-    each node that declares an agent gets one.
+    each node that declares an agent gets one. ``node_running`` is what the caller holds
+    while a node runs (the dev server's count). Fault rules (``settings.fault``) wrap the
+    finished services, so they see every node the caller's hold sees.
     """
     clock = utc_now
     nodes = [spec for spec, _ in wiring]
-    fault = parse_faults(settings.fault, nodes)
+    faults = parse_faults(settings.fault, nodes)
     agents = select_agents(settings, clock, models, nodes)
-    return RunContext(
-        fault=fault if fault is not None else no_fault,
+    context = RunContext(
         ledger=ledger or ledger_for_url(settings.resolved_database_url()),
         sources=FileSourceProbe(settings.corpus_policy()),
         store=store if store is not None else artifact_store_for(settings),
         agents=agents,
         clock=clock,
+        node_running=node_running,
     )
+    return context if faults is None else with_faults(context, faults)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts import HumanRequest, RunChoices
 from graphs.errors import MissingContext
-from graphs.ports import ArtifactStore, RunLedger, SourceProbe
+from graphs.ports import ArtifactStore, RunLedger, SourceProbe, StepInfo
 
 if TYPE_CHECKING:
     from graphs.declare import NodeSpec
@@ -22,11 +22,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def no_fault(point: str) -> None:
-    """The default fault hook does nothing; tests and the app may inject one."""
-
-
-def untracked(thread_id: str) -> contextlib.AbstractContextManager[object]:
+def untracked(step: StepInfo) -> contextlib.AbstractContextManager[object]:
     """The default: nobody in this process waits for a thread's nodes to stop."""
     return contextlib.nullcontext()
 
@@ -41,18 +37,19 @@ class RunContext:
     ledger: RunLedger
     sources: SourceProbe
     clock: Callable[[], datetime] = field(default=utc_now)
-    fault: Callable[[str], None] = field(default=no_fault)
     sleep: Callable[[float], None] = field(default=time.sleep)
     backoff_seconds: float = 0.2
     """First retry delay after a transient error; doubles per attempt (capped at 5 s)."""
     choices: RunChoices | None = None
     """Policies and limits the caller chose for this run (e.g. a Studio assistant's)."""
-    node_running: Callable[[str], contextlib.AbstractContextManager[object]] = field(
+    node_running: Callable[[StepInfo], contextlib.AbstractContextManager[object]] = field(
         default=untracked
     )
-    """Held (by thread id) while a node runs. A cancelled run's node goes on running in its
-    worker thread until it returns; the dev server waits on this before it lets go of
-    the thread's lock, so no second attempt can start beside it (``app/server.py``)."""
+    """Held while a node runs, from before it reads anything until it returns. A cancelled
+    run's node goes on running in its worker thread until it returns; the dev server waits
+    on this (by the step's thread) before it lets go of the thread's lock, so no second
+    attempt can start beside it (``app/server.py``). Fault injection learns by it which
+    node a service call belongs to (``app/fault_points.py``)."""
     admitted: HumanRequest | None = None
     """The request whose decision this run resumes with, already checked against it by the
     caller (``Workflow.resume``): the pause asking exactly that takes the decision without

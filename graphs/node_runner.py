@@ -24,7 +24,6 @@ results it merged from the channel.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -239,7 +238,6 @@ def step_info(
     config: RunnableConfig,
     node: str,
     task: TaskSpec,
-    fault: Callable[[str], None] | None = None,
     branch: str | None = None,
 ) -> StepInfo:
     """Where this node runs, from LangGraph's config (and the branch it runs, if any)."""
@@ -253,7 +251,6 @@ def step_info(
         node=node,
         step=int(step) if isinstance(step, int) else -1,
         task_version=task.task_version,
-        fault_hook=fault,
     )
 
 
@@ -389,11 +386,6 @@ class Visit:
         update["handoff"] = handoff
         return update
 
-    def fault(self, point: str) -> None:
-        """A named fault point of this visit (a branch's also by key: ``research[q-2]:start``)."""
-        if self.step.fault_hook is not None:
-            self.step.fault_hook(f"{self.spec.name}:{point}")
-
 
 def joined_handoff(spec: NodeSpec, state: Mapping[str, Any], handoff: Handoff) -> Handoff:
     """A join's envelope lists every branch it waited for, with its inputs and receipts."""
@@ -486,7 +478,7 @@ def pause(visit: Visit) -> dict[str, Any]:
     Such a node re-runs from its start on every resume, so it records nothing before the
     decision arrives (the ``interrupt()`` inside the body raises until then).
     """
-    with batched_puts(visit.ctx):
+    with visit.ctx.store.batch():
         result = visit.spec.body(visit.call(visit.step))
         update = visit.hand_over(result)
     Attempt(visit, visit.step).finish(result, update=update)
@@ -511,8 +503,7 @@ def attempts(visit: Visit) -> dict[str, Any]:
         step = replace(visit.step, attempt=attempt, tool_calls_left=calls, tokens_left=tokens)
         current = Attempt(visit, step)
         try:
-            visit.fault("attempt")
-            with batched_puts(ctx):
+            with ctx.store.batch():  # the attempt's puts, durable before its row names them
                 result = spec.body(visit.call(step))
                 update = visit.hand_over(result)
         except TransientError as error:
@@ -545,23 +536,7 @@ def attempts(visit: Visit) -> dict[str, Any]:
             current.finish(error=("internal", f"{type(error).__name__}: {error}"))
             raise
         current.finish(result, update=update)
-        visit.fault("before_return")
         return update
-
-
-def batched_puts(ctx: RunContext) -> contextlib.AbstractContextManager[object]:
-    """One node's artifact puts made durable together, before its ledger row names them.
-
-    A store with a ``batch()`` block (the ones that keep blobs in files) defers what it
-    can share across puts (one fsync instead of one per put) to the block's end; every
-    other store already makes each put durable on its own.
-    """
-    batch = getattr(ctx.store, "batch", None)
-    if callable(batch):
-        block = batch()
-        if isinstance(block, contextlib.AbstractContextManager):
-            return block
-    return contextlib.nullcontext()
 
 
 def _stopped(
@@ -585,13 +560,6 @@ def _dump(update: dict[str, Any]) -> str:
         for channel, value in sorted(update.items())
     )
     return "{" + members + "}"
-
-
-def branch_fault(fault: Callable[[str], None], key: str, point: str) -> None:
-    """A branch's fault point, by node (``research:after_artifact``) and by key too."""
-    fault(point)
-    node, _, where = point.partition(":")
-    fault(f"{node}[{key}]:{where}")
 
 
 def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo, *, audit: bool = True) -> TaskSpec:
@@ -637,11 +605,8 @@ def run_node(
         checked = CheckedState(state)
         given = require(checked, "task", TaskSpec, node=spec.name)
         branch = read(checked, "branch", BranchTask, node=spec.name) if spec.branch else None
-        fault = ctx.fault
-        if branch is not None:
-            fault = functools.partial(branch_fault, ctx.fault, branch.key)
-        step = step_info(config, spec.name, given, fault, branch.key if branch else None)
-        with ctx.node_running(step.thread_id):
+        step = step_info(config, spec.name, given, branch.key if branch else None)
+        with ctx.node_running(step):
             task = chosen_task(ctx, given, step, audit=spec.branch is None)
             if task is not given:  # a copy with the choices in force: validated when first read
                 checked = CheckedState({**state, "task": task})
@@ -656,7 +621,6 @@ def run_node(
                 agent=agent_name(ctx, spec),
                 branch=branch,
             )
-            visit.fault("start")
             update = (
                 (stopped_branch(visit) if spec.joins else None)
                 or reuse(visit)

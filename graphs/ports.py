@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -48,6 +49,15 @@ class ArtifactStore(Protocol):
 
     def verify(self, ref: ArtifactRef) -> RefStatus:
         """fresh, stale (newer revision), tampered (bytes ≠ sha256) or missing; never raises."""
+        ...
+
+    def batch(self) -> AbstractContextManager[object]:
+        """A block around one attempt's puts, ended before the ledger row that names them.
+
+        A store that keeps blobs in files defers what its puts can share (one fsync instead
+        of one per put) to the block's end; any other makes each put durable on its own and
+        returns an empty block.
+        """
         ...
 
 
@@ -103,18 +113,12 @@ class StepInfo:
     node: str
     step: int
     task_version: int
-    fault_hook: Callable[[str], None] | None = None
     attempt: int = 1
     widen: bool = False
     tool_calls_left: int | None = None
     tokens_left: int | None = None
     branch: str | None = None
     """The key of the branch this step runs (a fanned-out task), else None."""
-
-    def fault(self, point: str) -> None:
-        """Give fault injection a named point inside this step (``<node>:<point>``)."""
-        if self.fault_hook is not None:
-            self.fault_hook(f"{self.node}:{point}")
 
     def artifact_id(self, name: str) -> str:
         """Artifact ids are scoped per thread so threads never overwrite each other."""

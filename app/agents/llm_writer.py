@@ -68,7 +68,6 @@ class LLMWriterAgent(ModelBacked):
         closing = apparatus(bundle, open_questions(request), cited)
         body = text + "\n" + closing if closing else text
         ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
-        step.fault("after_artifact")
         draft = DraftArticle(
             task_id=task.task_id,
             result_status="completed",

@@ -276,7 +276,6 @@ class OfflineResearchAgent:
         problems = found.errors + list(errors or [])
         text = self._notes(task, found) + notes
         ref = store.put(step.branch_artifact_id("notes"), "notes", text.encode(), "text/markdown")
-        step.fault("after_artifact")
         if not facts:
             problems.append(
                 ErrorDetail(

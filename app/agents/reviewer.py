@@ -249,7 +249,6 @@ class OfflineReviewerAgent:
             self._report(draft, accepted, rejected, changes).encode(),
             "text/markdown",
         )
-        step.fault("after_artifact")
         usable = {fact.id for fact in bundle.facts} - set(draft.excluded_claim_ids) - set(rejected)
         if not changes:
             verdict: Verdict = "approved"

@@ -69,7 +69,6 @@ class OfflineWriterAgent:
         groups = self._sections(task, bundle, usable)
         body, cited = self._compose(task, bundle, groups, limit, open_questions(request))
         ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
-        step.fault("after_artifact")
         addressed = addressed_changes(review)
         errors = [] if cited or not usable else [self._nothing_fits(usable, limit)]
         draft = DraftArticle(

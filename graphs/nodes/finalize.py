@@ -83,7 +83,6 @@ def finalize(call: NodeCall) -> NodeResult:
     article = call.ctx.store.put(
         call.step.artifact_id("article"), "article", body, draft.body.media_type
     )
-    call.step.fault("after_artifact")
     handoff: Handoff | None = call.read("handoff")
     waiting = [
         question

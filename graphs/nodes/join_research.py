@@ -157,9 +157,7 @@ def merged_notes(
         if ref.kind == "notes"
     ]
     text = "\n".join(parts)  # one branch: its notes byte for byte
-    ref = store.put(step.artifact_id("notes"), "notes", text.encode(), "text/markdown")
-    step.fault("after_artifact")
-    return ref
+    return store.put(step.artifact_id("notes"), "notes", text.encode(), "text/markdown")
 
 
 def unique(refs: Iterable[ArtifactRef]) -> list[ArtifactRef]:

@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from app.fault_points import with_faults
 from app.faults import parse_faults
 from app.workflow import Workflow
 from contracts import ErrorCode, TaskState
@@ -59,7 +60,7 @@ def test_a_transient_fault_twice_then_cleared_completes_with_three_attempts(
     delays: list[float] = []
     plan = parse_faults("transient:research:2", NODES)
     assert plan is not None
-    context = replace(workflow.context, fault=plan, sleep=delays.append)
+    context = with_faults(replace(workflow.context, sleep=delays.append), plan)
     with Workflow(workflow.settings, context=context) as flaky:
         outcome = flaky.run(OBJECTIVE, "t-flaky")
     assert outcome.result_status == "completed"
@@ -78,7 +79,7 @@ def test_transient_faults_beyond_max_attempts_end_failed_and_retryable(
 ) -> None:
     plan = parse_faults("transient:research:5", NODES)
     assert plan is not None
-    context = replace(workflow.context, fault=plan, sleep=lambda _: None)
+    context = with_faults(replace(workflow.context, sleep=lambda _: None), plan)
     with Workflow(workflow.settings, context=context) as flaky:
         outcome = flaky.run(flaky.task(OBJECTIVE, budget={"max_attempts": 2}), "t-down")
     assert outcome.result_status == "failed" and outcome.retryable

@@ -19,7 +19,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ import pytest
 
 from app.errors import DatabaseUnavailable, ThreadBusy, ThreadExists, ThreadFinished
 from app.exit_codes import ExitCode
+from app.fault_points import with_faults
 from app.postgres import advisory_key
 from app.settings import Settings
 from app.workflow import Workflow
@@ -58,7 +58,7 @@ def crash_at(point: str) -> Callable[[str], None]:
 def interrupting(settings: Settings) -> Iterator[Callable[[str], None]]:
     """Starts threads whose research is saved and whose writer never started."""
     with Workflow(settings) as outer:
-        context = replace(outer.context, fault=crash_at("writer:start"))
+        context = with_faults(outer.context, crash_at("writer:start"))
         with Workflow(settings, context=context) as workflow:
 
             def start(thread_id: str) -> None:
@@ -102,7 +102,7 @@ def _race_worker(
     settings: Settings, jobs: Any, results: Any, barrier: Any, busy: Any, losers: int
 ) -> None:
     with Workflow(settings) as outer:
-        context = replace(outer.context, fault=_wait_for_losers(busy, losers))
+        context = with_faults(outer.context, _wait_for_losers(busy, losers))
         with Workflow(settings, context=context) as workflow:
             while (thread_id := jobs.get()) is not None:
                 barrier.wait(timeout=60)
@@ -395,7 +395,7 @@ def test_a_holder_that_lost_its_session_cannot_write_after_another_took_over(
             thread.join(120)
 
         with Workflow(settings) as workflow:
-            context = replace(workflow.context, fault=take_over)
+            context = with_faults(workflow.context, take_over)
             with Workflow(settings, context=context) as zombie:
                 with pytest.raises(DatabaseUnavailable, match="'t-zombie'"):
                     zombie.resume("t-zombie")

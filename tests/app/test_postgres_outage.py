@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +24,7 @@ import pytest
 
 from app.errors import DatabaseUnavailable
 from app.exit_codes import ExitCode
+from app.fault_points import with_faults
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from tests.app.test_concurrency import assert_single_writer_history
@@ -108,9 +109,7 @@ def test_an_outage_mid_run_fails_within_a_bound_and_the_thread_resumes_after(
 ) -> None:
     settings = _settings(tmp_path, outage.url)
     with Workflow(settings) as workflow:
-        context = replace(
-            workflow.context, fault=outage.at("writer:attempt", refuse_new=refuse_new)
-        )
+        context = with_faults(workflow.context, outage.at("writer:attempt", refuse_new=refuse_new))
         with Workflow(settings, context=context) as doomed:
             with pytest.raises(DatabaseUnavailable) as failure:
                 doomed.run(doomed.task(OBJECTIVE), "t-outage")
