@@ -16,7 +16,7 @@ from graphs.pauses import Pause
 from graphs.state import BranchInput, JoinInput
 
 if TYPE_CHECKING:
-    from graphs.node_runner import NodeCall, NodeResult
+    from graphs.node_call import NodeCall, NodeResult
 
     NodeBody = Callable[[NodeCall], NodeResult]
     Fingerprint = Callable[[Any, Any], str]

@@ -1,0 +1,82 @@
+"""An attempt's ledger entry: written as 'running' when it starts, finished exactly once.
+
+The row exists before the node does its work, so an attempt cut short (a kill, a lost
+database) stays on record as running until a resume marks it failed; a succeeded one
+stores the update it returned, for a re-run with the same input hash to reuse.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from contracts import ErrorKind, NodeError, NodeRun, Usage
+from graphs.ports import StepInfo
+
+if TYPE_CHECKING:
+    from graphs.node_call import NodeResult
+    from graphs.visit import Visit
+
+
+class Attempt:
+    """One ledger entry: written as 'running' when it starts, finished exactly once."""
+
+    def __init__(self, visit: Visit, step: StepInfo) -> None:
+        self.visit = visit
+        self.step = step
+        self.began = time.perf_counter()
+        self.record = NodeRun(
+            task_version=step.task_version,
+            node_id=step.node,
+            attempt=step.attempt,
+            status="running",
+            input_hash=visit.key,
+            agent=visit.agent,
+            started_at=visit.ctx.clock(),
+        )
+        self.seq = visit.ctx.ledger.start(step.thread_id, self.record)
+
+    def finish(
+        self,
+        result: NodeResult | None = None,
+        *,
+        update: dict[str, Any] | None = None,
+        usage: Usage | None = None,
+        error: tuple[ErrorKind, str] | None = None,
+        reused: bool = False,
+    ) -> None:
+        """Record how the attempt ended; a succeeded one stores the update it returns."""
+        final = self.record.model_copy(
+            update={
+                "status": "failed" if error else "succeeded",
+                "ended_at": self.visit.ctx.clock(),
+                "duration_ms": round((time.perf_counter() - self.began) * 1000, 3),
+                "usage": result.usage if result else usage or Usage(),
+                "artifact_ids": result.artifact_ids if result else [],
+                "checked_inputs": result.checked_inputs if result else [],
+                "error": NodeError(kind=error[0], detail=error[1][:4000]) if error else None,
+                "reused": reused,
+            }
+        )
+        stored = None if update is None else _dump(update)
+        self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
+
+    def finish_waiting(self) -> None:
+        """The node paused for a human (an interrupt); it will run again on resume."""
+        final = self.record.model_copy(
+            update={"status": "waiting_user", "ended_at": self.visit.ctx.clock()}
+        )
+        self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final)
+
+
+def _dump(update: dict[str, Any]) -> str:
+    """The update as one JSON object (contracts serialised by pydantic, not re-walked)."""
+    members = ",".join(
+        f"{json.dumps(channel)}:"
+        + (value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value))
+        for channel, value in sorted(update.items())
+    )
+    return "{" + members + "}"

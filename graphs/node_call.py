@@ -1,0 +1,118 @@
+"""What a node body gets and gives back: ``NodeCall`` in, ``NodeResult`` out.
+
+A body reads only what its node declared (each read re-validated as its contract), asks
+for its agent through the call, and returns its update with what it cost; the runner
+validates, audits and hands over the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, get_args, get_type_hints
+
+from contracts import TaskSpec, ToolReceipt, Usage
+from graphs.boundary import CheckedState, read, require, validate_channel
+from graphs.context import RunContext
+from graphs.declare import NodeSpec
+from graphs.errors import ContractViolation
+from graphs.joins import branch_results, json_or_none
+from graphs.ports import CONTRIBUTED, StepInfo, request_channels
+
+RequestT = TypeVar("RequestT")
+
+
+@dataclass
+class NodeCall:
+    """What a node body gets: its declared inputs, its agent, services, where it runs."""
+
+    spec: NodeSpec
+    state: CheckedState
+    task: TaskSpec
+    ctx: RunContext
+    step: StepInfo
+
+    def read(self, channel: str) -> Any:
+        """A channel the node declared it reads, as its contract (or None), re-validated."""
+        return read(self.state, channel, self._input(channel).contract, node=self.spec.name)
+
+    def require(self, channel: str) -> Any:
+        """A declared input that must be present at this point of the flow."""
+        return require(self.state, channel, self._input(channel).contract, node=self.spec.name)
+
+    def request(self, kind: type[RequestT], **given: Any) -> RequestT:
+        """The agent's request: each ``from_channel`` field read from state, unless given.
+
+        A field whose type admits None is read; any other is required. ``given`` supplies
+        the services (store, step) and any field the node derives itself. Channels other
+        nodes declared this node's agent reads (``read_by``) arrive in ``inputs``.
+        """
+        hints = get_type_hints(kind)
+        if self.spec.contributed and CONTRIBUTED not in given:
+            given[CONTRIBUTED] = {channel: self.read(channel) for channel in self.spec.contributed}
+        values = {
+            name: (
+                self.read(channel) if type(None) in get_args(hints[name]) else self.require(channel)
+            )
+            for name, channel in request_channels(kind).items()
+            if name not in given
+        }
+        return kind(**values, **given)
+
+    def branch_outputs(self, branch: NodeSpec, channel: str) -> list[tuple[str, Any]]:
+        """A join's view of one channel of its branches: (key, contract) per branch.
+
+        In the order the fan-out started them; every branch the fan-out starts from this
+        state must have a result (a join never merges part of its branches silently).
+        """
+        if branch not in self.spec.joins:
+            raise ContractViolation(
+                f"node {self.spec.name!r} reads the branches of {branch.name!r}, which it "
+                f"does not join; it joins {[spec.name for spec in self.spec.joins]}",
+                node=self.spec.name,
+                channel="branches",
+                fields=["branches"],
+            )
+        return [
+            (
+                key,
+                validate_channel(
+                    self.spec.name,
+                    channel,
+                    json_or_none(result.outputs.get(channel)),
+                    branch.outputs,
+                ),
+            )
+            for key, result in branch_results(self.spec, branch, self.state).items()
+        ]
+
+    def accept(self, channel: str, value: Any) -> Any:
+        """An agent's result, validated as the channel's contract before anything uses it."""
+        return validate_channel(self.spec.name, channel, value, self.spec.outputs)
+
+    @property
+    def agent(self) -> Any:
+        """The agent the app supplies for this node (declared by its protocol)."""
+        return self.ctx.agent_for(self.spec)
+
+    def _input(self, channel: str) -> Any:
+        inputs = self.spec.inputs
+        if channel not in inputs:
+            raise ContractViolation(
+                f"node {self.spec.name!r} reads {channel!r}, which its input schema "
+                f"{self.spec.reads.__name__} does not declare; declared: {sorted(inputs)}",
+                node=self.spec.name,
+                channel=channel,
+                fields=[channel],
+            )
+        return inputs[channel]
+
+
+@dataclass
+class NodeResult:
+    """A node body's state update plus what it cost and which tools it called."""
+
+    update: dict[str, Any]
+    usage: Usage = field(default_factory=Usage)
+    artifact_ids: list[str] = field(default_factory=list)
+    checked_inputs: list[str] = field(default_factory=list)
+    receipts: list[ToolReceipt] = field(default_factory=list)

@@ -1,0 +1,45 @@
+"""What a visit settles from the audit before its body may run: a replay, or a spent budget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from graphs.attempt_log import Attempt
+from graphs.budget import exhausted, used
+from graphs.visit import Visit
+
+
+def reuse(visit: Visit) -> dict[str, Any] | None:
+    """Replay the update a finished attempt with this very input recorded.
+
+    The node finished, then the process died before the checkpoint: its work is not done
+    twice.
+    """
+    succeeded = any(
+        run.node_id == visit.spec.name and run.input_hash == visit.key and run.status == "succeeded"
+        for run in visit.prior_runs
+    )
+    if not succeeded:  # nothing to replay: no need to ask the ledger for a result
+        return None
+    stored = visit.ctx.ledger.result(visit.step.thread_id, visit.spec.name, visit.key)
+    if stored is None:
+        return None
+    update = visit.validate(json.loads(stored))
+    Attempt(visit, visit.step).finish(reused=True)
+    return update
+
+
+def over_budget(visit: Visit) -> dict[str, Any] | None:
+    """Stop before a step the budget no longer allows (terminal nodes and joins always run).
+
+    A join merges work its branches already paid for: stopping it would lose their
+    (partial) results, and the next node's step is where the spent budget stops the run.
+    """
+    if visit.spec.terminal or visit.spec.joins:
+        return None
+    problem = exhausted(visit.task, used(visit.prior_runs), visit.ctx.clock())
+    if problem is None:
+        return None
+    Attempt(visit, visit.step).finish(error=("budget_exhausted", problem.detail))
+    return visit.stop(visit.step, problem, retryable=False)

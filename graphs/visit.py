@@ -1,0 +1,117 @@
+"""One execution of a node by LangGraph: what every step of the runner works from.
+
+A visit knows the node, the state it was handed (with the run's choices in force), where
+it runs and its input hash. It validates what the node returns and hands it over: the
+update plus the envelope for the node the route picks next, derived from the state that
+node will see, so the envelope always names the node that actually runs next.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from contracts import (
+    BranchTask,
+    DraftArticle,
+    ErrorDetail,
+    NodeRun,
+    RunOutcome,
+    TaskSpec,
+    TaskState,
+)
+from graphs.boundary import CheckedState, read, validate_channel
+from graphs.channels import channels_of
+from graphs.context import RunContext
+from graphs.declare import NodeSpec
+from graphs.handoffs import derive_handoff
+from graphs.joins import joined_handoff
+from graphs.node_call import NodeCall, NodeResult
+from graphs.ports import StepInfo
+from graphs.state import RunnerWrites
+
+Router = Callable[[Mapping[str, Any]], str | tuple[str, ...]]
+"""Where the run goes from a state: a node's name, or the names of branch nodes to start."""
+RUNNER_CHANNELS = channels_of(RunnerWrites)
+"""Channels the runner itself may write for any node: the envelope, a stop outcome, and
+the task when the run's choices changed it."""
+
+
+@dataclass
+class Visit:
+    """One execution of a node: what each step of the runner works from."""
+
+    spec: NodeSpec
+    route: Router
+    state: CheckedState
+    task: TaskSpec
+    ctx: RunContext
+    step: StepInfo
+    key: str
+    agent: str | None
+    branch: BranchTask | None = None
+    """The branch a fanned-out task runs (its key, and how many tasks share the budget)."""
+
+    @functools.cached_property
+    def prior_runs(self) -> list[NodeRun]:
+        """The thread's audit as the visit began (read once for the budget and attempt count)."""
+        return self.ctx.ledger.runs(self.step.thread_id)
+
+    def call(self, step: StepInfo) -> NodeCall:
+        """The body's view of this visit at one attempt."""
+        return NodeCall(spec=self.spec, state=self.state, task=self.task, ctx=self.ctx, step=step)
+
+    def validate(self, update: Mapping[str, Any]) -> dict[str, Any]:
+        """The update, each channel checked against what this node (or the runner) writes."""
+        allowed = {**self.spec.outputs, **RUNNER_CHANNELS}
+        return {
+            channel: validate_channel(self.spec.name, channel, value, allowed)
+            for channel, value in update.items()
+        }
+
+    def hand_over(self, result: NodeResult) -> dict[str, Any]:
+        """The validated update plus the envelope for the node the route picks next."""
+        update = self.validate(result.update)
+        after = self.state.updated(update)
+        target = self.route(after)
+        first = target if isinstance(target, str) else target[0]
+        handoff = derive_handoff(
+            after, producer=self.step, next_node=first, receipts=result.receipts
+        )
+        if not isinstance(target, str):  # branch nodes of several kinds, side by side
+            handoff = handoff.model_copy(update={"next_nodes": list(target)})
+        if self.spec.joins:
+            handoff = joined_handoff(self.spec, self.state, handoff)
+        update["handoff"] = handoff
+        return update
+
+    def stop(self, step: StepInfo, error: ErrorDetail, *, retryable: bool) -> dict[str, Any]:
+        """The run stops here, with ``error``: the outcome handed over as the update."""
+        outcome = stop_outcome(self.state, self.task, step, error, retryable=retryable)
+        return self.hand_over(NodeResult({"outcome": outcome}))
+
+
+def stop_outcome(
+    state: Mapping[str, Any],
+    task: TaskSpec,
+    step: StepInfo,
+    error: ErrorDetail,
+    *,
+    retryable: bool,
+) -> RunOutcome:
+    """The outcome of a run that must stop here: partial if a draft exists, else failed."""
+    draft = read(state, "draft", DraftArticle, node=step.node)
+    partial = draft is not None
+    return RunOutcome(
+        thread_id=step.thread_id,
+        task_id=task.task_id,
+        state=TaskState.COMPLETED if partial else TaskState.FAILED,
+        result_status="partial" if partial else "failed",
+        errors=[error],
+        retryable=retryable,
+        draft=draft.body if draft else None,
+        review_rounds=draft.revision if draft else 0,
+        reason=f"stopped at {step.node}: {error.detail}",
+    )
