@@ -22,13 +22,14 @@ own). A branch task's point is named by node, then by key: ``research:start``, t
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 from contracts import ArtifactKind, ArtifactRef, NodeRun, RefStatus
 from graphs import ArtifactStore, RunContext, RunLedger, StepInfo
+from graphs.budget import Tally
 
 Hook = Callable[[str], None]
 """Called with ``<node>:<point>`` (and ``<node>[<key>]:<point>``) at every point reached."""
@@ -164,3 +165,9 @@ class FaultingLedger:
     def latest_result(self, thread_id: str, node_id: str) -> str | None:
         """The stored update of the node's latest succeeded attempt."""
         return self._inner.latest_result(thread_id, node_id)
+
+    def tally(
+        self, thread_id: str, node_id: str, input_hash: str, fanned: Sequence[str] = ()
+    ) -> Tally:
+        """The thread's records summed for a visit."""
+        return self._inner.tally(thread_id, node_id, input_hash, fanned)

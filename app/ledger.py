@@ -18,7 +18,8 @@ from typing import Any, ClassVar, Protocol
 
 from app import sqlite_files
 from app.postgres import PostgresTables
-from contracts import NodeError, NodeRun
+from contracts import NodeError, NodeRun, Usage
+from graphs.budget import Tally, tally_of
 
 SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS handoff_node_runs (
@@ -101,6 +102,12 @@ class MemoryRunLedger:
                     return entry.result
         return None
 
+    def tally(
+        self, thread_id: str, node_id: str, input_hash: str, fanned: Sequence[str] = ()
+    ) -> Tally:
+        """The thread's records summed for a visit of ``node_id`` on ``input_hash``."""
+        return tally_of(self.runs(thread_id), node_id, input_hash, fanned)
+
     def abandon_running(self, thread_id: str, detail: str) -> int:
         """Mark attempts left 'running' by a process that died as failed; returns how many."""
         with self._lock:
@@ -147,6 +154,9 @@ class SqlRunLedger(ABC):
     placeholder: ClassVar[str] = "?"
     row_lock: ClassVar[str] = ""
     """Appended to the SELECT of rows a transaction is about to update."""
+    spent_sql: ClassVar[str]
+    """A row's ``{usage}`` (tool_calls or tokens) read from its JSON record; 0 when the
+    attempt was reused (it did no work)."""
 
     def _sql(self, statement: str) -> str:
         return statement.replace("?", self.placeholder)
@@ -243,6 +253,43 @@ class SqlRunLedger(ABC):
             ).fetchone()
         return None if row is None else str(row[0])
 
+    def tally(
+        self, thread_id: str, node_id: str, input_hash: str, fanned: Sequence[str] = ()
+    ) -> Tally:
+        """The thread's records summed for a visit by the database, in one query.
+
+        ``edge`` is the last row of a node outside the fan-out (``fanned``; none: the last
+        row), where a branch task's share of the budget is judged (``graphs.budget``).
+        """
+        outside = f"node_id NOT IN ({', '.join('?' for _ in fanned)})" if fanned else "1 = 1"
+        calls = self.spent_sql.format(usage="tool_calls")
+        tokens = self.spent_sql.format(usage="tokens")
+        statement = (
+            "WITH edge AS (SELECT coalesce(max(seq), 0) AS seq FROM handoff_node_runs "
+            f"WHERE thread_id = ? AND {outside}), "
+            "spend AS (SELECT seq, (node_id = ? AND input_hash = ?) AS mine, "
+            f"{calls} AS calls, {tokens} AS tokens "
+            "FROM handoff_node_runs WHERE thread_id = ?) "
+            "SELECT count(CASE WHEN mine THEN 1 END), sum(calls), sum(tokens), "
+            "sum(CASE WHEN spend.seq <= edge.seq THEN calls END), "
+            "sum(CASE WHEN spend.seq <= edge.seq THEN tokens END), "
+            "sum(CASE WHEN mine AND spend.seq > edge.seq THEN calls END), "
+            "sum(CASE WHEN mine AND spend.seq > edge.seq THEN tokens END) "
+            "FROM spend CROSS JOIN edge"
+        )
+        params = (thread_id, *fanned, node_id, input_hash, thread_id)
+        with self._cursor() as cursor:
+            row = cursor.execute(self._sql(statement), params).fetchone()
+        attempts, calls_all, tokens_all, calls_before, tokens_before, calls_own, tokens_own = (
+            int(value or 0) for value in row
+        )
+        return Tally(
+            spent=Usage(tool_calls=calls_all, tokens=tokens_all),
+            attempts=attempts,
+            before_fan_out=Usage(tool_calls=calls_before, tokens=tokens_before),
+            own_since=Usage(tool_calls=calls_own, tokens=tokens_own),
+        )
+
     def abandon_running(self, thread_id: str, detail: str) -> int:
         """Mark attempts left 'running' by a process that died as failed; returns how many."""
         with self._transaction() as cursor:
@@ -288,6 +335,11 @@ class SqliteRunLedger(SqlRunLedger):
     ``read_only`` ledgers (for inspection) open the file without setting anything up, so
     reading the audit needs no free space (see ``app.sqlite_files``).
     """
+
+    spent_sql = (
+        "CASE WHEN json_extract(record, '$.reused') THEN 0 "
+        "ELSE coalesce(json_extract(record, '$.usage.{usage}'), 0) END"
+    )
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
@@ -364,6 +416,10 @@ class PostgresRunLedger(PostgresTables, SqlRunLedger):
     schema_sql = POSTGRES_SCHEMA
     placeholder = "%s"
     row_lock = " FOR UPDATE"
+    spent_sql = (
+        "CASE WHEN (record::jsonb ->> 'reused')::boolean THEN 0 "
+        "ELSE coalesce((record::jsonb #>> '{{usage,{usage}}}')::bigint, 0) END"
+    )
 
     @contextmanager
     def _cursor(self, *, fsync: bool = True) -> Iterator[_Cursor]:

@@ -38,17 +38,17 @@ def attempts(visit: Visit) -> dict[str, Any]:
     """Run the body until it succeeds, or its retries or repairs run out."""
     spec, ctx, task = visit.spec, visit.ctx, visit.task
     rules = spec.retry
-    runs = visit.prior_runs
-    attempt = 1 + sum(1 for run in runs if run.node_id == spec.name and run.input_hash == visit.key)
+    tally = visit.tally
+    attempt = 1 + tally.attempts
     repairs = rules.repairs if rules else 0
     first = attempt
     while True:
         if attempt > first:  # the visit's failed attempts are in the audit now
-            runs = ctx.ledger.runs(visit.step.thread_id)
+            tally = visit.recount()
         if visit.branch is not None:
-            calls, tokens = branch_share(task.budget, runs, visit.branch, (spec.name, visit.key))
+            calls, tokens = branch_share(task.budget, tally, visit.branch.tasks)
         else:
-            calls, tokens = left(task.budget, runs)
+            calls, tokens = left(task.budget, tally.spent)
         step = replace(visit.step, attempt=attempt, tool_calls_left=calls, tokens_left=tokens)
         current = Attempt(visit, step)
         try:

@@ -1,18 +1,64 @@
-"""Budget accounting: what a thread has used, and whether the next step may start."""
+"""Budget accounting: what a thread has used, and whether the next step may start.
+
+The node runner never reads the audit row by row: the ledger sums it for the visit
+(``RunLedger.tally``), so a node's start does not validate a record per attempt the thread
+made before. ``tally_of`` says what that sum is, over records in hand; the in-memory
+ledger uses it and the tests hold the databases' queries to it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from contracts import BranchTask, Budget, ErrorCode, ErrorDetail, NodeRun, TaskSpec, Usage
 
 
-def used(runs: list[NodeRun]) -> Usage:
+@dataclass(frozen=True)
+class Tally:
+    """The thread's audit summed for one visit of a node (reused attempts cost nothing).
+
+    ``before_fan_out`` and ``own_since`` split the spend at the last attempt of a node
+    outside the fan-out the visit belongs to (no fan-out: everything is before it).
+    """
+
+    spent: Usage = field(default_factory=Usage)
+    """By every attempt of the thread, failed ones included (they cost too)."""
+    attempts: int = 0
+    """Attempts of this node on this input so far, whatever became of them."""
+    before_fan_out: Usage = field(default_factory=Usage)
+    """By the attempts up to the last one of a node the fan-out did not start."""
+    own_since: Usage = field(default_factory=Usage)
+    """By this node on this input after that: a branch task's own earlier attempts."""
+
+
+def used(runs: Sequence[NodeRun]) -> Usage:
     """Total usage of every attempt so far, failed ones included (they cost too)."""
     return Usage(
         tool_calls=sum(run.usage.tool_calls for run in runs if not run.reused),
         tokens=sum(run.usage.tokens for run in runs if not run.reused),
     )
+
+
+def tally_of(
+    runs: Sequence[NodeRun], node_id: str, input_hash: str, fanned: Collection[str] = ()
+) -> Tally:
+    """The tally of a thread's records, oldest first, for a visit of ``node_id``."""
+    start = max((i + 1 for i, run in enumerate(runs) if run.node_id not in fanned), default=0)
+    own = (node_id, input_hash)
+    mine = [i for i, run in enumerate(runs) if (run.node_id, run.input_hash) == own]
+    return Tally(
+        spent=used(runs),
+        attempts=len(mine),
+        before_fan_out=used(runs[:start]),
+        own_since=used([runs[i] for i in mine if i >= start]),
+    )
+
+
+def fanned_by(branch: BranchTask) -> tuple[str, ...]:
+    """The branch nodes the fan-out that started this task started."""
+    return tuple(branch.nodes) or (branch.node,)
 
 
 def exhausted(task: TaskSpec, usage: Usage, now: datetime) -> ErrorDetail | None:
@@ -44,19 +90,16 @@ def remaining(limit: int | None, spent: int) -> int | None:
     return None if limit is None else max(0, limit - spent)
 
 
-def left(budget: Budget, runs: list[NodeRun]) -> tuple[int | None, int | None]:
+def left(budget: Budget, spent: Usage) -> tuple[int | None, int | None]:
     """Tool calls and tokens a step may still spend (None: unlimited)."""
-    spent = used(runs)
     return (
         remaining(budget.max_tool_calls, spent.tool_calls),
         remaining(budget.max_tokens, spent.tokens),
     )
 
 
-def branch_share(
-    budget: Budget, runs: list[NodeRun], branch: BranchTask, own: tuple[str, str]
-) -> tuple[int | None, int | None]:
-    """What one of a fan-out's parallel tasks may spend: its share of what was left.
+def branch_share(budget: Budget, tally: Tally, tasks: int) -> tuple[int | None, int | None]:
+    """What one of a fan-out's ``tasks`` parallel tasks may spend: its share of what was left.
 
     What was left is judged from the audit before the fan-out (every run up to the last one
     of a node the fan-out did not start), never from siblings running beside it, so the
@@ -64,16 +107,13 @@ def branch_share(
     (same node, same input) count against its share. Together the tasks never spend more
     than the budget had left.
     """
-    fanned = set(branch.nodes) or {branch.node}
-    start = max((i + 1 for i, run in enumerate(runs) if run.node_id not in fanned), default=0)
-    before = used(runs[:start])
-    mine = used([run for run in runs[start:] if (run.node_id, run.input_hash) == own])
 
     def share(limit: int | None, spent_before: int, spent_mine: int) -> int | None:
         if limit is None:
             return None
-        return max(0, max(0, limit - spent_before) // branch.tasks - spent_mine)
+        return max(0, max(0, limit - spent_before) // tasks - spent_mine)
 
+    before, mine = tally.before_fan_out, tally.own_since
     return (
         share(budget.max_tool_calls, before.tool_calls, mine.tool_calls),
         share(budget.max_tokens, before.tokens, mine.tokens),

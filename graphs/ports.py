@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -22,6 +22,7 @@ from contracts import (
     Usage,
     VersionedContract,
 )
+from graphs.budget import Tally
 
 T = TypeVar("T")
 
@@ -101,6 +102,17 @@ class RunLedger(Protocol):
 
         What a node last produced, as the ledger (not the checkpoint) recorded it: finalize
         compares the review it is handed against it, so a state edit cannot forge one.
+        """
+        ...
+
+    def tally(
+        self, thread_id: str, node_id: str, input_hash: str, fanned: Sequence[str] = ()
+    ) -> Tally:
+        """The thread's records summed for a visit of ``node_id`` on ``input_hash``.
+
+        Exactly ``graphs.budget.tally_of`` over ``runs(thread_id)``, ``fanned`` naming the
+        branch nodes of the visit's fan-out. A database sums the rows itself: a node's
+        start then costs one small query, not a validated record per attempt so far.
         """
         ...
 

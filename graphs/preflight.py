@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from graphs.attempt_log import Attempt
-from graphs.budget import exhausted, used
+from graphs.budget import exhausted
 from graphs.visit import Visit
 
 
@@ -16,12 +16,6 @@ def reuse(visit: Visit) -> dict[str, Any] | None:
     The node finished, then the process died before the checkpoint: its work is not done
     twice.
     """
-    succeeded = any(
-        run.node_id == visit.spec.name and run.input_hash == visit.key and run.status == "succeeded"
-        for run in visit.prior_runs
-    )
-    if not succeeded:  # nothing to replay: no need to ask the ledger for a result
-        return None
     stored = visit.ctx.ledger.result(visit.step.thread_id, visit.spec.name, visit.key)
     if stored is None:
         return None
@@ -38,7 +32,7 @@ def over_budget(visit: Visit) -> dict[str, Any] | None:
     """
     if visit.spec.terminal or visit.spec.joins:
         return None
-    problem = exhausted(visit.task, used(visit.prior_runs), visit.ctx.clock())
+    problem = exhausted(visit.task, visit.tally.spent, visit.ctx.clock())
     if problem is None:
         return None
     Attempt(visit, visit.step).finish(error=("budget_exhausted", problem.detail))

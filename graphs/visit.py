@@ -17,12 +17,12 @@ from contracts import (
     BranchTask,
     DraftArticle,
     ErrorDetail,
-    NodeRun,
     RunOutcome,
     TaskSpec,
     TaskState,
 )
 from graphs.boundary import CheckedState, read, validate_channel
+from graphs.budget import Tally, fanned_by
 from graphs.channels import channels_of
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
@@ -55,9 +55,14 @@ class Visit:
     """The branch a fanned-out task runs (its key, and how many tasks share the budget)."""
 
     @functools.cached_property
-    def prior_runs(self) -> list[NodeRun]:
-        """The thread's audit as the visit began (read once for the budget and attempt count)."""
-        return self.ctx.ledger.runs(self.step.thread_id)
+    def tally(self) -> Tally:
+        """The thread's audit as the visit began, summed for it (budget, attempt count)."""
+        return self.recount()
+
+    def recount(self) -> Tally:
+        """The audit summed for this visit now; the ledger adds it up, no row is read here."""
+        fanned = fanned_by(self.branch) if self.branch is not None else ()
+        return self.ctx.ledger.tally(self.step.thread_id, self.spec.name, self.key, fanned)
 
     def call(self, step: StepInfo) -> NodeCall:
         """The body's view of this visit at one attempt."""

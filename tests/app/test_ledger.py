@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from app.ledger import MemoryRunLedger, PostgresRunLedger, RunLedgerBackend, SqliteRunLedger
-from contracts import NodeRun
+from contracts import NodeRun, Usage
+from graphs.budget import Tally, tally_of
 from tests.backends import postgres_schema
 from tests.contracts.examples import EXAMPLES
 
@@ -80,6 +81,48 @@ def test_concurrent_starts_from_many_ledgers_take_distinct_numbers(open_ledger: 
         seqs = list(pool.map(lambda i: ledgers[i % 4].start("t", _run()), range(40)))
     assert sorted(seqs) == list(range(1, 41))
     assert len(ledgers[0].runs("t")) == 40
+
+
+def test_a_tally_is_what_the_records_sum_to_without_reading_them(open_ledger: Opener) -> None:
+    """Each database sums the rows itself; the sums are those of graphs.budget.tally_of."""
+    ledger = open_ledger()
+    rows = [  # node, input, tool calls, reused, status
+        ("writer", "a", 1, False, "succeeded"),
+        ("research", "c", 3, False, "succeeded"),
+        ("join_research", "d", 0, False, "succeeded"),
+        ("research", "b", 2, False, "failed"),
+        ("research", "b", 4, True, "succeeded"),
+        ("research", "c", 5, False, "succeeded"),
+        ("check_quotes", "b", 7, False, "running"),
+    ]
+    for node, key, calls, reused, status in rows:
+        record = _run(status, key * 64).model_copy(
+            update={
+                "node_id": node,
+                "usage": Usage(tool_calls=calls, tokens=10 * calls),
+                "reused": reused,
+            }
+        )
+        seq = ledger.start("t", record.model_copy(update={"status": "running"}))
+        if status != "running":
+            ledger.finish("t", seq, record)
+    runs = ledger.runs("t")
+    for node, key, fanned in [
+        ("research", "b", ("research",)),
+        ("research", "b", ("research", "check_quotes")),
+        ("writer", "a", ()),
+        ("check_quotes", "b", ("check_quotes",)),
+        ("nobody", "e", ("nobody",)),
+    ]:
+        expected = tally_of(runs, node, key * 64, fanned)
+        assert ledger.tally("t", node, key * 64, fanned) == expected, (node, fanned)
+    assert ledger.tally("t", "research", "b" * 64, ("research", "check_quotes")) == Tally(
+        spent=Usage(tool_calls=18, tokens=180),
+        attempts=2,
+        before_fan_out=Usage(tool_calls=4, tokens=40),
+        own_since=Usage(tool_calls=2, tokens=20),
+    )
+    assert ledger.tally("empty", "writer", "a" * 64, ("writer",)) == Tally()
 
 
 def _synchronous(ledger: SqliteRunLedger) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from contracts import BranchTask, Budget, NodeRun, Usage
-from graphs.budget import branch_share
+from graphs.budget import Tally, branch_share, fanned_by, tally_of
 
 HASH = {name: name[0] * 64 for name in ("a", "b", "c", "d")}
 
@@ -27,28 +27,49 @@ BUDGET = Budget(max_tool_calls=20, max_tokens=200)
 TASK = BranchTask(node="research", key="q-1", tasks=3, nodes=["research"])
 
 
+def share(budget: Budget, runs: list[NodeRun]) -> tuple[int | None, int | None]:
+    """Task ``b``'s share, from the tally a ledger gives for these records."""
+    return branch_share(budget, tally_of(runs, "research", HASH["b"], fanned_by(TASK)), TASK.tasks)
+
+
 def test_each_task_gets_its_share_of_what_was_left_before_the_fan_out() -> None:
-    before = [run("writer", "a", 5)]
-    assert branch_share(BUDGET, before, TASK, ("research", HASH["b"])) == (5, 50)
+    assert share(BUDGET, [run("writer", "a", 5)]) == (5, 50)
 
 
 def test_a_sibling_that_finished_first_does_not_shrink_a_task_s_share() -> None:
     runs = [run("writer", "a", 5), run("research", "c", 5), run("research", "d", 5)]
-    assert branch_share(BUDGET, runs, TASK, ("research", HASH["b"])) == (5, 50)
+    assert share(BUDGET, runs) == (5, 50)
 
 
 def test_a_task_s_own_earlier_attempts_count_against_its_share() -> None:
     runs = [run("writer", "a", 5), run("research", "b", 3)]
-    assert branch_share(BUDGET, runs, TASK, ("research", HASH["b"])) == (2, 20)
+    assert share(BUDGET, runs) == (2, 20)
 
 
 def test_runs_of_an_earlier_pass_count_as_spent_before_the_fan_out() -> None:
     runs = [run("research", "c", 6), run("join_research", "a", 0), run("research", "d", 1)]
-    assert branch_share(BUDGET, runs, TASK, ("research", HASH["b"])) == (4, 46)
+    assert share(BUDGET, runs) == (4, 46)
 
 
 def test_no_limit_means_no_share() -> None:
-    assert branch_share(Budget(), [run("writer", "a", 5)], TASK, ("research", HASH["b"])) == (
-        None,
-        None,
+    assert share(Budget(), [run("writer", "a", 5)]) == (None, None)
+
+
+def test_a_tally_splits_the_spend_at_the_last_attempt_outside_the_fan_out() -> None:
+    runs = [
+        run("writer", "a", 1),
+        run("research", "c", 3),
+        run("join_research", "d", 0),
+        run("research", "b", 2),
+        run("research", "b", 4, reused=True),  # replayed: no work, no cost
+        run("research", "c", 5),
+    ]
+    assert tally_of(runs, "research", HASH["b"], ("research",)) == Tally(
+        spent=Usage(tool_calls=11, tokens=110),
+        attempts=2,
+        before_fan_out=Usage(tool_calls=4, tokens=40),
+        own_since=Usage(tool_calls=2, tokens=20),
     )
+    unfanned = tally_of(runs, "writer", HASH["a"])
+    assert unfanned.before_fan_out == unfanned.spent and unfanned.own_since == Usage()
+    assert tally_of([], "writer", HASH["a"]) == Tally()
