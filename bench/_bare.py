@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, cast
 
@@ -75,6 +76,10 @@ class MemoryStore:
         )
         history.append((ref, content))
         return ref
+
+    def batch(self) -> AbstractContextManager[object]:
+        """No block to end: each put is in the dict when it returns."""
+        return nullcontext()
 
     def get(self, ref: ArtifactRef) -> bytes:
         """The bytes of that revision (unverified)."""

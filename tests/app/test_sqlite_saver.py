@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, closing, contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 import aiosqlite
 import pytest
@@ -23,6 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
 
 from app.backends.sqlite_saver import BLOBS_TABLE, BlobSqliteSaver, owned_tables
 from app.backends.sqlite_saver_aio import AsyncBlobSqliteSaver
