@@ -36,10 +36,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.agents.reviewer import Layout
-from app.documents import Document, read_document
-from app.relevance import off_topic
 from app.settings import PROJECT_ROOT, Settings
-from app.text import CITATION
+from app.text.documents import Document, read_document
+from app.text.primitives import CITATION
+from app.text.relevance import off_topic
 from contracts import DraftArticle, ErrorCode, ResearchBundle, RunOutcome, TaskState
 from graphs.errors import ExitCode, HandoffError
 from graphs.markdown import SOURCES_HEADING, apparatus_heading, word_count

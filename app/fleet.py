@@ -16,7 +16,7 @@ The queue is one of the ways into a thread, so it is guarded like the others:
   first's job. A different decision for a request already answered by a job is refused
   (``DecisionConflict``, exit 2, naming that job); the same decision again is not queued
   twice (the first job is returned).
-* The per-thread lock of ``app.locks`` still guards every write, so a worker, ``handoff
+* The per-thread lock of ``app.storage.locks`` still guards every write, so a worker, ``handoff
   resume`` and the dev server never write one thread at once.
 
 A job is a step towards a thread's end, not a unit of work to redo: its body is "bring
@@ -50,7 +50,6 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from app.backends.postgres import unavailable
 from app.errors import (
     DatabaseUnavailable,
     DecisionConflict,
@@ -62,7 +61,9 @@ from app.errors import (
     ThreadFinished,
     ThreadQueued,
 )
-from app.postgres import (
+from app.settings import Settings
+from app.storage.backends.postgres import unavailable
+from app.storage.postgres import (
     advisory_key,
     application_name,
     connect,
@@ -73,14 +74,13 @@ from app.postgres import (
     redact,
     schema_lock,
 )
-from app.settings import Settings
 from contracts import DecisionLog, HumanDecision, RunOutcome, TaskSpec
 from graphs.errors import HandoffError
 
 if TYPE_CHECKING:
     import procrastinate
 
-    from app.postgres import PgConnection
+    from app.storage.postgres import PgConnection
     from app.workflow import Workflow
 
 __all__ = [
@@ -750,7 +750,7 @@ class Fleet:
         wait is bounded by ``HANDOFF_DATABASE_TIMEOUT``; a submission holds the locks for
         milliseconds, so running out of it means a stuck session (ThreadBusy names it).
         Polled with ``pg_try_advisory_lock`` rather than waited for inside the server, for
-        the reason ``app.postgres.schema_lock`` gives.
+        the reason ``app.storage.postgres.schema_lock`` gives.
         """
         self.ensure_schema()
         with self._reachable(), connect(self.url, self.settings.database_timeout) as conn:

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 
 from langchain_core.language_models import BaseChatModel
 
-from app.backends import artifact_store_for, ledger_for_url
-from app.fault_points import NodeRunning, with_faults
-from app.faults import parse_faults
-from app.models import select_agents
+from app.agents.models import select_agents
+from app.corpus.probe import FileSourceProbe
+from app.faults.points import NodeRunning, with_faults
+from app.faults.rules import parse_faults
 from app.settings import Settings
-from app.source_probe import FileSourceProbe
+from app.storage.backends import artifact_store_for, ledger_for_url
 from graphs import WIRING, ArtifactStore, RunContext, RunLedger, Wiring
 from graphs.context import untracked, utc_now
 

@@ -8,9 +8,9 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.corpus import DEFAULT_MAX_FILES, CorpusPolicy
-from app.faults import parse_faults
-from app.models import OFFLINE, check_spec
+from app.agents.models import OFFLINE, check_spec
+from app.corpus.reading import DEFAULT_MAX_FILES, CorpusPolicy
+from app.faults.rules import parse_faults
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_CORPUS = PROJECT_ROOT / "examples" / "corpus"

@@ -21,7 +21,14 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 from pydantic import BaseModel, ValidationError
 
-from app.backends import Backend, open_backend, storage_errors
+from app.corpus.citations import (
+    SOURCE_ID,
+    SourceEntry,
+    find_source,
+    list_sources,
+    marked_source,
+    snapshot_ref,
+)
 from app.errors import (
     DatabaseUnavailable,
     DecisionRequired,
@@ -46,19 +53,12 @@ from app.fleet import (
     running_job_of,
     unfinished_job,
 )
-from app.ledger import RunLedgerBackend
-from app.postgres import describe_url, is_outage, is_postgres_url
 from app.services import build_context
 from app.settings import Settings
-from app.sources import (
-    SOURCE_ID,
-    SourceEntry,
-    find_source,
-    list_sources,
-    marked_source,
-    snapshot_ref,
-)
-from app.thread_reads import GlanceSaver
+from app.storage.backends import Backend, open_backend, storage_errors
+from app.storage.ledger import RunLedgerBackend
+from app.storage.postgres import describe_url, is_outage, is_postgres_url
+from app.storage.thread_reads import GlanceSaver
 from contracts import (
     ArtifactRef,
     DraftArticle,
@@ -574,7 +574,7 @@ class Workflow:
     def _glanced(self, thread_id: str) -> StateSnapshot:
         """The latest state with only GLANCED_CHANNELS decoded.
 
-        ``next`` and the interrupts are as in the full state (see ``app.thread_reads``).
+        ``next`` and the interrupts are as in the full state (see ``app.storage.thread_reads``).
         """
         snapshot = self._glancer()[1].get_state(self.config(check_thread_id(thread_id)))
         if not snapshot.values and not snapshot.next and snapshot.created_at is None:
@@ -731,7 +731,7 @@ class Workflow:
         """Each source research read for the thread, with the current draft's claims citing it.
 
         A cited claim comes with its span and 1-based line range in the source's snapshot,
-        which is read (and verified) for that; see ``app.sources``.
+        which is read (and verified) for that; see ``app.corpus.citations``.
         """
         values = self._values(thread_id)
         return list_sources(
@@ -745,7 +745,7 @@ class Workflow:
         """A source's snapshot text, as research read it, with each cited span marked.
 
         Each span the current draft cites is wrapped as ``⟦claim-1003 …⟧``; the rest is
-        the snapshot unchanged (``app.sources.unmark`` takes the markers out again). A
+        the snapshot unchanged (``app.corpus.citations.unmark`` takes the markers out again). A
         snapshot that is not the bytes research read raises IntegrityError.
         """
         values = self._values(thread_id)

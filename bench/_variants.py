@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from app.text import CITATION
+from app.text.primitives import CITATION
 from contracts import (
     ArtifactKind,
     ArtifactRef,

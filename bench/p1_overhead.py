@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from app.backends import ledger_for_url, open_checkpointer
+from app.storage.backends import ledger_for_url, open_checkpointer
 from app.workflow import Workflow
 from bench._bare import NO_HANDOFF, BareAgents, MemoryStore, build_bare_graph
 from bench._common import (

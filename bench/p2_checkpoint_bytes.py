@@ -25,9 +25,9 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.backends import open_checkpointer, sqlite_path
-from app.backends.sqlite_saver import BLOBS_TABLE, owned_tables
-from app.serde import contract_serializer
+from app.storage.backends import open_checkpointer, sqlite_path
+from app.storage.backends.sqlite_saver import BLOBS_TABLE, owned_tables
+from app.storage.serde import contract_serializer
 from app.workflow import Workflow
 from bench._bare import BareAgents, MemoryStore, build_bare_graph
 from bench._common import (

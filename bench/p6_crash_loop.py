@@ -57,9 +57,9 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.artifacts.base import ArtifactStoreBase
 from app.exit_codes import ExitCode
 from app.settings import Settings
+from app.storage.artifacts.base import ArtifactStoreBase
 from app.workflow import Workflow
 from bench._common import (
     OBJECTIVE,

@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from pathlib import Path
 
-from app.backends import sqlite_path
-from app.backends.sqlite_saver import blob_rows, named_blobs, run
-from app.serde import contract_serializer
 from app.settings import Settings
+from app.storage.backends import sqlite_path
+from app.storage.backends.sqlite_saver import blob_rows, named_blobs, run
+from app.storage.serde import contract_serializer
 from app.workflow import Workflow
 from bench._common import (
     OBJECTIVE,

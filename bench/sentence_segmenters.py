@@ -17,7 +17,7 @@ For each segmenter, on three sets whose right answer is known:
 it reports sentences found (expected), wrong splits (a boundary where there is none),
 missed splits (two sentences left as one), whether every span is the exact source text at
 its offsets and no non-space character is lost, and the time per 100 KB of English prose
-segmented paragraph by paragraph, the way ``app.documents`` calls it.
+segmented paragraph by paragraph, the way ``app.text.documents`` calls it.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def per_100kb(segment: Segment, repeats: int = 3) -> float:
 
 def documents_timing(repeats: int = 50) -> tuple[float, int]:
     """Best-of-N milliseconds for ``read_document`` on every bundled file, and sentences."""
-    from app.documents import read_document
+    from app.text.documents import read_document
 
     texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*.md"))]
     for text in texts:

@@ -48,8 +48,8 @@ class RunContext:
     """Held while a node runs, from before it reads anything until it returns. A cancelled
     run's node goes on running in its worker thread until it returns; the dev server waits
     on this (by the step's thread) before it lets go of the thread's lock, so no second
-    attempt can start beside it (``app/server.py``). Fault injection learns by it which
-    node a service call belongs to (``app/fault_points.py``)."""
+    attempt can start beside it (``app/server/graph.py``). Fault injection learns by it which
+    node a service call belongs to (``app/faults/points.py``)."""
     admitted: HumanRequest | None = None
     """The request whose decision this run resumes with, already checked against it by the
     caller (``Workflow.resume``): the pause asking exactly that takes the decision without

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
-from app import prompts
+from app.agents import prompts
 from app.agents.research import OfflineResearchAgent, Passage, Retrieval
 from app.agents.reviewer import SUPPORT_OVERLAP
 from app.agents.structured import ModelBacked, ask
-from app.corpus import CorpusNotFound
-from app.text import terms
+from app.corpus.reading import CorpusNotFound
+from app.text.primitives import terms
 from contracts import ErrorCode, ErrorDetail, Fact, ResearchBundle, Span, TaskSpec, Usage
 from graphs import AgentOutput, ResearchRequest, StepInfo
 

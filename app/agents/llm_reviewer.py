@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 
-from app import prompts
+from app.agents import prompts
 from app.agents.apparatus import open_questions
 from app.agents.reviewer import OfflineReviewerAgent
 from app.agents.structured import ModelBacked, ask

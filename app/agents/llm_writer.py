@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 
-from app import prompts
+from app.agents import prompts
 from app.agents.apparatus import apparatus, open_questions, without_apparatus
 from app.agents.structured import ModelBacked, ask
 from app.agents.writer import OfflineWriterAgent, addressed_changes
-from app.text import CITATION, word_count
+from app.text.primitives import CITATION, word_count
 from contracts import DraftArticle, Usage
 from graphs import AgentOutput, WriteRequest
 

@@ -3,12 +3,12 @@
 BM25 ranks prose sentences; facts are verbatim quotes with spans, kept only where they
 address a question or a required section.
 
-Each source is parsed as markdown (``app/documents.py``): only prose (paragraphs, list
+Each source is parsed as markdown (``app/text/documents.py``): only prose (paragraphs, list
 items, quotes) yields sentences; code, tables, HTML and badge lines never become facts.
 A sentence is kept for a question only when it addresses it by the rule in
-``app/relevance.py``; a question no sentence addresses stays open. Each required section
+``app/text/relevance.py``; a question no sentence addresses stays open. Each required section
 gets the sentences on its topic. A sentence that leans on the one before it
-(``app/antecedents.py``) brings that one along, or is not used.
+(``app/text/antecedents.py``) brings that one along, or is not used.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import bm25s
 import numpy as np
 
 from app.agents.apparatus import file_name
-from app.antecedents import leans_on_earlier
-from app.corpus import (
+from app.corpus.reading import (
     CorpusDocument,
     CorpusNotFound,
     CorpusPolicy,
@@ -34,9 +33,10 @@ from app.corpus import (
     discover,
     sha256_of,
 )
-from app.documents import Document, ProseSentence, read_document
-from app.relevance import Rarity, heading_keys, keys, on_topic, query_keys
-from app.text import word_count
+from app.text.antecedents import leans_on_earlier
+from app.text.documents import Document, ProseSentence, read_document
+from app.text.primitives import word_count
+from app.text.relevance import Rarity, heading_keys, keys, on_topic, query_keys
 from contracts import (
     ErrorCode,
     ErrorDetail,
@@ -79,7 +79,7 @@ class Passage:
     """Its own key terms with those of its section path and document title."""
     lines: LineRange
     leans: bool
-    """It leans on the sentence before it in its paragraph (``app/antecedents.py``)."""
+    """It leans on the sentence before it in its paragraph (``app/text/antecedents.py``)."""
 
     @property
     def usable(self) -> bool:
@@ -376,7 +376,7 @@ class OfflineResearchAgent:
         document title too); those that address a question are ordered by how much of it
         they cover, then by BM25. A first pass also asks a sentence to share two of a question's
         terms; the widened pass asks one. Neither pass admits a sentence that does not
-        address the question (``app/relevance.py``): widening finds more, never answers
+        address the question (``app/text/relevance.py``): widening finds more, never answers
         what the corpus does not.
         """
         ranked: dict[str, list[tuple[int, float]]] = {question.id: [] for question in questions}

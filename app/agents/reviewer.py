@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 
 from app.agents.apparatus import open_questions, unbuilt_apparatus_lines
-from app.antecedents import leans_on_earlier
-from app.documents import Document, ProseSentence, read_document
-from app.relevance import off_topic
-from app.text import CITATION, strip_citations, terms, word_count
+from app.text.antecedents import leans_on_earlier
+from app.text.documents import Document, ProseSentence, read_document
+from app.text.primitives import CITATION, strip_citations, terms, word_count
+from app.text.relevance import off_topic
 from contracts import (
     DraftArticle,
     ErrorCode,

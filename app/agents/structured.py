@@ -26,7 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, ValidationError
 
-from app import prompts
+from app.agents import prompts
 from contracts import Usage
 from graphs.boundary import describe_validation_error
 from graphs.errors import ContractViolation, TransientError

@@ -1,6 +1,6 @@
 """Offline Writer: an article for a reader, built only from sourced facts, every sentence cited.
 
-Required sections get the facts on their topic (``app/relevance.py``), best first; each
+Required sections get the facts on their topic (``app/text/relevance.py``), best first; each
 answered question gets at least one of its facts; a fact that leans on an earlier sentence
 comes right after it (never opening a paragraph); the word limit is counted with the
 Reviewer's own count; the draft ends with its Open questions and Sources
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.agents.apparatus import apparatus, open_questions
-from app.relevance import fact_context, heading_keys, keys, query_keys
-from app.text import FULL_STOPS, join_sentences, strip_citations, word_count
-from app.text import cite as cite_claim
+from app.text.primitives import FULL_STOPS, join_sentences, strip_citations, word_count
+from app.text.primitives import cite as cite_claim
+from app.text.relevance import fact_context, heading_keys, keys, query_keys
 from contracts import (
     DraftArticle,
     ErrorCode,

@@ -12,8 +12,8 @@ from typer.core import TyperGroup
 
 from app.cli.terminal import TerminalConsole, visible
 from app.exit_codes import EXPECTED_ERRORS, for_error
-from app.postgres import redact
 from app.settings import Settings
+from app.storage.postgres import redact
 from app.workflow import Workflow
 from graphs.boundary import describe_validation_error
 from graphs.errors import HandoffError

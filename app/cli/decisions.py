@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.prompt import Prompt
 
-from app.invocation import command
+from app.cli.invocation import command
 from app.workflow import check_decision, pause_of
 from contracts import ErrorCode, HumanDecision, HumanRequest
 from graphs import WIRING

@@ -10,12 +10,12 @@ from rich.markup import escape
 
 from app.cli.base import err, out
 from app.cli.decisions import render_request
+from app.cli.invocation import command
 from app.cli.terminal import visible
+from app.corpus.citations import SourceEntry
 from app.fleet import JobState
-from app.invocation import command
-from app.postgres import describe_url
 from app.settings import Settings
-from app.sources import SourceEntry
+from app.storage.postgres import describe_url
 from contracts import RunOutcome, VersionedContract
 
 

@@ -12,10 +12,10 @@ from rich.table import Column, Table
 from app.cli import base
 from app.cli.base import cli, err, out, wide
 from app.cli.decisions import render_request
+from app.cli.invocation import command
 from app.cli.output import job_json, job_line, print_queued, source_lines, state_line
 from app.cli.terminal import visible
 from app.errors import ThreadNotFound
-from app.invocation import command
 from app.workflow import ARTIFACT_NAMES
 from contracts import ErrorCode
 from graphs.errors import ExitCode, HandoffError

@@ -25,8 +25,8 @@ from app.cli.terminal import visible
 from app.errors import SubmitUsage, ThreadFinished
 from app.exit_codes import for_outcome
 from app.fleet import DECIDE, queued_refusal
-from app.postgres import describe_url
 from app.settings import Settings
+from app.storage.postgres import describe_url
 
 
 @cli.command()

@@ -12,8 +12,8 @@ import typer
 
 from app.cli.base import cli, err, out
 from app.errors import QueueUnavailable, UnknownContract
-from app.postgres import is_postgres_url
 from app.settings import Settings
+from app.storage.postgres import is_postgres_url
 from graphs.errors import ExitCode
 
 
@@ -31,7 +31,7 @@ def serve(
     reload: Annotated[bool, typer.Option("--reload", help="Restart when code changes.")] = False,
 ) -> None:
     """Start the LangGraph dev server (for Studio and langgraph-sdk), offline."""
-    from app import server
+    from app.server import graph as server
 
     plan = server.plan_dev_server(config=config, host=host, port=port, jobs=jobs, reload=reload)
     os.chdir(plan.cwd)  # where the server reads .env and resolves relative data paths
@@ -107,8 +107,8 @@ cli.add_typer(db, name="db")
 @db.command("init")
 def db_init() -> None:
     """Create every table the configured database needs; safe to run again."""
-    from app.backends import init_database
-    from app.postgres import describe_url
+    from app.storage.backends import init_database
+    from app.storage.postgres import describe_url
 
     settings = Settings()
     found = init_database(settings)

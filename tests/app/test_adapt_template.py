@@ -95,7 +95,7 @@ def test_the_added_node_resumes_after_a_kill_and_shows_in_status(tmp_path: Path)
 def test_the_shipped_workflow_rejects_a_fault_rule_for_a_node_it_does_not_have(
     settings: Settings,
 ) -> None:
-    from app.faults import InvalidFaultSpec
+    from app.faults.rules import InvalidFaultSpec
 
     with Workflow(settings.with_overrides(fault="kill:fact_check:start")) as plain:
         with pytest.raises(InvalidFaultSpec, match="names no node"):
@@ -154,7 +154,7 @@ def test_a_node_whose_agent_has_no_implementation_fails_when_the_context_is_buil
 ) -> None:
     from typing import Protocol, runtime_checkable
 
-    from app.models import ModelConfigError
+    from app.agents.models import ModelConfigError
     from app.services import build_context
 
     @runtime_checkable

@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from app.fault_points import with_faults
-from app.faults import parse_faults
+from app.faults.points import with_faults
+from app.faults.rules import parse_faults
 from app.workflow import Workflow
 from contracts import ErrorCode, TaskState
 from graphs import WIRING
@@ -125,7 +125,7 @@ def test_a_corpus_answering_nothing_ends_partial_naming_the_question_after_two_p
 def test_invalid_fault_rules_are_refused() -> None:
     import pytest
 
-    from app.faults import InvalidFaultSpec
+    from app.faults.rules import InvalidFaultSpec
 
     for spec in ("kill:writer", "explode:writer:start", "transient:writer:many"):
         with pytest.raises(InvalidFaultSpec, match="invalid HANDOFF_FAULT rule"):
@@ -136,7 +136,7 @@ def test_invalid_fault_rules_are_refused() -> None:
 def test_fault_rules_that_would_never_fire_are_refused_naming_what_exists() -> None:
     import pytest
 
-    from app.faults import InvalidFaultSpec
+    from app.faults.rules import InvalidFaultSpec
 
     with pytest.raises(
         InvalidFaultSpec, match=r"'kill:writre:start' names no node; nodes: research"
@@ -153,7 +153,7 @@ def test_a_settings_typo_in_a_fault_rule_fails_when_the_workflow_builds_its_cont
 ) -> None:
     import pytest
 
-    from app.faults import InvalidFaultSpec
+    from app.faults.rules import InvalidFaultSpec
 
     settings = workflow.settings.with_overrides(fault="kill:finalise:start")
     with Workflow(settings) as typo, pytest.raises(InvalidFaultSpec, match="finalise"):

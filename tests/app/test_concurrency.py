@@ -27,9 +27,9 @@ import pytest
 
 from app.errors import DatabaseUnavailable, ThreadBusy, ThreadExists, ThreadFinished
 from app.exit_codes import ExitCode
-from app.fault_points import with_faults
-from app.postgres import advisory_key
+from app.faults.points import with_faults
 from app.settings import Settings
+from app.storage.postgres import advisory_key
 from app.workflow import Workflow
 from tests.backends import backend_env, backend_settings
 from tests.conftest import OBJECTIVE

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+import app.agents.models
 import app.cli.decisions
-import app.models
-import app.server
+import app.server.graph
 from app.errors import (
     DatabaseUnavailable,
     DecisionRequired,
@@ -50,7 +50,7 @@ FINISHED = _outcome(TaskState.COMPLETED, "completed")
 EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (ContractViolation("bad", node="writer", channel="draft", fields=["body"]), ExitCode.FAILED),
     (ArtifactNotFound("no such artifact"), ExitCode.NOT_FOUND),
-    (app.models.ModelConfigError("no such model"), ExitCode.FAILED),
+    (app.agents.models.ModelConfigError("no such model"), ExitCode.FAILED),
     (OSError("disk full"), ExitCode.FAILED),
     (FileNotFoundError("no corpus"), ExitCode.FAILED),
     (ValueError("bad url"), ExitCode.FAILED),
@@ -62,7 +62,7 @@ EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (UnknownContract("no such contract"), ExitCode.USAGE),
     (QueueUnavailable("no PostgreSQL"), ExitCode.USAGE),
     (SubmitUsage("objective and --resume"), ExitCode.USAGE),
-    (app.server.ServeError("port taken"), ExitCode.USAGE),
+    (app.server.graph.ServeError("port taken"), ExitCode.USAGE),
     (app.cli.decisions.DecisionInputError("two actions"), ExitCode.USAGE),
     (DecisionRequired("decide first", None), ExitCode.WAITING_FOR_HUMAN),
     (ThreadNotFound("no thread"), ExitCode.NOT_FOUND),

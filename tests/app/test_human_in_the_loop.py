@@ -26,7 +26,7 @@ from app.cli import decisions as cli_decisions
 from app.errors import InvalidDecision, NotWaiting, ThreadFinished
 from app.exit_codes import ExitCode
 from app.settings import Settings
-from app.text import CITATION, word_count
+from app.text.primitives import CITATION, word_count
 from app.workflow import Workflow, check_decision
 from contracts import ErrorCode, HumanRequest, TaskState
 from graphs import WriteRequest

@@ -10,7 +10,7 @@ import pytest
 from app.agents import OfflineWriterAgent
 from app.errors import InvalidEdit
 from app.settings import BUNDLED_CORPUS
-from app.text import CITATION
+from app.text.primitives import CITATION
 from app.workflow import Workflow
 from contracts import (
     DraftArticle,
@@ -153,7 +153,7 @@ def test_reviewer_flags_a_draft_over_the_word_limit() -> None:
     from pathlib import Path
 
     from app.agents import OfflineReviewerAgent
-    from app.artifacts import FilesystemArtifactStore
+    from app.storage.artifacts import FilesystemArtifactStore
     from contracts import ArtifactRef
 
     with tempfile.TemporaryDirectory() as folder:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.exit_codes import ExitCode
-from app.postgres import describe_url, redact
+from app.storage.postgres import describe_url, redact
 from tests.backends import postgres_schema
 from tests.cli import handoff
 from tests.conftest import OBJECTIVE

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.settings import BUNDLED_CORPUS
-from app.text import CITATION
+from app.text.primitives import CITATION
 from app.workflow import Workflow
 from contracts import ErrorCode, ResearchBundle, TaskState
 from graphs.errors import IntegrityError

@@ -15,8 +15,8 @@ from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
 
 from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
 from app.settings import BUNDLED_CORPUS, Settings
-from app.text import CITATION
-from app.thread_reads import GlanceSaver
+from app.storage.thread_reads import GlanceSaver
+from app.text.primitives import CITATION
 from app.workflow import Workflow
 from contracts import ResearchBundle, RunOutcome, TaskState, VersionedContract
 from graphs import workflow_channels
@@ -238,7 +238,7 @@ def test_a_nodes_artifacts_are_synced_before_its_ledger_row_names_them(
 
 
 def _run_recording_syncs(workflow: Workflow, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.artifacts import FilesystemArtifactStore
+    from app.storage.artifacts import FilesystemArtifactStore
 
     store, ledger = workflow.context.store, workflow.context.ledger
     assert isinstance(store, FilesystemArtifactStore)
@@ -277,8 +277,8 @@ def test_on_sqlite_each_unsynced_commit_is_followed_by_a_synced_one_of_the_same_
 def _run_recording_commits(workflow: Workflow, monkeypatch: pytest.MonkeyPatch) -> None:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from app.artifacts import SqliteArtifactStore
-    from app.ledger import SqliteRunLedger
+    from app.storage.artifacts import SqliteArtifactStore
+    from app.storage.ledger import SqliteRunLedger
 
     store, ledger = workflow.context.store, workflow.context.ledger
     saver = workflow.backend.saver.inner

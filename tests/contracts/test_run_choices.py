@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from app.server import ServerContext
+from app.server.graph import ServerContext
 from contracts import Budget, Policies, RunChoices
 
 

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import typer.main
 
+from app.agents.models import agent_nodes
 from app.cli import cli
 from app.exit_codes import ExitCode
-from app.models import agent_nodes
-from app.server import OFFLINE_DEFAULTS, OFFLINE_ENV
+from app.server.graph import OFFLINE_DEFAULTS, OFFLINE_ENV
 from app.settings import Settings
 from graphs import WIRING
 from tests.backends import postgres_schema

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.artifacts.filesystem import FilesystemArtifactStore
+from app.storage.artifacts.filesystem import FilesystemArtifactStore
 from contracts import ErrorCode, ErrorDetail, Fact, Question, ResearchBundle, Source, TaskSpec
 from graphs.nodes.join_research import merge_bundles
 from graphs.ports import ArtifactStore, StepInfo

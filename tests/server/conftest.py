@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from app import server
-from app.backends import artifact_store_for
-from app.server import GRAPH_ID, OFFLINE_DEFAULTS, OFFLINE_ENV, free_port
+from app.server import graph as server
+from app.server.graph import GRAPH_ID, OFFLINE_DEFAULTS, OFFLINE_ENV, free_port
 from app.settings import BUNDLED_CORPUS, Settings
+from app.storage.backends import artifact_store_for
 from app.workflow import Workflow
 from contracts import HumanDecision, HumanRequest, RunOutcome, TaskSpec
 from tests.backends import BACKENDS, postgres_schema

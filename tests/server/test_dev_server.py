@@ -20,7 +20,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from app.server import GRAPH_ID
+from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
 from contracts import Handoff, HumanRequest, RunOutcome, TaskState
 from graphs import workflow_channels

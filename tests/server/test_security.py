@@ -5,7 +5,7 @@ client can start a run naming files: these tests drive a real server to show tha
 origins get no CORS permission, that a corpus outside the roots is refused before anything
 is read, and that a source re-pointed at /dev/zero through ``update_state`` is refused
 before it is written (the server lets no client edit state; a re-pointed source that does
-reach a thread is refused by name: tests/app/test_corpus_security.py).
+reach a thread is refused by name: tests/app/corpus/test_corpus_security.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
-from app.server import GRAPH_ID
+from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
 from contracts import ResearchBundle, TaskSpec
 from tests.conftest import OBJECTIVE

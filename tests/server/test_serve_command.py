@@ -17,9 +17,9 @@ import pytest
 from langgraph_sdk import get_client
 from typer.testing import CliRunner
 
-from app import server
 from app.cli import cli
 from app.exit_codes import ExitCode
+from app.server import graph as server
 from app.workflow import Workflow
 from contracts import TaskState
 from tests.server.conftest import (

@@ -21,7 +21,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from app.exit_codes import ExitCode
-from app.server import GRAPH_ID
+from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
 from contracts import NodeRun, TaskState
 from tests.server.conftest import (

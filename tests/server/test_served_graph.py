@@ -18,10 +18,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 
-from app import server
-from app.backends import UnsupportedDatabaseUrl, artifact_store_for
-from app.server_checkpointer import checkpointer, open_async_checkpointer
+from app.server import graph as server
+from app.server.checkpointer import checkpointer, open_async_checkpointer
 from app.settings import Settings
+from app.storage.backends import UnsupportedDatabaseUrl, artifact_store_for
 from app.workflow import Workflow
 from contracts import HumanDecision, HumanRequest, RunOutcome, TaskSpec, TaskState
 from graphs import workflow_channels

@@ -19,7 +19,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from app.exit_codes import ExitCode
-from app.server import GRAPH_ID
+from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
 from contracts import HumanRequest, TaskState
 from tests.server.conftest import (
@@ -167,7 +167,7 @@ def test_a_served_state_update_of_a_thread_being_resumed_is_refused_and_writes_n
         return refusal, before, after, code
 
     refusal, before, after, code = asyncio.run(update_while_held())
-    # The server refuses every state edit (app/server_auth.py) before the lock is tried.
+    # The server refuses every state edit (app/server/auth.py) before the lock is tried.
     assert refusal is not None and "does not let clients edit a thread's state" in refusal
     assert after == before, "the refused update wrote no checkpoint"
     assert code == ExitCode.COMPLETED, "the resume that held the thread finished"

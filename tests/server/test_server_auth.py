@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
-from app.server import GRAPH_ID
-from app.server_auth import ROLLBACK_REFUSED, STATE_EDITS_REFUSED
+from app.server.auth import ROLLBACK_REFUSED, STATE_EDITS_REFUSED
+from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
 from contracts import ResearchBundle, RunOutcome, TaskState
 from tests.server.conftest import RunningServer, approval, check_article, start

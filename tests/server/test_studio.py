@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
-from app.server import GRAPH_ID
+from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
 from contracts import HumanRequest, RunOutcome, TaskSpec, TaskState
 from tests.conftest import OBJECTIVE

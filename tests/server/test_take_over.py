@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from app import server
 from app.errors import ThreadBusy
-from app.running_nodes import RUNNING_NODES
+from app.server import graph as server
+from app.server.running_nodes import RUNNING_NODES
 
 THREAD = "t-take-over"
 

@@ -13,7 +13,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from app.prompts import size
+from app.agents.prompts import size
 
 
 class PromptLog(BaseCallbackHandler):

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
-from app import prompts
 from app.agents import (
     LLMResearchAgent,
     LLMReviewerAgent,
     LLMWriterAgent,
     OfflineResearchAgent,
+    prompts,
 )
 from app.agents.apparatus import apparatus
-from app.artifacts import FilesystemArtifactStore
 from app.settings import BUNDLED_CORPUS, Settings
+from app.storage.artifacts import FilesystemArtifactStore
 from contracts import (
     Constraints,
     DraftArticle,

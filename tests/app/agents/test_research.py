@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.agents import OfflineResearchAgent
-from app.artifacts import FilesystemArtifactStore
 from app.settings import BUNDLED_CORPUS, Settings
-from app.text import terms
+from app.storage.artifacts import FilesystemArtifactStore
+from app.text.primitives import terms
 from contracts import ErrorCode, TaskSpec
 from graphs import ResearchRequest, StepInfo
 from tests.conftest import OBJECTIVE, write_corpus

@@ -15,9 +15,9 @@ import pytest
 
 from app.agents import OfflineReviewerAgent, OfflineWriterAgent
 from app.agents.apparatus import apparatus, without_apparatus
-from app.artifacts import FilesystemArtifactStore
-from app.relevance import fact_context, on_topic
-from app.text import CITATION, cite
+from app.storage.artifacts import FilesystemArtifactStore
+from app.text.primitives import CITATION, cite
+from app.text.relevance import fact_context, on_topic
 from app.workflow import Workflow
 from contracts import (
     DraftArticle,

@@ -1,0 +1,1 @@
+"""The corpus: reading its documents within the allowed roots, re-hashing them, citing them."""

@@ -1,0 +1,301 @@
+"""Finding and reading corpus documents, only where the settings allow; each read has a receipt.
+
+Whoever starts a run names its corpus: the CLI's user, but also any client of the dev
+server. So every path is resolved (symlinks followed) and must land inside one of the
+corpus roots; only regular files are opened (never a device, FIFO or folder), a file over
+the size limit is refused before it is read, a corpus of more documents than the file-count
+limit is refused before any is read, and no read takes more than the size limit plus one
+byte or runs past the time limit. A source re-read later to check it is unchanged
+(``app/corpus/probe.py``) goes through the same rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.storage.file_digests import DIGESTS, FileDigests
+from graphs.errors import SourceRefused
+
+CORPUS_SUFFIXES = {".md": "text/markdown", ".txt": "text/plain"}
+READ_CHUNK = 1 << 20
+"""Bytes read per call: the time limit is checked between chunks."""
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | os.O_NONBLOCK  # opening a FIFO must not wait for a writer
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)  # the path is resolved already: a new link is a swap
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+_O_PATH = getattr(os, "O_PATH", 0)
+
+
+def real_path(path: Path | str) -> str:
+    """What ``os.path.realpath`` gives, asked of the kernel where it can answer.
+
+    An ``O_PATH`` descriptor names the file the kernel reached, links followed, without
+    opening it for reading (no device is opened, no FIFO waits); ``/proc/self/fd`` then
+    spells its path. That is three calls where ``realpath`` makes one ``lstat`` per
+    component. A path that cannot be opened so (missing, a link loop, no ``/proc``, not
+    Linux) is resolved by ``realpath``, as before.
+    """
+    if _O_PATH:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return os.path.realpath(path)
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            real = ""
+        finally:
+            os.close(fd)
+        if real.startswith("/") and not real.endswith(" (deleted)"):
+            return real
+    return os.path.realpath(path)
+
+
+DEFAULT_MAX_FILES = 2_000
+"""Most documents one corpus may hold (``HANDOFF_CORPUS_MAX_FILES``).
+
+Each document read becomes a source in the research bundle, and the bundle is part of
+every later checkpoint of the thread: 10,000 small files made each SQLite checkpoint
+8.5 MB and the run 35 s (``bench/p7_big_corpus.py``). 2,000 keeps a run within seconds
+and a checkpoint under 2 MB while covering a large documentation tree.
+"""
+
+
+class CorpusNotFound(FileNotFoundError):
+    """A corpus location that does not exist or holds no readable documents."""
+
+
+@dataclass(frozen=True)
+class CorpusPolicy:
+    """Where corpus files may be, and how much of one may be read, how fast.
+
+    ``roots`` are resolved folders; build it with ``Settings.corpus_policy()``.
+    """
+
+    roots: tuple[Path, ...]
+    max_bytes: int
+    read_seconds: float
+    max_files: int = DEFAULT_MAX_FILES
+    """Most documents a corpus may hold; more is refused before any is read."""
+    digests: FileDigests = field(default=DIGESTS, compare=False, repr=False)
+    """Digests of files hashed before (see :meth:`sha256`)."""
+
+    @functools.cached_property
+    def _prefixes(self) -> tuple[tuple[str, str], ...]:
+        """Each root as a string and as the prefix of what lies below it."""
+        return tuple((str(root), str(root).rstrip("/") + "/") for root in self.roots)
+
+    def describe_roots(self) -> str:
+        """The roots, for error messages."""
+        return ", ".join(str(root) for root in self.roots)
+
+    def admit(self, path: Path, what: str) -> Path:
+        """The resolved path, if it is inside a root; refused otherwise.
+
+        Checked before anything else (existence included), so a refused path reveals
+        nothing about what lies outside the roots.
+        """
+        try:
+            real = real_path(path)
+        except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop (3.11)
+            raise SourceRefused(f"{what} {path} cannot be resolved: {error}") from error
+        if any(real == root or real.startswith(prefix) for root, prefix in self._prefixes):
+            return Path(real)
+        resolved = Path(real)
+        shown = str(path) if resolved == path.absolute() else f"{path} (resolves to {resolved})"
+        raise SourceRefused(
+            f"{what} {shown} is outside the corpus roots ({self.describe_roots()}); "
+            "add its folder to HANDOFF_CORPUS_ROOTS to allow it"
+        )
+
+    def check_file(self, what: str, path: Path, info: os.stat_result) -> None:
+        """Refuse anything but a regular file within the size limit (``info``: its stat)."""
+        kind = next((kind for test, kind in _KINDS if test(info.st_mode)), "not a regular file")
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceRefused(f"{what} {path} is {kind}; only regular files are read")
+        if info.st_size > self.max_bytes:
+            raise SourceRefused(
+                f"{what} {path} is {info.st_size:,} bytes, over the limit of "
+                f"{self.max_bytes:,} (HANDOFF_CORPUS_MAX_BYTES)"
+            )
+
+    def check_count(self, count: int, locations: list[Path]) -> None:
+        """Refuse a corpus once ``count`` documents found exceed the limit.
+
+        Called as documents are found, so a huge tree is refused after ``max_files + 1``
+        of them, not after walking all of it; nothing has been read by then.
+        """
+        if count > self.max_files:
+            shown = ", ".join(str(location) for location in locations)
+            raise SourceRefused(
+                f"corpus {shown} holds more than {self.max_files:,} documents (.md/.txt), "
+                f"the limit (HANDOFF_CORPUS_MAX_FILES); nothing was read: name a smaller "
+                "folder, or raise the limit"
+            )
+
+    def read(self, path: Path, what: str = "source") -> bytes:
+        """The bytes of a regular file inside the roots: at most the limit, within the time.
+
+        Raises SourceRefused for what the rules refuse, OSError when the file is gone or
+        unreadable.
+        """
+        fd, _ = self._open(path, what)
+        try:
+            return self._read_fd(fd, path, what)
+        finally:
+            os.close(fd)
+
+    def sha256(self, path: Path) -> str:
+        """The file's sha256 now, under the same rules; read only if it changed since.
+
+        A file hashed before, and not changed since by its ``fstat`` (see
+        ``app.storage.file_digests``), is not read again.
+        """
+        fd, before = self._open(path, "source")
+        try:
+            return self.digests.sha256(fd, before, lambda: self._read_fd(fd, path, "source"))
+        finally:
+            os.close(fd)
+
+    def _open(self, path: Path, what: str) -> tuple[int, os.stat_result]:
+        """A descriptor of the admitted file, and its stat: a file the rules allow reading."""
+        fd = os.open(self.admit(path, what), _OPEN_FLAGS)
+        try:
+            info = os.fstat(fd)
+            self.check_file(what, path, info)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, info
+
+    def _read_fd(self, fd: int, path: Path, what: str) -> bytes:
+        """Every byte of an open file: at most the limit, within the time."""
+        deadline = time.monotonic() + self.read_seconds
+        chunks: list[bytes] = []
+        total = 0
+        while chunk := os.read(fd, min(READ_CHUNK, self.max_bytes + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > self.max_bytes:
+                raise SourceRefused(
+                    f"{what} {path} grew past the limit of {self.max_bytes:,} bytes while "
+                    "it was read (HANDOFF_CORPUS_MAX_BYTES)"
+                )
+            if time.monotonic() > deadline:
+                raise SourceRefused(
+                    f"reading {what} {path} took over {self.read_seconds:g} s "
+                    "(HANDOFF_CORPUS_READ_SECONDS)"
+                )
+        return b"".join(chunks)
+
+
+def decode(data: bytes, path: Path) -> str:
+    """A document's text; bytes that are not UTF-8 are an error naming the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SourceRefused(
+            f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start})"
+        ) from error
+
+
+@dataclass(frozen=True)
+class CorpusDocument:
+    """One candidate document, numbered by its place in the sorted corpus."""
+
+    number: int
+    path: Path
+    media_type: str
+
+    @property
+    def source_id(self) -> str:
+        """Stable source id: the document's number in the sorted corpus."""
+        return f"src-{self.number}"
+
+
+def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument]:
+    """Every .md/.txt file under the locations, sorted, so numbering is deterministic.
+
+    Raises SourceRefused for a location or file the policy refuses, or for more documents
+    than the policy's ``max_files`` (nothing is read), and CorpusNotFound when a location
+    inside the roots does not exist or holds no documents.
+    """
+    files: set[Path] = set()
+    for location in locations:
+        resolved = policy.admit(location, "corpus path")
+        if resolved.is_dir():
+            for found in _documents_in(location, policy):
+                files.add(found)
+                policy.check_count(len(files), locations)
+            continue
+        try:
+            info = resolved.stat()
+        except FileNotFoundError:
+            raise CorpusNotFound(f"corpus location {location} does not exist") from None
+        if resolved.suffix.lower() not in CORPUS_SUFFIXES:
+            raise CorpusNotFound(
+                f"corpus file {location} is not .md or .txt; expected one of "
+                f"{sorted(CORPUS_SUFFIXES)}"
+            )
+        policy.check_file("corpus file", location, info)
+        files.add(resolved)
+        policy.check_count(len(files), locations)
+    unique = sorted(files)
+    if not unique:
+        raise CorpusNotFound(
+            "no .md or .txt documents found in corpus: " + ", ".join(str(p) for p in locations)
+        )
+    return [
+        CorpusDocument(number=index + 1, path=path, media_type=CORPUS_SUFFIXES[path.suffix.lower()])
+        for index, path in enumerate(unique)
+    ]
+
+
+def _documents_in(folder: Path, policy: CorpusPolicy) -> Iterator[Path]:
+    """The resolved .md/.txt files below a folder (links to folders are not entered).
+
+    A generator, so the caller can stop the walk as soon as the corpus is over its limit.
+    """
+    for parent, folders, names in os.walk(folder):
+        for name in folders:
+            if Path(parent, name).is_symlink():  # not entered, but never a way out either
+                policy.admit(Path(parent, name), "corpus folder")
+        for name in names:
+            if Path(name).suffix.lower() not in CORPUS_SUFFIXES:
+                continue
+            path = Path(parent, name)
+            resolved = policy.admit(path, "corpus file")
+            try:
+                info = resolved.stat()
+            except FileNotFoundError:
+                continue  # a dangling link inside the roots: nothing to read, as before
+            policy.check_file("corpus file", path, info)
+            if resolved.suffix.lower() not in CORPUS_SUFFIXES:
+                raise SourceRefused(
+                    f"corpus file {path} links to {resolved}, which is not .md or .txt"
+                )
+            yield resolved
+
+
+def sha256_of(data: bytes) -> str:
+    """Hex sha256, the hash every source and artifact is pinned by."""
+    return hashlib.sha256(data).hexdigest()

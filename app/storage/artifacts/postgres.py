@@ -1,0 +1,143 @@
+"""An artifact store in PostgreSQL: content-addressed blobs plus gap-free revision histories.
+
+Three tables in the schema that holds the checkpoints::
+
+    handoff_artifact_blobs      sha256 -> bytes, written once per distinct content
+    handoff_artifacts           one row per artifact id: its kind and head revision
+    handoff_artifact_revisions  (artifact_id, revision) -> the ArtifactRef recorded for it
+
+``put`` runs in one transaction that locks the artifact's row (``SELECT … FOR UPDATE``), so
+puts from any number of processes get revisions 1, 2, 3 … with no gap and no duplicate, and
+re-putting the head's content returns the head. It behaves exactly like
+FilesystemArtifactStore: the same errors and messages, every read verified against sha256.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from app.storage.artifacts.base import ArtifactStoreBase
+from app.storage.artifacts.records import candidate, check_entry, next_revision, parse_entry
+from app.storage.postgres import PostgresTables
+from contracts import ArtifactKind, ArtifactRef
+from graphs.errors import IntegrityError
+
+if TYPE_CHECKING:
+    from app.storage.postgres import PgConnection
+
+POSTGRES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS handoff_artifact_blobs (
+    sha256 TEXT PRIMARY KEY CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+    content BYTEA NOT NULL,
+    size_bytes BIGINT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS handoff_artifacts (
+    artifact_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    head INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS handoff_artifact_revisions (
+    artifact_id TEXT NOT NULL REFERENCES handoff_artifacts (artifact_id),
+    revision INTEGER NOT NULL CHECK (revision >= 1),
+    sha256 TEXT NOT NULL REFERENCES handoff_artifact_blobs (sha256),
+    ref TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (artifact_id, revision)
+);
+"""
+
+
+class PostgresArtifactStore(PostgresTables, ArtifactStoreBase["PgConnection"]):
+    """Revisioned, hash-verified artifact storage in PostgreSQL, safe across processes.
+
+    Give it the Workflow's pool (``pool=``) to share connections, or a ``url`` to have it
+    open a pool of its own on first use (``close()`` releases that one).
+    """
+
+    schema_sql = POSTGRES_SCHEMA
+    modified_where = "in the database"
+
+    def _session(self) -> AbstractContextManager[PgConnection]:
+        return self._db.connection()
+
+    # -- records ---------------------------------------------------------------------
+
+    def _load_history(self, session: PgConnection, artifact_id: str) -> list[ArtifactRef]:
+        rows = session.execute(
+            "SELECT revision, ref FROM handoff_artifact_revisions WHERE artifact_id = %s "
+            "ORDER BY revision",
+            (artifact_id,),
+        ).fetchall()
+        refs = [parse_entry(artifact_id, row["revision"], row["ref"]) for row in rows]
+        return [check_entry(artifact_id, position, ref) for position, ref in enumerate(refs, 1)]
+
+    def _fetch_blob(self, session: PgConnection, sha256: str) -> bytes | None:
+        row = session.execute(
+            "SELECT content FROM handoff_artifact_blobs WHERE sha256 = %s", (sha256,)
+        ).fetchone()
+        return None if row is None else bytes(row["content"])
+
+    # -- public API --------------------------------------------------------------------
+
+    def put(
+        self, artifact_id: str, kind: ArtifactKind, content: bytes, media_type: str
+    ) -> ArtifactRef:
+        """Store content; identical content to the head returns the head unchanged."""
+        # Validate id, kind and media type before anything touches the database.
+        content, first = candidate(artifact_id, kind, content, media_type)
+        sha256 = first.sha256
+        with self._session() as conn, conn.transaction():
+            # Written once; rewritten only if the stored bytes were damaged (a repair).
+            conn.execute(
+                "INSERT INTO handoff_artifact_blobs AS b (sha256, content, size_bytes) "
+                "VALUES (%s, %s, %s) ON CONFLICT (sha256) DO UPDATE "
+                "SET content = EXCLUDED.content WHERE encode(sha256(b.content), 'hex') <> b.sha256",
+                (sha256, content, len(content)),
+            )
+            conn.execute(
+                "INSERT INTO handoff_artifacts (artifact_id, kind) VALUES (%s, %s) "
+                "ON CONFLICT (artifact_id) DO NOTHING",
+                (artifact_id, kind),
+            )
+            row = conn.execute(
+                "SELECT kind, head FROM handoff_artifacts WHERE artifact_id = %s FOR UPDATE",
+                (artifact_id,),
+            ).fetchone()
+            assert row is not None
+            head_revision = int(row["head"])
+            head = None
+            if head_revision:
+                head_row = conn.execute(
+                    "SELECT ref FROM handoff_artifact_revisions "
+                    "WHERE artifact_id = %s AND revision = %s",
+                    (artifact_id, head_revision),
+                ).fetchone()
+                if head_row is None:
+                    raise IntegrityError(
+                        f"history of artifact {artifact_id!r} is inconsistent: the head "
+                        f"revision {head_revision} is not recorded"
+                    )
+                head = parse_entry(artifact_id, head_revision, head_row["ref"])
+            ref = next_revision(first, row["kind"], head)
+            if ref is head:
+                return ref
+            conn.execute(
+                "INSERT INTO handoff_artifact_revisions (artifact_id, revision, sha256, ref) "
+                "VALUES (%s, %s, %s, %s)",
+                (artifact_id, ref.revision, sha256, ref.model_dump_json()),
+            )
+            conn.execute(
+                "UPDATE handoff_artifacts SET head = %s WHERE artifact_id = %s",
+                (ref.revision, artifact_id),
+            )
+            return ref
+
+    def ids(self) -> list[str]:
+        """Every stored artifact id, sorted."""
+        with self._session() as conn:
+            rows = conn.execute(
+                "SELECT artifact_id FROM handoff_artifacts WHERE head > 0"
+            ).fetchall()
+        return sorted(str(row["artifact_id"]) for row in rows)

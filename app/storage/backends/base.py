@@ -1,0 +1,216 @@
+"""What a storage backend is: one object per URL scheme that opens every store together.
+
+A Workflow stores through four things (checkpoint saver, audit ledger, artifact store,
+thread lock) that must agree on where they live. A :class:`StorageBackend` opens all four
+for one URL scheme; the registry in ``app.storage.backends`` maps each scheme to one of them, so
+supporting another database is one new class and one registry entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from app.errors import DatabaseUnavailable
+from app.settings import Settings
+from app.storage.artifacts import (
+    FilesystemArtifactStore,
+    PostgresArtifactStore,
+    SqliteArtifactStore,
+)
+from app.storage.checkpointing import SingleWriterSaver
+from app.storage.ledger import RunLedgerBackend
+from app.storage.locks import ThreadLock
+from app.storage.postgres import DEFAULT_TIMEOUT, describe_url, is_outage, redact
+from app.storage.sqlite_files import NO_SPACE, full
+from graphs.errors import HandoffError
+
+ArtifactStoreBackend = FilesystemArtifactStore | PostgresArtifactStore | SqliteArtifactStore
+
+
+class UnsupportedDatabaseUrl(ValueError):
+    """A database URL with a scheme this project cannot open, or a store it cannot host."""
+
+
+@dataclass
+class Backend:
+    """Everything a Workflow stores through, open until its ``open_backend`` block ends."""
+
+    url: str
+    saver: SingleWriterSaver
+    ledger: RunLedgerBackend
+    store: ArtifactStoreBackend
+    lock: ThreadLock
+    pool: Any | None = None
+    """The PostgreSQL connection pool the saver, audit and artifacts share."""
+
+    @property
+    def where(self) -> str:
+        """The database, for messages (password hidden)."""
+        return describe_url(self.url)
+
+    @contextlib.contextmanager
+    def writing(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's lock for the block, and turn a lost database into a clear error.
+
+        A lost connection ends the run with :class:`DatabaseUnavailable`. If this process
+        still holds the lock, the attempt that was cut short is recorded as failed right
+        away; otherwise the next resume records it (it marks attempts left running).
+        """
+        try:
+            with self.lock.hold(thread_id):
+                try:
+                    yield
+                except Exception as error:
+                    if not is_outage(error):
+                        raise
+                    unavailable = self._unavailable(error, thread_id)
+                    if self.lock.holding(thread_id):
+                        with contextlib.suppress(Exception):
+                            self.ledger.abandon_running(
+                                thread_id, f"attempt did not finish: {unavailable.message}"
+                            )
+                    raise unavailable from error
+        except Exception as error:
+            if is_outage(error):  # the lock itself could not be taken or released
+                raise self._unavailable(error, thread_id) from error
+            raise
+
+    def _unavailable(self, error: BaseException, thread_id: str) -> DatabaseUnavailable:
+        detail = redact(" ".join(str(error).split()), self.url)
+        reason = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+        return DatabaseUnavailable(
+            f"database unavailable at {self.where} during thread {thread_id!r} ({reason}); "
+            "the run stopped and the thread keeps its last saved step. "
+            f"Resume it with `handoff resume {thread_id}` once the database is reachable"
+        )
+
+
+class StorageBackend(ABC):
+    """One kind of database: how its saver, ledger, artifact store and lock are opened."""
+
+    example: ClassVar[str]
+    """A URL of this kind, for messages that list what is supported."""
+
+    @abstractmethod
+    def checkpointer(
+        self, url: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> contextlib.AbstractContextManager[BaseCheckpointSaver[str]]:
+        """The bare saver with its tables created (idempotently), closed on exit."""
+
+    @abstractmethod
+    def async_checkpointer(
+        self, url: str
+    ) -> contextlib.AbstractAsyncContextManager[BaseCheckpointSaver[Any]]:
+        """An async saver for the dev server, its tables created by the sync saver first."""
+
+    @abstractmethod
+    def ledger(
+        self, url: str, pool: Any | None = None, *, read_only: bool = False
+    ) -> RunLedgerBackend:
+        """The audit ledger beside the checkpoints; opens nothing until first use.
+
+        ``read_only``: the caller only reads, so nothing need be set up or written.
+        """
+
+    @abstractmethod
+    def lock(self, url: str, settings: Settings) -> ThreadLock:
+        """The per-thread single-writer lock every process using ``url`` respects."""
+
+    @abstractmethod
+    def tables(self, backend: Backend) -> list[str]:
+        """What now exists in the database, for ``handoff db init`` to report."""
+
+    hosts_artifacts: ClassVar[bool] = False
+    """Whether the database can hold the artifacts too (``HANDOFF_ARTIFACT_STORE=database``)."""
+
+    def check(self, settings: Settings) -> None:
+        """Refuse settings this backend cannot serve, before anything is opened or created."""
+        if settings.resolved_artifact_store() == "database" and not self.hosts_artifacts:
+            raise UnsupportedDatabaseUrl(
+                f"HANDOFF_ARTIFACT_STORE=database needs a postgresql:// database URL, not "
+                f"{describe_url(settings.resolved_database_url())!r}; use 'filesystem' (or "
+                "'auto') for SQLite and memory://"
+            )
+
+    def database_artifact_store(
+        self, settings: Settings, pool: Any | None = None
+    ) -> ArtifactStoreBackend:
+        """Artifacts kept in the database itself; a backend that ``hosts_artifacts`` says how."""
+        raise NotImplementedError(f"{type(self).__name__} does not host artifacts")
+
+    def artifact_store(
+        self, settings: Settings, pool: Any | None = None, *, read_only: bool = False
+    ) -> ArtifactStoreBackend:
+        """The artifact store the settings name; a database store shares ``pool`` if given.
+
+        ``read_only``: the caller only reads, so a store that can avoids setting anything up.
+        """
+        self.check(settings)
+        if settings.resolved_artifact_store() == "filesystem":
+            return self.folder_artifact_store(settings, read_only=read_only)
+        return self.database_artifact_store(settings, pool)
+
+    def folder_artifact_store(
+        self, settings: Settings, *, read_only: bool = False
+    ) -> ArtifactStoreBackend:
+        """Blobs in the artifact folder; the histories too, unless the backend keeps them."""
+        return FilesystemArtifactStore(settings.resolved_artifact_dir())
+
+    def failure(self, error: BaseException, settings: Settings) -> HandoffError | None:
+        """The project's error for a storage failure under these settings, else None.
+
+        Here: a disk (or quota) that is full. A backend adds what its database reports.
+        """
+        if isinstance(error, OSError) and error.errno in NO_SPACE:
+            where = error.filename or settings.data_dir
+            return full(where, error.strerror or "no space left on device")
+        return None
+
+    def _storage(
+        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
+    ) -> tuple[BaseCheckpointSaver[str], Any | None]:
+        """The bare saver, open for the stack's life, and a pool the other parts share."""
+        url = settings.resolved_database_url()
+        return stack.enter_context(self.checkpointer(url, timeout=settings.database_timeout)), None
+
+    def open(
+        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
+    ) -> Backend:
+        """Open every part (creating missing tables); ``stack`` closes them.
+
+        ``read_only``: the caller only inspects threads, so a backend that can opens its
+        database without setting anything up (an SQLite file then needs no free space).
+        """
+        self.check(settings)
+        url = settings.resolved_database_url()
+        inner, pool = self._storage(settings, stack, read_only=read_only)
+        ledger = self.ledger(url, pool, read_only=read_only)
+        stack.callback(ledger.close)
+        store = self.artifact_store(settings, pool, read_only=read_only)
+        stack.callback(store.close)
+        lock = self.lock(url, settings)
+        stack.callback(lock.close)
+        return Backend(
+            url=url,
+            saver=SingleWriterSaver(inner, lock.writer),
+            ledger=ledger,
+            store=store,
+            lock=lock,
+            pool=pool,
+        )
+
+    async def _prepare(self, url: str) -> None:
+        """Create the database and its tables exactly as the CLI would, off the event loop."""
+
+        def prepare() -> None:
+            with self.checkpointer(url):
+                pass
+
+        await asyncio.to_thread(prepare)

@@ -1,0 +1,132 @@
+"""``sqlite:///…``: one machine; checkpoints and audit in one file, threads locked by flock."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from app.settings import Settings
+from app.storage import sqlite_files
+from app.storage.artifacts import SqliteArtifactStore
+from app.storage.backends.base import (
+    ArtifactStoreBackend,
+    Backend,
+    StorageBackend,
+    UnsupportedDatabaseUrl,
+)
+from app.storage.backends.sqlite_saver import READ_TABLES, BlobSqliteSaver
+from app.storage.ledger import RunLedgerBackend, SqliteRunLedger
+from app.storage.locks import FileThreadLock, ThreadLock
+from app.storage.postgres import DEFAULT_TIMEOUT
+from app.storage.serde import contract_serializer
+from graphs.errors import HandoffError
+
+
+def sqlite_path(url: str) -> Path:
+    """The file behind a ``sqlite:///relative`` or ``sqlite:////absolute`` URL."""
+    path = url.removeprefix("sqlite:///")
+    if not path or path == url:
+        raise UnsupportedDatabaseUrl(
+            f"invalid SQLite URL {url!r}; expected sqlite:///relative/path.db or "
+            "sqlite:////absolute/path.db"
+        )
+    return Path(path)
+
+
+class SqliteBackend(StorageBackend):
+    """Checkpoints, audit and artifact histories in the file, blobs in a folder, ``flock``."""
+
+    example = "sqlite:///path/to/handoff.db"
+
+    def checkpointer(
+        self, url: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> contextlib.AbstractContextManager[BaseCheckpointSaver[str]]:
+        """A BlobSqliteSaver on its own connection, creating the file and tables if needed."""
+        return self._saver(sqlite_path(url))
+
+    @contextmanager
+    def _saver(
+        self, path: Path, *, read_only: bool = False, artifact_dir: Path | None = None
+    ) -> Iterator[BaseCheckpointSaver[str]]:
+        """The saver on a checked connection; read-only ones skip setup (it would write).
+
+        A file saved before ``checkpoint_blobs`` existed still opens read-only: its threads
+        are read without it (see app.storage.backends.sqlite_saver).
+        """
+        conn = sqlite_files.connect(
+            path, read_only=read_only, needs=READ_TABLES, artifact_dir=artifact_dir
+        )
+        try:
+            saver = BlobSqliteSaver(conn, serde=contract_serializer())
+            if isinstance(conn, sqlite_files.ReadOnlyConnection):
+                saver.is_setup = True  # connect() found the tables
+            else:
+                saver.setup()
+            yield saver
+        finally:
+            conn.close()
+
+    def _storage(
+        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
+    ) -> tuple[BaseCheckpointSaver[str], Any | None]:
+        """The saver, its file checked against the artifact folder too (see sqlite_files)."""
+        path = sqlite_path(settings.resolved_database_url())
+        saver = self._saver(
+            path, read_only=read_only, artifact_dir=settings.resolved_artifact_dir()
+        )
+        return stack.enter_context(saver), None
+
+    def failure(self, error: BaseException, settings: Settings) -> HandoffError | None:
+        """A damaged or full database file, or a full disk."""
+        path = sqlite_path(settings.resolved_database_url())
+        return sqlite_files.failure(error, path) or super().failure(error, settings)
+
+    @asynccontextmanager
+    async def async_checkpointer(self, url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+        """An AsyncBlobSqliteSaver on the same file: the layout the sync saver writes."""
+        import aiosqlite
+
+        from app.storage.backends.sqlite_saver_aio import AsyncBlobSqliteSaver
+
+        await self._prepare(url)
+        async with aiosqlite.connect(str(sqlite_path(url)), timeout=30) as conn:
+            yield AsyncBlobSqliteSaver(conn, serde=contract_serializer())
+
+    def ledger(
+        self, url: str, pool: Any | None = None, *, read_only: bool = False
+    ) -> RunLedgerBackend:
+        """A table in the same file."""
+        return SqliteRunLedger(sqlite_path(url), read_only=read_only)
+
+    def folder_artifact_store(
+        self, settings: Settings, *, read_only: bool = False
+    ) -> ArtifactStoreBackend:
+        """Blobs in the artifact folder, histories in the file (app.storage.artifacts.sqlite)."""
+        return SqliteArtifactStore(
+            settings.resolved_artifact_dir(),
+            sqlite_path(settings.resolved_database_url()),
+            read_only=read_only,
+        )
+
+    def lock(self, url: str, settings: Settings) -> ThreadLock:
+        """``flock`` files beside the database: ``<file>-locks/<thread>.lock``."""
+        return FileThreadLock.beside(sqlite_path(url))
+
+    def tables(self, backend: Backend) -> list[str]:
+        """The tables in the file (the ledger's is created first, as it is lazily)."""
+        assert isinstance(backend.ledger, SqliteRunLedger)
+        backend.ledger.setup()
+        if isinstance(backend.store, SqliteArtifactStore):
+            backend.store.setup()
+        path = backend.ledger.path
+        with contextlib.closing(sqlite3.connect(str(path))) as conn:
+            names = conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            ).fetchall()
+        return [f"table {name} in {path}" for (name,) in names]

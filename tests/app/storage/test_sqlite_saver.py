@@ -1,0 +1,256 @@
+"""The SQLite savers keep each channel value once per version, and still read the old layout.
+
+See app/storage/backends/sqlite_saver.py. LangGraph's conformance suite runs on both savers in
+test_checkpoint_conformance.py; here: what that suite cannot see (the rows in the file),
+threads saved by LangGraph's own SqliteSaver, and a DeltaChannel, whose history is walked
+through the blob rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, closing, contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import aiosqlite
+import pytest
+from langgraph.channels import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
+
+from app.settings import Settings
+from app.storage.backends.sqlite_saver import BLOBS_TABLE, BlobSqliteSaver, owned_tables
+from app.storage.backends.sqlite_saver_aio import AsyncBlobSqliteSaver
+from app.workflow import Workflow
+from contracts import TaskState
+from tests.backends import sqlite_settings
+from tests.conftest import OBJECTIVE
+
+TEXT = "notes " * 2_000
+STEPS = 5
+
+
+class Counting(TypedDict):
+    text: str
+    n: int
+
+
+def counting_graph(saver: BaseCheckpointSaver[Any] | None, *, ask: bool = False) -> Any:
+    """``text`` set once, ``n`` counted up one step at a time; ``ask`` pauses at n == 2."""
+
+    def step(state: Counting) -> dict[str, Any]:
+        if ask and state["n"] == 2:
+            return {"n": state["n"] + int(interrupt("how many?"))}
+        return {"n": state["n"] + 1}
+
+    graph = StateGraph(Counting)
+    graph.add_node("step", step)
+    graph.add_edge(START, "step")
+    graph.add_conditional_edges("step", lambda state: END if state["n"] >= STEPS else "step")
+    return graph.compile(checkpointer=saver)
+
+
+@contextmanager
+def sync_saver(path: Path, kind: type[SqliteSaver] = BlobSqliteSaver) -> Iterator[SqliteSaver]:
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        saver = kind(conn)
+        saver.setup()
+        yield saver
+
+
+@asynccontextmanager
+async def async_saver(path: Path) -> AsyncIterator[AsyncBlobSqliteSaver]:
+    async with aiosqlite.connect(path) as conn:
+        yield AsyncBlobSqliteSaver(conn)
+
+
+def rows(path: Path, query: str, *args: object) -> list[tuple[Any, ...]]:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute(query, args).fetchall()
+
+
+def has_blobs_table(path: Path) -> bool:
+    return bool(rows(path, "SELECT 1 FROM sqlite_master WHERE name = ?", BLOBS_TABLE))
+
+
+def config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def history(saver: BaseCheckpointSaver[Any], thread_id: str) -> list[dict[str, Any]]:
+    return [
+        dict(state.values) for state in counting_graph(saver).get_state_history(config(thread_id))
+    ]
+
+
+def test_a_value_is_stored_once_however_many_checkpoints_carry_it(tmp_path: Path) -> None:
+    path = tmp_path / "blobs.db"
+    with sync_saver(path) as saver:
+        counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("t"))
+        states = history(saver, "t")
+    assert len(states) == STEPS + 2 and all(state.get("text") == TEXT for state in states[:-1])
+    assert rows(path, f"SELECT COUNT(*) FROM {BLOBS_TABLE} WHERE channel = 'text'") == [(1,)]
+    [(largest,)] = rows(path, "SELECT MAX(LENGTH(checkpoint)) FROM checkpoints")
+    assert largest < 1_000, "the rows keep versions, not the text"
+    assert owned_tables() == (BLOBS_TABLE, "checkpoints", "writes")
+
+
+def test_the_async_saver_stores_what_the_sync_one_reads_and_the_other_way_round(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "both.db"
+
+    async def run_async() -> None:
+        async with async_saver(path) as saver:
+            await counting_graph(saver).ainvoke({"text": TEXT, "n": 0}, config("from-async"))
+
+    asyncio.run(run_async())
+    with sync_saver(path) as saver:
+        from_async = history(saver, "from-async")
+        counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("from-sync"))
+        from_sync = history(saver, "from-sync")
+
+    async def read_async() -> list[dict[str, Any]]:
+        async with async_saver(path) as saver:
+            graph = counting_graph(saver)
+            return [dict(s.values) async for s in graph.aget_state_history(config("from-sync"))]
+
+    assert from_async == from_sync == asyncio.run(read_async())
+    stored = f"SELECT thread_id, channel FROM {BLOBS_TABLE} ORDER BY 1, 2"
+    assert rows(path, stored) == [
+        (thread_id, channel)
+        for thread_id in ("from-async", "from-sync")
+        for channel in ("__start__", "text")  # the input, then the text; n is in the rows
+    ]
+
+
+def test_deleting_a_thread_deletes_its_blob_rows_sync_and_async(tmp_path: Path) -> None:
+    path = tmp_path / "delete.db"
+    with sync_saver(path) as saver:
+        for thread_id in ("gone", "kept", "gone-async"):
+            counting_graph(saver).invoke({"text": TEXT, "n": 0}, config(thread_id))
+        saver.delete_thread("gone")
+
+    async def delete_async() -> None:
+        async with async_saver(path) as saver:
+            await saver.adelete_thread("gone-async")
+
+    asyncio.run(delete_async())
+    for table in owned_tables():
+        assert rows(path, f"SELECT DISTINCT thread_id FROM {table}") == [("kept",)], table
+
+
+def test_a_thread_saved_by_langgraphs_sqlite_saver_reads_and_resumes(tmp_path: Path) -> None:
+    path = tmp_path / "stock.db"
+    with sync_saver(path, SqliteSaver) as stock:
+        counting_graph(stock, ask=True).invoke({"text": TEXT, "n": 0}, config("old"))
+        before = history(stock, "old")
+    assert not has_blobs_table(path)
+    old_rows = rows(path, "SELECT checkpoint_id, checkpoint FROM checkpoints ORDER BY 1")
+
+    with sync_saver(path) as saver:
+        assert history(saver, "old") == before, "the old rows read as the stock saver reads them"
+        graph = counting_graph(saver, ask=True)
+        assert graph.get_state(config("old")).next == ("step",)
+        assert graph.invoke(Command(resume=3), config("old")) == {"text": TEXT, "n": STEPS}
+        after = history(saver, "old")
+    assert after[len(after) - len(before) :] == before
+    assert (
+        rows(path, "SELECT checkpoint_id, checkpoint FROM checkpoints ORDER BY 1")[: len(old_rows)]
+        == old_rows
+    ), "nothing saved before is rewritten"
+    carried = rows(path, f"SELECT COUNT(*) FROM {BLOBS_TABLE} WHERE channel = 'text'")
+    assert carried == [(1,)], "the unchanged text got its one blob row when the thread saved"
+
+
+def test_a_workflow_thread_paused_before_the_blob_layout_resumes_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings: Settings = sqlite_settings(tmp_path / "data")
+    database = tmp_path / "data" / "handoff.db"
+    with monkeypatch.context() as stock:
+        stock.setattr("app.storage.backends.sqlite.BlobSqliteSaver", SqliteSaver)
+        with Workflow(settings) as workflow:
+            task = workflow.task(OBJECTIVE, policies={"require_approval": True})
+            paused = workflow.run(task, "t-old")
+    assert paused.state == TaskState.INPUT_REQUIRED and paused.human_request is not None
+    assert not has_blobs_table(database), "saved by LangGraph's SqliteSaver"
+
+    with Workflow(settings, read_only=True) as reader:
+        status = reader.status("t-old")
+        assert status.fact_count is not None and status.fact_count > 0
+        assert reader.pending("t-old") == paused.human_request
+        assert reader.threads() == ["t-old"]
+    assert not has_blobs_table(database), "reading set nothing up"
+
+    with Workflow(settings) as workflow:
+        decision = {"interrupt_id": paused.human_request.interrupt_id, "action": "approve"}
+        outcome = workflow.resume("t-old", decision)
+        assert outcome.result_status == "completed"
+        state = workflow.state("t-old")
+        assert state["research"].facts and state["task"].objective == OBJECTIVE
+        assert workflow.status("t-old").fact_count == len(state["research"].facts)
+    channels = {name for (name,) in rows(database, f"SELECT channel FROM {BLOBS_TABLE}")}
+    assert {"task", "research", "handoff", "draft", "review", "outcome"} <= channels
+
+
+def extend(items: list[int], batches: Sequence[list[int]]) -> list[int]:
+    return items + [item for batch in batches for item in batch]
+
+
+class Tally(TypedDict):
+    items: Annotated[list[int], DeltaChannel(extend, snapshot_frequency=3)]
+
+
+def tally_graph(saver: BaseCheckpointSaver[Any]) -> Any:
+    graph = StateGraph(Tally)
+    graph.add_node("add", lambda state: {"items": [len(state["items"])]})
+    graph.add_edge(START, "add")
+    graph.add_conditional_edges("add", lambda state: END if len(state["items"]) >= 7 else "add")
+    return graph.compile(checkpointer=saver)
+
+
+def test_a_delta_channel_is_rebuilt_from_blob_rows_and_writes(tmp_path: Path) -> None:
+    expected_graph = tally_graph(InMemorySaver())
+    expected_graph.invoke({"items": []}, config("t"))
+    expected = [s.values for s in expected_graph.get_state_history(config("t"))]
+    with sync_saver(tmp_path / "delta.db") as saver:
+        graph = tally_graph(saver)
+        graph.invoke({"items": []}, config("t"))
+        assert [s.values for s in graph.get_state_history(config("t"))] == expected
+    snapshots = f"SELECT COUNT(*) FROM {BLOBS_TABLE} WHERE channel = 'items'"
+    assert rows(tmp_path / "delta.db", snapshots) == [(2,)], "the other steps replay writes"
+
+    async def run_async() -> list[Any]:
+        async with async_saver(tmp_path / "delta-async.db") as saver:
+            graph = tally_graph(saver)
+            await graph.ainvoke({"items": []}, config("t"))
+            return [s.values async for s in graph.aget_state_history(config("t"))]
+
+    assert asyncio.run(run_async()) == expected
+    assert expected[0] == {"items": list(range(7))}
+
+
+def test_a_checkpoint_with_more_values_than_one_query_asks_for_reads_them_all(
+    tmp_path: Path,
+) -> None:
+    values = {f"channel-{index}": f"value {index}" for index in range(250)}
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = dict.fromkeys(values, 1)
+    with sync_saver(tmp_path / "wide.db") as saver:
+        saved = saver.put(
+            {"configurable": {"thread_id": "wide", "checkpoint_ns": ""}},
+            checkpoint,
+            {},
+            checkpoint["channel_versions"],
+        )
+        found = saver.get_tuple(saved)
+    assert found is not None and found.checkpoint["channel_values"] == values
