@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from langchain_core.language_models import BaseChatModel
 
-from app.agents.models import select_agents
+from app.agents.selection import select_agents
 from app.corpus.probe import FileSourceProbe
 from app.faults.points import NodeRunning, with_faults
 from app.faults.rules import parse_faults

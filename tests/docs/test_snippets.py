@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import typer.main
 
-from app.agents.models import agent_nodes
+from app.agents.selection import agent_nodes
 from app.cli import cli
 from app.exit_codes import ExitCode
 from app.server.graph import OFFLINE_DEFAULTS, OFFLINE_ENV

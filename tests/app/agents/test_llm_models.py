@@ -15,7 +15,8 @@ from app.agents import (
     OfflineReviewerAgent,
     OfflineWriterAgent,
 )
-from app.agents.models import ModelConfigError, chat_model_for, check_spec, select_agents
+from app.agents.models import ModelConfigError, chat_model_for, check_spec
+from app.agents.selection import select_agents
 from app.settings import Settings
 from graphs.context import utc_now
 from tests.app.agents.scripted import scripted
