@@ -5,8 +5,23 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
+from pydantic.config import JsonDict
 
 from contracts.base import Identifier, Sha256Hex, VersionedContract
+
+
+def example_ref(kind: str, artifact_id: str) -> JsonDict:
+    """A reference as the examples of every contract that holds one show it."""
+    return {
+        "artifact_id": artifact_id,
+        "kind": kind,
+        "uri": f"artifact://{kind}/{artifact_id}",
+        "media_type": "text/markdown",
+        "sha256": "0123456789abcdef" * 4,
+        "revision": 2,
+        "size_bytes": 1234,
+    }
+
 
 ArtifactKind = Literal["source", "notes", "draft", "review", "article", "human"]
 """What an artifact is; the first segment of its URI."""
@@ -31,17 +46,7 @@ class ArtifactRef(VersionedContract):
     revision: int = Field(ge=1, description="Revision number; grows by one per content change.")
     size_bytes: int = Field(ge=0, description="Length of the bytes of this revision.")
 
-    EXAMPLES = [
-        {
-            "artifact_id": "article-rosetta",
-            "kind": "article",
-            "uri": "artifact://article/article-rosetta",
-            "media_type": "text/markdown",
-            "sha256": "0123456789abcdef" * 4,
-            "revision": 2,
-            "size_bytes": 1234,
-        }
-    ]
+    EXAMPLES = [example_ref("article", "article-rosetta")]
 
     @model_validator(mode="after")
     def _uri_matches(self) -> ArtifactRef:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from contracts.artifacts import ArtifactRef
+from contracts.artifacts import ArtifactRef, example_ref
 from contracts.base import Identifier, VersionedContract
 from contracts.errors import ErrorDetail, ResultStatus
 
@@ -38,15 +38,7 @@ class DraftArticle(VersionedContract):
             "task_id": "rosetta",
             "result_status": "completed",
             "revision": 2,
-            "body": {
-                "artifact_id": "draft-rosetta",
-                "kind": "draft",
-                "uri": "artifact://draft/draft-rosetta",
-                "media_type": "text/markdown",
-                "sha256": "0123456789abcdef" * 4,
-                "revision": 2,
-                "size_bytes": 1234,
-            },
+            "body": example_ref("draft", "draft-rosetta"),
             "cited_claim_ids": ["claim-1"],
             "excluded_claim_ids": ["claim-7"],
             "addressed_changes": ["UNCITED_SENTENCE"],

@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from contracts.artifacts import ArtifactRef
+from contracts.artifacts import ArtifactRef, example_ref
 from contracts.base import Contract, Identifier, ProseText, Sha256Hex, VersionedContract
 from contracts.provenance import Provenance
 from contracts.research import Question
@@ -145,17 +145,7 @@ class Handoff(VersionedContract):
                     "provenance": {"producer": "research", "node": "research", "step": 3},
                 }
             ],
-            "artifacts": [
-                {
-                    "artifact_id": "notes-rosetta",
-                    "kind": "notes",
-                    "uri": "artifact://notes/notes-rosetta",
-                    "media_type": "text/markdown",
-                    "sha256": "0123456789abcdef" * 4,
-                    "revision": 2,
-                    "size_bytes": 1234,
-                }
-            ],
+            "artifacts": [example_ref("notes", "notes-rosetta")],
             "tool_receipts": [
                 {
                     "tool": "read_source",

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, model_validator
 
-from contracts.artifacts import ArtifactRef
+from contracts.artifacts import ArtifactRef, example_ref
 from contracts.base import Contract, Identifier, ProseText, VersionedContract, upgrader
 from contracts.research import Question
 from contracts.task import Constraints
@@ -87,17 +87,7 @@ class HumanRequest(VersionedContract):
                 }
             ],
             "open_questions": [{"id": "q-2", "text": "Who deciphered the hieroglyphs, and how?"}],
-            "artifacts": [
-                {
-                    "artifact_id": "notes-rosetta",
-                    "kind": "notes",
-                    "uri": "artifact://notes/notes-rosetta",
-                    "media_type": "text/markdown",
-                    "sha256": "0123456789abcdef" * 4,
-                    "revision": 2,
-                    "size_bytes": 1234,
-                }
-            ],
+            "artifacts": [example_ref("notes", "notes-rosetta")],
         }
     ]
 

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from contracts.a2a import TaskState
-from contracts.artifacts import ArtifactRef
+from contracts.artifacts import ArtifactRef, example_ref
 from contracts.base import Identifier, VersionedContract
 from contracts.errors import ErrorDetail, ResultStatus
 from contracts.human import HumanRequest
@@ -40,47 +40,13 @@ class RunOutcome(VersionedContract):
             "thread_id": "thread-rosetta-1",
             "task_id": "rosetta",
             "state": "TASK_STATE_INPUT_REQUIRED",
-            "draft": {
-                "artifact_id": "draft-rosetta",
-                "kind": "draft",
-                "uri": "artifact://draft/draft-rosetta",
-                "media_type": "text/markdown",
-                "sha256": "0123456789abcdef" * 4,
-                "revision": 2,
-                "size_bytes": 1234,
-            },
+            "draft": example_ref("draft", "draft-rosetta"),
             "review_rounds": 1,
             "fact_count": 1,
             "human_request": {
+                **HumanRequest.EXAMPLES[0],
                 "interrupt_id": "approve-research-s3.thread-rosetta-1",
                 "thread_id": "thread-rosetta-1",
-                "request_kind": "approve_research",
-                "question": "Research found 1 fact from 1 source. Approve writing?",
-                "allowed_actions": ["approve", "revise", "reject"],
-                "fact_count": 1,
-                "source_count": 1,
-                "top_facts": [
-                    {
-                        "claim_id": "claim-1",
-                        "claim": "The stone repeats one decree in three scripts.",
-                        "source_id": "src-1",
-                        "confidence": "medium",
-                    }
-                ],
-                "open_questions": [
-                    {"id": "q-2", "text": "Who deciphered the hieroglyphs, and how?"}
-                ],
-                "artifacts": [
-                    {
-                        "artifact_id": "notes-rosetta",
-                        "kind": "notes",
-                        "uri": "artifact://notes/notes-rosetta",
-                        "media_type": "text/markdown",
-                        "sha256": "0123456789abcdef" * 4,
-                        "revision": 2,
-                        "size_bytes": 1234,
-                    }
-                ],
             },
             "reason": "Waiting for approval of the research.",
         }

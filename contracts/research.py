@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from contracts.artifacts import ArtifactRef
+from contracts.artifacts import ArtifactRef, example_ref
 from contracts.base import (
     Contract,
     Identifier,
@@ -195,29 +195,11 @@ class ResearchBundle(VersionedContract):
                     "title": "The Rosetta Stone",
                     "retrieved_at": "2025-05-01T09:30:00Z",
                     "sha256": "3f" * 32,
-                    "snapshot": {
-                        "artifact_id": "src-1",
-                        "kind": "source",
-                        "uri": "artifact://source/src-1",
-                        "media_type": "text/markdown",
-                        "sha256": "0123456789abcdef" * 4,
-                        "revision": 2,
-                        "size_bytes": 1234,
-                    },
+                    "snapshot": example_ref("source", "src-1"),
                 }
             ],
             "open_questions": [{"id": "q-2", "text": "Who deciphered the hieroglyphs, and how?"}],
-            "artifact_refs": [
-                {
-                    "artifact_id": "notes-rosetta",
-                    "kind": "notes",
-                    "uri": "artifact://notes/notes-rosetta",
-                    "media_type": "text/markdown",
-                    "sha256": "0123456789abcdef" * 4,
-                    "revision": 2,
-                    "size_bytes": 1234,
-                }
-            ],
+            "artifact_refs": [example_ref("notes", "notes-rosetta")],
             "errors": [
                 {
                     "code": "INSUFFICIENT_EVIDENCE",

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from contracts.artifacts import ArtifactRef
+from contracts.artifacts import ArtifactRef, example_ref
 from contracts.base import Contract, Identifier, Sha256Hex, VersionedContract
 from contracts.errors import ErrorCode
 
@@ -65,15 +65,7 @@ class ReviewResult(VersionedContract):
                 }
             ],
             "checked_sources": ["src-1"],
-            "report": {
-                "artifact_id": "review-rosetta",
-                "kind": "review",
-                "uri": "artifact://review/review-rosetta",
-                "media_type": "text/markdown",
-                "sha256": "0123456789abcdef" * 4,
-                "revision": 2,
-                "size_bytes": 1234,
-            },
+            "report": example_ref("review", "review-rosetta"),
         }
     ]
 
