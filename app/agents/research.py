@@ -3,7 +3,7 @@
 BM25 ranks prose sentences; facts are verbatim quotes with spans, kept only where they
 address a question or a required section.
 
-Each source is parsed as markdown (``app/text/documents.py``): only prose (paragraphs, list
+Each source is parsed as markdown (``app/text/documents/``): only prose (paragraphs, list
 items, quotes) yields sentences; code, tables, HTML and badge lines never become facts.
 A sentence is kept for a question only when it addresses it by the rule in
 ``app/text/relevance.py``; a question no sentence addresses stays open. Each required section
