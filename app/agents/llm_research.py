@@ -17,7 +17,8 @@ from langchain_core.language_models import BaseChatModel
 
 from app.agents import prompts
 from app.agents.citation_checks import SUPPORT_OVERLAP
-from app.agents.research import OfflineResearchAgent, Passage, Retrieval
+from app.agents.passages import Passage, Retrieval
+from app.agents.research import OfflineResearchAgent
 from app.agents.structured import ModelBacked, ask
 from app.corpus.reading import CorpusNotFound
 from app.text.primitives import terms
