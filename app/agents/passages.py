@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from app.text.antecedents import leans_on_earlier
 from app.text.documents import Document, ProseSentence
+from app.text.key_terms import heading_keys, keys
 from app.text.primitives import word_count
-from app.text.relevance import Rarity, heading_keys, keys
+from app.text.relevance import Rarity
 from contracts import ErrorDetail, LineRange, Question, Source, ToolReceipt
 
 MIN_FACT_WORDS = 4

@@ -11,7 +11,8 @@ import bm25s
 import numpy as np
 
 from app.agents.passages import Passage
-from app.text.relevance import Rarity, on_topic, query_keys
+from app.text.key_terms import query_keys
+from app.text.relevance import Rarity, on_topic
 from contracts import Question
 
 Ranked = dict[str, list[tuple[int, float]]]

@@ -23,7 +23,8 @@ from app.agents.ranking import rank_passages
 from app.agents.research_notes import research_notes
 from app.agents.source_reading import corpus_fingerprint, read_sources
 from app.corpus.reading import CorpusNotFound, CorpusPolicy, discover
-from app.text.relevance import Rarity, heading_keys
+from app.text.key_terms import heading_keys
+from app.text.relevance import Rarity
 from contracts import (
     ErrorCode,
     ErrorDetail,
