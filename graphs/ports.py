@@ -184,7 +184,7 @@ def from_channel(name: str) -> dict[str, str]:
     Used as ``field(metadata=from_channel("research"))``. The channel is named once, here:
     ``NodeCall.request`` builds the request from it, ``build_graph`` refuses a request
     whose channel its node does not declare, and a model prompt renders every such field
-    it does not lay out itself (``app.agents.prompts.request_inputs``).
+    it does not lay out itself (``app.agents.prompt_inputs.request_inputs``).
     """
     return {CHANNEL: name}
 

@@ -3,7 +3,7 @@
 Every writer, offline or model-backed, ends its draft with these, built here from the
 contracts alone, so a reader can follow each ``[claim-N]`` to a file, a section and a line
 range without tools, and sees which of the task's questions the corpus left unanswered.
-The Reviewer checks both (``app/agents/reviewer.py``).
+The Reviewer checks both (``app/agents/task_checks.py``).
 """
 
 from __future__ import annotations

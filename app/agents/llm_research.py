@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
-from app.agents import prompts
-from app.agents.research import OfflineResearchAgent, Passage, Retrieval
-from app.agents.reviewer import SUPPORT_OVERLAP
-from app.agents.structured import ModelBacked, ask
+from app.agents import prompt_inputs, prompts, replies
+from app.agents.citation_checks import SUPPORT_OVERLAP
+from app.agents.passages import Passage, Retrieval
+from app.agents.research import OfflineResearchAgent
+from app.agents.structured import ModelBacked
 from app.corpus.reading import CorpusNotFound
 from app.text.primitives import terms
 from contracts import ErrorCode, ErrorDetail, Fact, ResearchBundle, Span, TaskSpec, Usage
@@ -70,16 +71,9 @@ class LLMResearchAgent(ModelBacked):
             found.questions,
             excerpts,
             max_claims=self.retrieval.max_facts,
-            inputs=prompts.request_inputs(request, prompts.RESEARCH_LAYS_OUT),
+            inputs=prompt_inputs.request_inputs(request, prompt_inputs.RESEARCH_LAYS_OUT),
         )
-        reply = ask(
-            self.model,
-            prompt,
-            prompts.ResearchReply,
-            node=step.node,
-            channel="research",
-            tokens_left=step.tokens_left,
-        )
+        reply = self.ask_model(prompt, replies.ResearchReply, step, "research")
         facts, errors, log = self._admit(reply.value.claims, shown, found, step)
         answered = {question_id for fact in facts for question_id in fact.answers}
         open_questions = [question for question in found.questions if question.id not in answered]
@@ -113,7 +107,7 @@ class LLMResearchAgent(ModelBacked):
 
     def _admit(
         self,
-        claims: list[prompts.ProposedClaim],
+        claims: list[replies.ProposedClaim],
         shown: list[Shown],
         found: Retrieval,
         step: StepInfo,
@@ -185,7 +179,7 @@ class LLMResearchAgent(ModelBacked):
         return facts, errors, "\n".join(log) + "\n"
 
 
-def _locate(proposed: prompts.ProposedClaim, shown: list[Shown]) -> tuple[Shown, int, int] | None:
+def _locate(proposed: replies.ProposedClaim, shown: list[Shown]) -> tuple[Shown, int, int] | None:
     """Where the quote sits in a shown passage of its source: (passage, start, end)."""
     words = proposed.quote.split()
     if not words:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 
-from app.agents import prompts
+from app.agents import prompt_inputs, prompts, replies
 from app.agents.apparatus import open_questions
 from app.agents.reviewer import OfflineReviewerAgent
-from app.agents.structured import ModelBacked, ask
+from app.agents.structured import ModelBacked
 from contracts import (
     ErrorCode,
     Fact,
@@ -44,16 +44,9 @@ class LLMReviewerAgent(ModelBacked):
             cited,
             findings.changes,
             revision=draft.revision,
-            inputs=prompts.request_inputs(request, prompts.REVIEWER_LAYS_OUT),
+            inputs=prompt_inputs.request_inputs(request, prompt_inputs.REVIEWER_LAYS_OUT),
         )
-        reply = ask(
-            self.model,
-            prompt,
-            prompts.ReviewReply,
-            node=step.node,
-            channel="review",
-            tokens_left=step.tokens_left,
-        )
+        reply = self.ask_model(prompt, replies.ReviewReply, step, "review")
         critique = [
             RequiredChange(
                 code=ErrorCode(item.code),

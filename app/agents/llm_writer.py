@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 
-from app.agents import prompts
+from app.agents import prompt_inputs, prompts, replies
 from app.agents.apparatus import apparatus, open_questions, without_apparatus
-from app.agents.structured import ModelBacked, ask
+from app.agents.structured import ModelBacked
 from app.agents.writer import OfflineWriterAgent, addressed_changes
 from app.text.primitives import CITATION, word_count
 from contracts import DraftArticle, Usage
@@ -53,16 +53,9 @@ class LLMWriterAgent(ModelBacked):
             changes=review.required_changes if review else (),
             excluded=sorted(excluded),
             decisions=handoff.accepted_decisions,
-            inputs=prompts.request_inputs(request, prompts.WRITER_LAYS_OUT),
+            inputs=prompt_inputs.request_inputs(request, prompt_inputs.WRITER_LAYS_OUT),
         )
-        reply = ask(
-            self.model,
-            prompt,
-            prompts.DraftReply,
-            node=step.node,
-            channel="draft",
-            tokens_left=step.tokens_left,
-        )
+        reply = self.ask_model(prompt, replies.DraftReply, step, "draft")
         text = without_apparatus(reply.value.markdown.strip())
         cited = list(dict.fromkeys(CITATION.findall(text)))
         closing = apparatus(bundle, open_questions(request), cited)

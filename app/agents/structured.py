@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.agents import prompts
 from contracts import Usage
+from graphs import StepInfo
 from graphs.boundary import describe_validation_error
 from graphs.errors import ContractViolation, TransientError
 
@@ -192,3 +193,16 @@ class ModelBacked:
     def describe(self) -> str:
         """The implementation and its model, as the audit names it."""
         return f"{type(self).__name__}({model_name(self.model)})"
+
+    def ask_model(
+        self, prompt: list[BaseMessage], schema: type[S], step: StepInfo, channel: str
+    ) -> Reply[S]:
+        """``ask`` this agent's model for the channel its step writes, within its tokens."""
+        return ask(
+            self.model,
+            prompt,
+            schema,
+            node=step.node,
+            channel=channel,
+            tokens_left=step.tokens_left,
+        )

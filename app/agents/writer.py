@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.agents.apparatus import apparatus, open_questions
+from app.text.key_terms import heading_keys, keys, query_keys
 from app.text.primitives import FULL_STOPS, join_sentences, strip_citations, word_count
 from app.text.primitives import cite as cite_claim
-from app.text.relevance import fact_context, heading_keys, keys, query_keys
+from app.text.relevance import fact_context
 from contracts import (
     DraftArticle,
     ErrorCode,

@@ -1,6 +1,6 @@
 """Text primitives shared by the offline agents: terms, citations, spacing.
 
-Sentences come from ``app/text/documents.py`` (markdown-it-py and sentencex), never from here.
+Sentences come from ``app/text/documents/`` (markdown-it-py and sentencex), never from here.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from app.agents import (
     LLMReviewerAgent,
     LLMWriterAgent,
     OfflineResearchAgent,
-    prompts,
+    prompt_inputs,
 )
 from app.agents.apparatus import apparatus
 from app.settings import BUNDLED_CORPUS, Settings
@@ -309,7 +309,7 @@ def test_a_new_request_field_reaches_the_writer_prompt_under_its_descriptions(
 
 def test_a_prompt_that_lays_out_a_field_the_request_lacks_fails_at_once() -> None:
     with pytest.raises(TypeError, match=r"WriteRequest has no state fields \['outline'\]"):
-        prompts.laid_out(WriteRequest, "task", "outline")
+        prompt_inputs.laid_out(WriteRequest, "task", "outline")
 
 
 def test_an_input_another_node_declared_the_writer_reads_reaches_its_prompt(

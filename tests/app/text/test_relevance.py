@@ -1,34 +1,9 @@
-"""The answerability rule: what a question's key terms are, and when a sentence addresses it."""
+"""The answerability rule: when a sentence, alone or with others, addresses a question."""
 
 from __future__ import annotations
 
-from app.text.relevance import Rarity, keys, on_topic, query_keys
-
-
-def test_stems_meet_across_word_forms() -> None:
-    assert keys("decipherment") == keys("deciphering") == keys("deciphered")
-    assert keys("honeybees") == keys("honeybee")
-
-
-def test_an_opening_imperative_and_an_aspect_word_are_not_key_terms() -> None:
-    assert query_keys("Document how ferrule handles tasks that fail") == keys(
-        "ferrule handles tasks fail"
-    )
-    assert query_keys("Describe the life of Champollion") == keys("Champollion")
-    assert query_keys("Describe the history") == keys("history"), "nothing else to keep"
-
-
-def test_chinese_and_japanese_questions_keep_the_pairs_inside_their_words() -> None:
-    assert query_keys("蔡伦出生于哪一年？") >= {"蔡伦"}
-    assert "伦出" not in query_keys("蔡伦出生于哪一年？"), "a pair straddling two words"
-    assert query_keys("富士山について説明してください") == {"富士", "士山"}
-
-
-def test_terminal_escapes_are_not_words_of_a_question() -> None:
-    assert query_keys("Explain the Rosetta Stone \x1b]0;pwned\x07 \x1b[2J \x9b31m") == keys(
-        "Rosetta Stone"
-    )
-
+from app.text.key_terms import keys, query_keys
+from app.text.relevance import Rarity, on_topic
 
 SENTENCES = [
     keys("Karl von Frisch trained honeybees to visit sugar water"),
@@ -66,27 +41,6 @@ def test_the_objective_may_be_addressed_by_sentences_of_one_document_together() 
 def test_a_section_is_on_topic_when_its_title_terms_are_in_the_sentence_or_headings() -> None:
     assert on_topic("Direction", keys("the angle gives the direction of the food"))
     assert not on_topic("Direction", keys("drones do not forage"))
-
-
-def test_threads_stem_alike_each_with_its_own_stemmer() -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from app.text.relevance import stem
-
-    words = [
-        f"{root}{ending}"
-        for root in ("decipher", "nest", "colon", "work", "danc")
-        for ending in ("ing", "ed", "ment", "es", "ers", "ation", "s", "")
-    ]
-    serial = [stem.__wrapped__(word) for word in words]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        rounds = list(pool.map(lambda _: [stem.__wrapped__(w) for w in words], range(64)))
-    assert all(found == serial for found in rounds)
-
-
-def test_the_quantity_word_of_a_how_question_is_not_a_key_term() -> None:
-    assert query_keys("How far do foragers fly?") == keys("foragers fly")
-    assert query_keys("How many eggs can a queen lay?") == keys("eggs queen lay")
 
 
 def test_terms_that_always_occur_together_count_once() -> None:

@@ -1,0 +1,127 @@
+"""Passages: the prose sentences of the sources read, the unit research ranks and quotes.
+
+Each passage keeps its sentence's exact span, its section path and line range (for
+provenance), and whether it leans on the sentence before it (``app/text/antecedents.py``);
+``Retrieval`` is what deterministic retrieval found, for the offline and model-backed
+agents alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+
+from app.text.antecedents import leans_on_earlier
+from app.text.documents import Document, ProseSentence
+from app.text.key_terms import heading_keys, keys
+from app.text.primitives import word_count
+from app.text.relevance import Rarity
+from contracts import ErrorDetail, LineRange, Question, Source, ToolReceipt
+
+MIN_FACT_WORDS = 4
+"""Fewer words than this is a label or a fragment, not a statement worth citing."""
+_RUN_IN_HEADING = re.compile(r"(\*\*|__)[^*_]+?[.:]?\1[.:]?")
+"""A sentence all in bold ("**Configuring runs per assistant.**"): a heading run into its
+paragraph, a label rather than a statement."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A prose sentence of a source, the unit BM25 ranks, with what a reader needs of it."""
+
+    source: Source
+    sentence: ProseSentence
+    terms: frozenset[str]
+    """Key terms of the sentence itself."""
+    headings: frozenset[str]
+    """Key terms of its section path (not the document title)."""
+    context: frozenset[str]
+    """Its own key terms with those of its section path and document title."""
+    lines: LineRange
+    leans: bool
+    """It leans on the sentence before it in its paragraph (``app/text/antecedents.py``)."""
+
+    @property
+    def usable(self) -> bool:
+        """Whether it can be a fact: a statement, not a pronoun with nothing before it.
+
+        A label, a lead-in to a list or code, and a question are no statements.
+        """
+        plain = self.sentence.plain
+        if plain.endswith((":", "：", "?", "？")) or word_count(plain) < MIN_FACT_WORDS:
+            return False  # it introduces what follows, or asks: no statement to cite
+        if _RUN_IN_HEADING.fullmatch(self.sentence.text.strip()):
+            return False
+        return not (self.leans and self.sentence.position == 0)
+
+
+@dataclass
+class Retrieval:
+    """What deterministic retrieval found; model-backed research proposes claims from it."""
+
+    questions: list[Question]
+    sources: list[Source]
+    texts: dict[str, str]
+    """Decoded text of each source read, by source id (what the snapshots hold)."""
+    passages: list[Passage]
+    ranked: dict[str, list[tuple[int, float]]]
+    """Per question researched: passage indexes with BM25 scores, best first (addressing
+    it only)."""
+    sections: dict[str, list[tuple[int, float]]]
+    """Per required section title: passage indexes on its topic, best first."""
+    rarity: Rarity
+    errors: list[ErrorDetail]
+    receipts: list[ToolReceipt]
+    tool_calls: int
+    all_ranked: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """Per question of the task (not only those researched): what addresses it, so a fact
+    names every question it also answers (defaults to ``ranked``)."""
+
+    def answering(self, passage: Passage) -> list[str]:
+        """The questions this passage addresses (it is in their ranking), in order."""
+        return self._answers.get((passage.source.id, passage.sentence.start), [])
+
+    @functools.cached_property
+    def _answers(self) -> dict[tuple[str, int], list[str]]:
+        found: dict[tuple[str, int], list[str]] = {}
+        for question_id, hits in (self.all_ranked or self.ranked).items():
+            for index, _ in hits:
+                passage = self.passages[index]
+                found.setdefault((passage.source.id, passage.sentence.start), []).append(
+                    question_id
+                )
+        return found
+
+
+def passages_of(source: Source, document: Document) -> list[Passage]:
+    """The prose sentences of a parsed source, as passages."""
+    title = heading_keys((), source.title)  # the file name when untitled
+    found: list[Passage] = []
+    for sentence in document.sentences:
+        own = keys(sentence.plain)
+        path = sentence.section
+        headings = heading_keys(path[1:] if path[:1] == (document.title,) else path)
+        first, last = document.lines_of(sentence.start, sentence.end)
+        found.append(
+            Passage(
+                source=source,
+                sentence=sentence,
+                terms=own,
+                headings=headings,
+                context=own | headings | title,
+                lines=LineRange(first=first, last=last),
+                leans=leans_on_earlier(sentence.plain),
+            )
+        )
+    return found
+
+
+def source_number(passage: Passage) -> int:
+    """The N of its source's ``src-N``: sources in the order they were read."""
+    return int(passage.source.id.removeprefix("src-"))
+
+
+def claim_id(passage: Passage) -> str:
+    """``claim-<source number><sentence number, 3 digits>``: stable for the same corpus."""
+    return f"claim-{source_number(passage)}{passage.sentence.index + 1:03d}"

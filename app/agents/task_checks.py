@@ -1,0 +1,105 @@
+"""The Reviewer's checks that an article keeps its task, beyond what each citation says.
+
+The word limit, the required sections (present, not empty, on topic), every question
+answered or listed as open, and the apparatus exactly as its builder writes it. Each
+problem is a required change with its own code.
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.agents.article_layout import Layout
+from app.agents.citation_checks import required
+from app.text.primitives import word_count
+from app.text.relevance import off_topic
+from contracts import ErrorCode, RequiredChange, ResearchBundle, TaskSpec
+from graphs.markdown import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, apparatus_heading
+
+
+def check_constraints(task: TaskSpec, body: str, changes: list[RequiredChange]) -> None:
+    """The article keeps within the task's word limit."""
+    limit = task.constraints.max_words
+    words = word_count(body)
+    if limit is not None and words > limit:
+        reason = f"article has {words} words; the limit is {limit}"
+        changes.append(required(ErrorCode.CONSTRAINT_VIOLATED, reason))
+
+
+def check_sections(
+    task: TaskSpec,
+    bundle: ResearchBundle,
+    cited_by_section: dict[str | None, list[list[str]]],
+    layout: Layout,
+    changes: list[RequiredChange],
+) -> None:
+    """Each required section is there, says something, and says it about its title."""
+    present = {title.casefold(): title for title in layout.titles}
+    for title in task.constraints.required_sections:
+        found = present.get(title.casefold())
+        if found is None:
+            reason = f"required section {title!r} is missing"
+            changes.append(required(ErrorCode.MISSING_SECTION, reason, section=title))
+            continue
+        if apparatus_heading(f"## {found}"):
+            continue
+        sentences = cited_by_section.get(found, [])
+        if not sentences:
+            reason = f"required section {title!r} has no cited sentence"
+            changes.append(required(ErrorCode.EMPTY_SECTION, reason, section=title))
+            continue
+        on, too_few = off_topic(title, sentences, bundle)
+        if too_few:
+            reason = (
+                f"required section {title!r} is off topic: {on} of "
+                f"{len(sentences)} sentences cite a fact about {title!r}"
+            )
+            changes.append(required(ErrorCode.OFF_TOPIC_SECTION, reason, section=title))
+
+
+def check_questions(
+    task: TaskSpec,
+    bundle: ResearchBundle,
+    cited_ids: list[str],
+    layout: Layout,
+    changes: list[RequiredChange],
+) -> None:
+    """Each of the task's questions is answered by a cited fact, or listed as open."""
+    open_ids = {question.id for question in bundle.open_questions}
+    listed = layout.text_of(OPEN_QUESTIONS_HEADING)
+    answered = {
+        question_id
+        for fact in map(bundle.fact, cited_ids)
+        if fact is not None
+        for question_id in fact.answers
+    }
+    for number, text in enumerate(task.research_questions(), start=1):
+        question_id = f"q-{number}"
+        if question_id in open_ids:
+            if not re.search(rf"\b{question_id}\b", listed):
+                reason = (
+                    f"{question_id} {text[:120]!r} has no answer in the sources, "
+                    f"and the article does not list it under {OPEN_QUESTIONS_HEADING!r}"
+                )
+                changes.append(required(ErrorCode.QUESTION_NOT_ADDRESSED, reason))
+        elif question_id not in answered:
+            reason = (
+                f"{question_id} {text[:120]!r} is not answered: the article "
+                "cites no fact research found for it"
+            )
+            changes.append(required(ErrorCode.QUESTION_NOT_ADDRESSED, reason))
+
+
+def check_apparatus(unbuilt: list[str], changes: list[RequiredChange]) -> None:
+    """The Open questions and Sources sections hold only what their builder writes.
+
+    Their lines are not checked as prose, so a line the builder could not have written
+    (prose a person added, a claim hidden in an entry) is a change to make.
+    """
+    if unbuilt:
+        reason = (
+            f"the {OPEN_QUESTIONS_HEADING!r}/{SOURCES_HEADING!r} sections hold "
+            f"{len(unbuilt)} line(s) not built from the research, first: "
+            f"{unbuilt[0][:160]!r}"
+        )
+        changes.append(required(ErrorCode.APPARATUS_ALTERED, reason))

@@ -1,0 +1,72 @@
+"""The evaluation cases: tasks × corpora × what must hold, read from ``evals/cases.json``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.settings import PROJECT_ROOT
+from contracts import ErrorCode
+from graphs.errors import ExitCode, HandoffError
+
+DEFAULT_CASES = PROJECT_ROOT / "evals" / "cases.json"
+
+
+class _CasesUsage(HandoffError):
+    """Cases asked for that the user can correct: a usage error (exit 2)."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
+
+
+class UnknownCase(_CasesUsage, LookupError):
+    """A case id the cases file does not have."""
+
+
+class InvalidCases(_CasesUsage, ValueError):
+    """A cases file that cannot be read or does not follow the case schema."""
+
+
+class Case(BaseModel):
+    """One evaluation case, as written in the cases file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    corpus: str = Field(min_length=1, description="Folder, relative to the cases file.")
+    objective: str = Field(min_length=3)
+    questions: list[str] = Field(default_factory=list)
+    required_sections: list[str] = Field(default_factory=list)
+    max_words: int | None = None
+    unanswerable: list[str] = Field(default_factory=list)
+    uncovered_sections: list[str] = Field(default_factory=list)
+    expect: str = Field(pattern=r"^(completed|open)$")
+    notes: str = ""
+
+
+def load_cases(path: Path = DEFAULT_CASES) -> list[tuple[Case, Path]]:
+    """The cases of a file, each with its corpus resolved; bad input names the field."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise InvalidCases(f"cannot read evaluation cases {path}: {error}") from error
+    if not isinstance(raw, list):
+        raise InvalidCases(f"{path}: expected a JSON list of cases, got {type(raw).__name__}")
+    cases: list[tuple[Case, Path]] = []
+    for index, item in enumerate(raw):
+        try:
+            case = Case.model_validate(item)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise InvalidCases(f"{path}: case [{index}] field {where}: {first['msg']}") from None
+        corpus = (path.parent / case.corpus).resolve()
+        if not corpus.is_dir():
+            raise InvalidCases(f"{path}: case {case.id!r} corpus {case.corpus!r} is not a folder")
+        cases.append((case, corpus))
+    ids = [case.id for case, _ in cases]
+    if len(ids) != len(set(ids)):
+        raise InvalidCases(f"{path}: case ids must be unique")
+    return cases

@@ -1,0 +1,45 @@
+"""The evaluation set: the cases the issue asks for, and a bad cases file refused by field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.evaluation.cases import InvalidCases, load_cases
+from tests.conftest import OBJECTIVE
+
+
+def test_the_set_has_the_cases_the_issue_asks_for() -> None:
+    cases = [case for case, _ in load_cases()]
+    assert len(cases) >= 12
+    assert len({case.corpus for case in cases}) >= 3
+    assert sum(len(case.unanswerable) for case in cases) >= 3
+    assert sum(bool(case.required_sections) for case in cases) >= 3
+    assert any("chinese" in case.corpus for case in cases)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"expect": "maybe"}, "expect"), ({"surprise": 1}, "surprise"), ({"corpus": ""}, "corpus")],
+)
+def test_a_bad_case_is_refused_naming_its_field(
+    tmp_path: Path, change: dict[str, object], field: str
+) -> None:
+    case = {"id": "c", "corpus": ".", "objective": OBJECTIVE, "expect": "completed", **change}
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([case]), encoding="utf-8")
+    with pytest.raises(InvalidCases, match=rf"case \[0\] field {field}"):
+        load_cases(path)
+
+
+def test_a_missing_corpus_and_a_repeated_id_are_refused(tmp_path: Path) -> None:
+    case = {"id": "c", "corpus": "absent", "objective": OBJECTIVE, "expect": "completed"}
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([case]), encoding="utf-8")
+    with pytest.raises(InvalidCases, match="corpus 'absent' is not a folder"):
+        load_cases(path)
+    path.write_text(json.dumps([{**case, "corpus": "."}] * 2), encoding="utf-8")
+    with pytest.raises(InvalidCases, match="case ids must be unique"):
+        load_cases(path)

@@ -1,0 +1,35 @@
+"""The offline agents keep every task of the set, and ``handoff eval`` exits 1 on a defect."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.evaluation import DEFAULT_CASES, evaluate, load_cases, table
+from app.settings import Settings
+from tests.cli import handoff
+
+
+def test_the_offline_agents_keep_every_task_of_the_set(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    results = evaluate(load_cases(), settings.with_overrides(model="offline", fault=None))
+    assert [(r.case.id, r.defects) for r in results if r.defects] == []
+    for result in results:
+        unresolved = result.case.unanswerable or result.case.uncovered_sections
+        assert result.status in (("paused", "partial") if unresolved else ("completed",))
+    assert "0 defects" in table(results)
+
+
+def test_handoff_eval_prints_the_table_and_exits_one_on_a_defect(tmp_path: Path) -> None:
+    cases = json.loads(DEFAULT_CASES.read_text(encoding="utf-8"))
+    [case] = [item for item in cases if item["id"] == "rosetta-three-scripts"]
+    lying = {**case, "id": "claims-lunch-is-answerable", "questions": ["What did Young eat?"]}
+    corpus = (DEFAULT_CASES.parent / case["corpus"]).resolve()
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([{**lying, "corpus": str(corpus)}]), encoding="utf-8")
+    result = handoff(
+        "eval", "--cases", str(path), data_dir=tmp_path / "data", env={"HANDOFF_MODEL": "offline"}
+    )
+    assert result.returncode == 1, result.stderr
+    assert "| claims-lunch-is-answerable | paused |" in result.stdout
+    assert "answerable question left open: 'What did Young eat?'" in result.stdout

@@ -1,0 +1,160 @@
+"""Which blocks of a document are prose: code, tables, badges, HTML, prompts and BibTeX are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.text.documents import PROSE_KINDS, read_document
+from tests.app.text.documents.sample import README, assert_exact, plains, texts
+
+
+def test_code_fences_tables_badges_and_html_give_no_prose_sentences() -> None:
+    document = read_document(README)
+
+    assert [(block.kind, block.media_type) for block in document.blocks] == [
+        ("heading", None),
+        ("media", "text/markdown"),
+        ("html", "text/markdown"),
+        ("paragraph", None),
+        ("heading", None),
+        ("code", "text/x-shellscript"),
+        ("code", "text/x-shellscript"),
+        ("table", "text/markdown"),
+        ("list_item", None),
+        ("list_item", None),
+        ("heading", None),
+        ("code", "application/x-bibtex"),
+        ("quote", None),
+    ]
+    assert texts(document) == [
+        "Handoff is a **LangGraph** template, e.g. for research with agents.",
+        "Agents hand work\nto each other through [validated contracts](docs/contracts.md), "
+        "not chat transcripts.",
+        "Runs are checkpointed by `thread_id` in SQLite.",
+        "See [the docs](docs/index.md)",
+        "Dr. Young read the demotic text first.",
+        "Champollion read the hieroglyphs.",
+    ]
+    assert plains(document) == [
+        "Handoff is a LangGraph template, e.g. for research with agents.",
+        "Agents hand work to each other through validated contracts, not chat transcripts.",
+        "Runs are checkpointed by thread_id in SQLite.",
+        "See the docs",
+        "Dr. Young read the demotic text first.",
+        "Champollion read the hieroglyphs.",
+    ]
+    assert [s.index for s in document.sentences] == list(range(6))
+    assert [(s.block, s.position) for s in document.sentences] == [
+        (3, 0), (3, 1), (8, 0), (9, 0), (12, 0), (12, 1),
+    ]  # fmt: skip
+    assert document.title == "Handoff workflow"
+    assert_exact(document)
+
+
+def test_section_path_follows_heading_levels() -> None:
+    text = (
+        "# Champollion\n\nIntro.\n\n## Early life\n\nBorn 1790.\n\n### Grenoble\n\nSchool.\n\n"
+        "## Work\n\nDecipherment.\n\n#### Skipped a level\n\nDeep.\n\n"
+        "Setext title\n============\n\nFresh start.\n"
+    )
+    document = read_document(text)
+
+    assert [(s.plain, s.section) for s in document.sentences] == [
+        ("Intro.", ("Champollion",)),
+        ("Born 1790.", ("Champollion", "Early life")),
+        ("School.", ("Champollion", "Early life", "Grenoble")),
+        ("Decipherment.", ("Champollion", "Work")),
+        ("Deep.", ("Champollion", "Work", "Skipped a level")),
+        ("Fresh start.", ("Setext title",)),
+    ]
+    headings = [block for block in document.blocks if block.kind == "heading"]
+    assert headings[1].section == ("Champollion", "Early life")  # a heading includes itself
+    assert text[headings[-1].start : headings[-1].end] == "Setext title\n============"
+
+
+def test_shell_prompt_and_bibtex_paragraphs_are_code() -> None:
+    text = (
+        "$ python main.py\nhello\n\n"
+        "> $ make demo\n\n"
+        ">>> import handoff\n>>> handoff.run()\n'ok'\n\n"
+        "PS> Get-Item .\n\n"
+        "C:\\> dir\n\n"
+        "@article{young1819,\n  title = {Egypt},\n}\n\n"
+        "| a | b |\n| c | d |\n\n"
+        "```python\nprint('This is code. Not prose.')\n```\n\n"
+        "    indented = 'code'\n"
+    )
+    document = read_document(text)
+
+    assert document.sentences == ()
+    assert [(block.kind, block.media_type) for block in document.blocks] == [
+        ("code", "text/x-shellscript"),
+        ("code", "text/x-shellscript"),
+        ("code", "text/x-python"),
+        ("code", "text/x-shellscript"),
+        ("code", "text/x-shellscript"),
+        ("code", "application/x-bibtex"),
+        ("table", "text/markdown"),
+        ("code", "text/x-python"),
+        ("code", "text/plain"),
+    ]
+    repl = document.blocks[2]
+    assert text[repl.start : repl.end] == ">>> import handoff\n>>> handoff.run()\n'ok'"
+
+
+def test_list_and_quote_markers_are_not_part_of_the_span() -> None:
+    text = (
+        "- First point. Second point\n  wraps here.\n"
+        "- [ ] Task item.\n\n"
+        "1. Numbered.\n"
+        "10) Also numbered.\n\n"
+        "> Quoted one. Quoted two\n> wraps here.\n"
+        ">\n> > Nested quote.\n"
+    )
+    document = read_document(text)
+
+    assert texts(document) == [
+        "First point.",
+        "Second point\n  wraps here.",
+        "[ ] Task item.",
+        "Numbered.",
+        "Also numbered.",
+        "Quoted one.",
+        "Quoted two\n> wraps here.",
+        "Nested quote.",
+    ]
+    assert plains(document)[1] == "Second point wraps here."
+    assert plains(document)[6] == "Quoted two wraps here."
+    kinds = [document.blocks[s.block].kind for s in document.sentences]
+    assert kinds == ["list_item"] * 5 + ["quote"] * 3
+    assert_exact(document)
+
+
+def test_plain_text_documents_are_paragraphs() -> None:
+    text = "# Not a heading. Just text.\n\n  - not a list, e.g. prose\nwrapped. Next.\n\n\n$ echo"
+    document = read_document(text, "text/plain")
+
+    assert [block.kind for block in document.blocks] == ["paragraph"] * 3
+    assert all(block.section == () for block in document.blocks)
+    assert document.title is None
+    assert texts(document) == [
+        "# Not a heading.",
+        "Just text.",
+        "- not a list, e.g. prose\nwrapped.",
+        "Next.",
+        "$ echo",
+    ]
+    assert plains(document)[2] == "- not a list, e.g. prose wrapped."
+    assert_exact(document)
+
+
+def test_prose_kinds_are_the_blocks_that_give_sentences() -> None:
+    document = read_document(README)
+
+    assert {document.blocks[s.block].kind for s in document.sentences} <= PROSE_KINDS
+    assert [block.prose for block in document.blocks].count(True) == 4
+
+
+def test_only_markdown_and_plain_text_are_read() -> None:
+    with pytest.raises(ValueError, match="text/html"):
+        read_document("<p>Hi.</p>", "text/html")
