@@ -22,6 +22,7 @@ import ast
 import builtins
 import inspect
 import textwrap
+import threading
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -235,15 +236,22 @@ def _bound(name: str, callee: types.FunctionType, position: int | str, where: st
     )
 
 
+_PARSING = threading.Lock()
+"""One parse at a time: CPython 3.11's ``ast`` is not safe for two threads parsing at once
+(``SystemError: AST constructor recursion depth mismatch``), and two Workflows opened side
+by side build, and so check, their graphs at once."""
+
+
 @cache
-def _source(function: types.FunctionType) -> FunctionDef | None:
+def definition_of(function: types.FunctionType) -> FunctionDef | None:
     """The function's definition, parsed from its source (None when it has none)."""
     try:
         source = textwrap.dedent(inspect.getsource(function))
     except (OSError, TypeError):
         return None
     try:
-        tree = ast.parse(source)
+        with _PARSING:
+            tree = ast.parse(source)
     except SyntaxError:  # a lambda's line, cut out of a larger expression
         return None
     first = tree.body[0] if tree.body else None
@@ -252,7 +260,7 @@ def _source(function: types.FunctionType) -> FunctionDef | None:
 
 def _parsed(name: str, function: Callable[..., Any]) -> FunctionDef:
     """``function``'s definition, or WiringError: a body nobody can read is not checked."""
-    definition = _source(function) if isinstance(function, types.FunctionType) else None
+    definition = definition_of(function) if isinstance(function, types.FunctionType) else None
     if definition is None:
         raise WiringError(
             f"node {name!r}: the source of {_where(function)} cannot be read, so what it "

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import ast
 import inspect
-import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, replace
+from types import FunctionType
 from typing import Any, TypeVar, get_args, get_type_hints
 
 from langgraph.graph import END
@@ -42,7 +42,7 @@ from graphs.errors import WiringError
 from graphs.node_runner import Router
 from graphs.pauses import Pause
 from graphs.ports import CONTRIBUTED, request_channels
-from graphs.reads import body_reads
+from graphs.reads import body_reads, definition_of
 
 Route = Router | str | tuple[str, ...]
 """A node's router, or the name of the one node it goes to next (unless the run stops), or
@@ -270,11 +270,11 @@ def compared_actions(function: Callable[..., Any]) -> Iterator[tuple[str, int]]:
     ``decision.action in ("approve", "revise")`` all count. A function without readable
     source yields nothing here (``check_reads`` refuses such a body on its own).
     """
-    try:
-        source = textwrap.dedent(inspect.getsource(inspect.unwrap(function)))
-    except (OSError, TypeError):
+    unwrapped = inspect.unwrap(function)
+    definition = definition_of(unwrapped) if isinstance(unwrapped, FunctionType) else None
+    if definition is None:
         return
-    for compare in ast.walk(ast.parse(source)):
+    for compare in ast.walk(definition):
         if not isinstance(compare, ast.Compare):
             continue
         sides = [compare.left, *compare.comparators]
