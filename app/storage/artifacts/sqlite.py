@@ -14,11 +14,12 @@ Inside :meth:`SqliteArtifactStore.batch` (one node's puts) those commits skip th
 fsync, and the block's end adds none either: the rows become durable with the next
 fsynced commit of the log, and the first thing that records their refs is one (the
 node's finish row is not, but the checkpoint LangGraph commits right after the node is;
-see ``app.storage.ledger``). That is as durable as an fsync per put because the log is one file
-written in commit order and SQLite recovers a valid prefix of it: a commit that survives
-a power loss brings every earlier one with it. A killed process loses nothing at all (the
-OS holds what it wrote). So no surviving record ever names a row that was lost, and no
-row survives the blob it names, which is fsynced before the row is committed.
+see ``app.storage.ledger.sqlite``). That is as durable as an fsync per put because the log
+is one file written in commit order and SQLite recovers a valid prefix of it: a commit
+that survives a power loss brings every earlier one with it. A killed process loses
+nothing at all (the OS holds what it wrote). So no surviving record ever names a row that
+was lost, and no row survives the blob it names, which is fsynced before the row is
+committed.
 :meth:`~SqliteArtifactStore.sync` (and :meth:`~SqliteArtifactStore.close`) fsync the log
 on demand.
 
