@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 import app.agents.models
 import app.cli.decisions
-import app.server.graph
+import app.server.dev_server
 from app.errors import (
     DatabaseUnavailable,
     DecisionRequired,
@@ -62,7 +62,7 @@ EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (UnknownContract("no such contract"), ExitCode.USAGE),
     (QueueUnavailable("no PostgreSQL"), ExitCode.USAGE),
     (SubmitUsage("objective and --resume"), ExitCode.USAGE),
-    (app.server.graph.ServeError("port taken"), ExitCode.USAGE),
+    (app.server.dev_server.ServeError("port taken"), ExitCode.USAGE),
     (app.cli.decisions.DecisionInputError("two actions"), ExitCode.USAGE),
     (DecisionRequired("decide first", None), ExitCode.WAITING_FOR_HUMAN),
     (ThreadNotFound("no thread"), ExitCode.NOT_FOUND),
