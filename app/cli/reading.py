@@ -11,7 +11,7 @@ from rich.table import Column, Table
 
 from app.cli import base
 from app.cli.base import cli, err, out, wide
-from app.cli.decisions import render_request
+from app.cli.decision_hints import render_request
 from app.cli.invocation import command
 from app.cli.output import job_json, job_line, print_queued, source_lines, state_line
 from app.cli.terminal import visible

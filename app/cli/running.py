@@ -10,7 +10,9 @@ import typer
 
 from app.cli import base
 from app.cli.base import cli, err, out
-from app.cli.decisions import decision_for, prompt_decision, render_request, request_hints
+from app.cli.decision_hints import render_request, request_hints
+from app.cli.decision_prompt import prompt_decision
+from app.cli.decisions import decision_for
 from app.cli.options import (
     DECISION_OPTIONS,
     TASK_OPTIONS,
