@@ -85,15 +85,8 @@ class SqliteRunLedger(SqlRunLedger):
     @contextmanager
     def _transaction(self, *, synchronous: str = "FULL") -> Iterator[Cursor]:
         with self._lock:
-            conn = self._synced(self._connection(), synchronous)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with sqlite_files.immediate(self._synced(self._connection(), synchronous)) as conn:
                 yield conn.cursor()
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:  # SQLite ends it itself on some errors (SQLITE_FULL)
-                    conn.execute("ROLLBACK")
-                raise
 
     def _insert_next(self, statement: str, params: Sequence[Any]) -> int:
         with self._transaction(synchronous="NORMAL") as cursor:  # a start row: see above
