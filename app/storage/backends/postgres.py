@@ -26,12 +26,12 @@ from app.storage.postgres import (
     DEFAULT_TIMEOUT,
     connection_kwargs,
     describe_url,
-    execute_script,
     is_outage,
     open_pool,
     redact,
     schema_lock,
 )
+from app.storage.postgres_tables import execute_script
 from app.storage.serde import contract_serializer
 
 

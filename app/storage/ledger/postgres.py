@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from app.storage.ledger.base import Cursor, SqlRunLedger
-from app.storage.postgres import PostgresTables
+from app.storage.postgres_tables import PostgresTables
 
 POSTGRES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS handoff_node_runs (
