@@ -1,4 +1,8 @@
-"""Turning CLI flags, a decision file or an interactive prompt into a HumanDecision."""
+"""Turning the decision options of ``handoff resume`` into a HumanDecision.
+
+A decision file is read by ``decision_file``; the options each action takes are derived
+from its pause in ``decision_hints``; the terminal prompt is ``decision_prompt``.
+"""
 
 from __future__ import annotations
 
@@ -8,130 +12,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.prompt import Prompt
-
-from app.cli.invocation import command
-from app.workflow import check_decision, pause_of
-from contracts import ErrorCode, HumanDecision, HumanRequest
-from graphs import WIRING
-from graphs.errors import ExitCode, HandoffError
-from graphs.pauses import Action, Pause
-from graphs.wiring import pauses_of
-
-PAUSES: dict[str, Pause] = pauses_of(WIRING)
-"""The pauses of the workflow the command line drives, by kind (derived from its wiring)."""
-
-
-class DecisionInputError(HandoffError, ValueError):
-    """Options that do not make one decision: two actions, a bad decision file, and so on."""
-
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
+from app.cli.decision_file import DecisionInputError, read_decision_file, short
+from app.cli.decision_hints import (
+    ACTION_FLAGS,
+    ACTIONS,
+    IMPLIED,
+    PAUSES,
+    action_names,
+    flag,
+    option,
+)
+from app.workflow import check_decision
+from contracts import HumanDecision, HumanRequest
+from graphs.pauses import Pause
 
 
-def render_request(
-    request: HumanRequest, thread_id: str, console: Console, pauses: Mapping[str, Pause] = PAUSES
-) -> None:
-    """Show the question, the evidence and how to answer, on any console."""
-    console.print(f"waiting for a human decision: {request.interrupt_id}", markup=False)
-    console.print(f"  {request.question}", markup=False)
-    if request.fact_count or request.source_count:
-        console.print(
-            f"  evidence: {request.fact_count} facts from {request.source_count} sources",
-            markup=False,
-        )
-    for fact in request.top_facts:
-        console.print(f"    [{fact.claim_id}] ({fact.confidence}) {fact.claim}", markup=False)
-    for question in request.open_questions:
-        state = f"answered: {question.answer}" if question.answer else "open"
-        console.print(f"  {question.id}: {question.text} ({state})", markup=False)
-    for name, value in (request.details or {}).items():
-        console.print(f"  {name}: {json.dumps(value, ensure_ascii=False)}", markup=False)
-    console.print("answer with:", markup=False)
-    for hint in request_hints(request, pauses):
-        console.print(f"  {command()} resume {thread_id} {hint}", markup=False)
-    console.print(
-        f"  or: {command()} resume {thread_id} --decision-file decision.json", markup=False
-    )
-
-
-MAX_DECISION_FILE_BYTES = 1 << 20
-"""A decision is a few fields of prose; anything larger is not one (and is never parsed)."""
-MAX_DECISION_DEPTH = 8
-"""Deepest nesting a HumanDecision has is 3 (answers → answer → text); refuse far deeper."""
-_ACTION_FLAGS = ("approve", "reject", "accept_partial", "grant_round", "abort")
-"""Actions with a flag of their own; every other action is given as ``--action NAME``."""
-IMPLIED = "revise"
-"""The action ``--answer`` and ``--constraint`` mean when no action is named."""
-
-
-def action_names(pauses: Mapping[str, Pause]) -> tuple[str, ...]:
-    """Every action the pauses declare, in declaration order (``--action`` takes these)."""
-    return tuple(dict.fromkeys(name for pause in pauses.values() for name in pause.names))
-
-
-ACTIONS: tuple[str, ...] = action_names(PAUSES)
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _option(action: str) -> str:
-    """The option that chooses ``action``: its own flag, or ``--action NAME``."""
-    return _flag(action) if action in _ACTION_FLAGS else f"--action {action}"
-
-
-def detail_fields(pause: Pause) -> list[str]:
-    """The fields of the pause's decision contract a decision must give (all, if none must)."""
-    if pause.decision is None:
-        return []
-    fields = pause.decision.model_fields
-    required = [name for name, field in fields.items() if field.is_required()]
-    return required or list(fields)
-
-
-def _field_hint(field: str, pause: Pause) -> str:
-    """How one decision field is given on the command line."""
-    if field == "reason":
-        return '--reason "…"'
-    if field == "answers":
-        return "--answer QID=TEXT"
-    if field == "constraints":
-        return "--constraint TEXT"
-    return " ".join(f"--detail {name}=JSON" for name in detail_fields(pause))
-
-
-def action_hint(action: Action, pause: Pause) -> str:
-    """How to give ``action`` of ``pause`` on the command line, from its declaration alone.
-
-    A new action needs no entry here: it is ``--action NAME`` until it gets a flag, with
-    one option for each field it needs (``--reason``, ``--detail NAME=JSON``, …).
-    """
-    if action.name == IMPLIED:
-        takes = [_field_hint(field, pause) for field in action.takes]
-        return " / ".join([*takes, *(_field_hint(field, pause) for field in action.needs)])
-    return " ".join([_option(action.name), *(_field_hint(field, pause) for field in action.needs)])
-
-
-def request_hints(request: HumanRequest, pauses: Mapping[str, Pause] = PAUSES) -> list[str]:
-    """The options that answer ``request``, one per action it allows, from its pause."""
-    pause = pauses.get(request.request_kind)
-    return [
-        action_hint(pause.action(name), pause)
-        if pause is not None and name in pause.names
-        else _option(name)
-        for name in request.allowed_actions
-    ]
-
-
-def _detail(item: str) -> tuple[str, Any]:
+def detail_value(item: str) -> tuple[str, Any]:
     """``NAME=VALUE`` from ``--detail``: the value as JSON when it parses, else as text."""
     name, sep, text = item.partition("=")
     if not sep or not name.strip():
         raise DecisionInputError(
-            f"--detail expects NAME=VALUE (the value as JSON, or text), got {_short(item)}"
+            f"--detail expects NAME=VALUE (the value as JSON, or text), got {short(item)}"
         )
     try:
         value = json.loads(text)
@@ -190,12 +91,12 @@ class DecisionFlags:
                     f"--decision-file cannot be combined with {others}: the file is the decision"
                 )
             return read_decision_file(self.decision_file)
-        chosen = [name for name in _ACTION_FLAGS if getattr(self, name)]
-        named = [_flag(name) for name in chosen]
+        chosen = [name for name in ACTION_FLAGS if getattr(self, name)]
+        named = [flag(name) for name in chosen]
         if self.action is not None:
             if self.action not in actions:
                 raise DecisionInputError(
-                    f"--action {_short(self.action)} is no action; expected one of "
+                    f"--action {short(self.action)} is no action; expected one of "
                     f"{', '.join(actions)}"
                 )
             chosen.append(self.action)
@@ -208,13 +109,13 @@ class DecisionFlags:
             lonely = "--reason" if self.reason is not None else "--detail"
             raise DecisionInputError(
                 f"{lonely} needs an action: one of "
-                f"{', '.join(_option(name) for name in actions if name != IMPLIED)}"
+                f"{', '.join(option(name) for name in actions if name != IMPLIED)}"
             )
         parsed = []
         for item in self.answers:
             question_id, sep, text = item.partition("=")
             if not sep or not text.strip():
-                raise DecisionInputError(f"--answer expects QID=TEXT, got {_short(item)}")
+                raise DecisionInputError(f"--answer expects QID=TEXT, got {short(item)}")
             parsed.append({"question_id": question_id.strip(), "text": text.strip()})
         decision: dict[str, Any] = {
             "action": chosen[0] if chosen else IMPLIED,
@@ -223,81 +124,8 @@ class DecisionFlags:
             "constraints": list(self.constraints),
         }
         if self.details:
-            decision["details"] = dict(_detail(item) for item in self.details)
+            decision["details"] = dict(detail_value(item) for item in self.details)
         return decision
-
-
-def _short(value: str, limit: int = 80) -> str:
-    """A value quoted on one line, cut to ``limit`` characters, for an error message."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _depth(value: Any) -> int:
-    """How deeply lists and objects nest in parsed JSON (without recursing in Python)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, depth)
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
-
-
-def _json_type(value: Any) -> str:
-    names = {list: "an array", str: "a string", bool: "a boolean", int: "a number"}
-    return "null" if value is None else names.get(type(value), "a number")
-
-
-def read_decision_file(path: Path) -> dict[str, Any]:
-    """The JSON object in a decision file, or DecisionInputError naming what is wrong.
-
-    Every way a file can fail to be a decision (missing, a folder, unreadable, too large,
-    not UTF-8, not JSON, nested absurdly deep, not an object) ends as one line and exit
-    code 2, before any thread is touched.
-    """
-    where = f"decision file {_short(str(path), 200)}"
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_DECISION_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise DecisionInputError(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise DecisionInputError(f"{where}: is a directory, expected a JSON file") from None
-    except OSError as error:
-        raise DecisionInputError(f"{where}: cannot be read ({error.strerror})") from None
-    if len(data) > MAX_DECISION_FILE_BYTES:
-        raise DecisionInputError(
-            f"{where}: larger than {MAX_DECISION_FILE_BYTES} bytes; a decision is a few fields"
-        )
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise DecisionInputError(
-            f"{where}: not UTF-8 text (invalid byte at offset {error.start})"
-        ) from None
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DecisionInputError(
-            f"{where}: not JSON ({error.msg} at line {error.lineno} column {error.colno})"
-        ) from None
-    except RecursionError:
-        raise DecisionInputError(
-            f"{where}: nested deeper than {MAX_DECISION_DEPTH} levels; not a HumanDecision"
-        ) from None
-    except ValueError as error:  # e.g. an integer longer than Python converts
-        raise DecisionInputError(f"{where}: not usable JSON ({_short(str(error))})") from None
-    if not isinstance(parsed, dict):
-        raise DecisionInputError(
-            f"{where}: expected a JSON object (a HumanDecision), got {_json_type(parsed)}"
-        )
-    if _depth(parsed) > MAX_DECISION_DEPTH:
-        raise DecisionInputError(
-            f"{where}: nested deeper than {MAX_DECISION_DEPTH} levels; not a HumanDecision"
-        )
-    return parsed
 
 
 def parse_decision(
@@ -327,50 +155,3 @@ def decision_for(
     if raw is None or from_file:
         return raw
     return {"interrupt_id": request.interrupt_id, **raw}
-
-
-def prompt_decision(
-    request: HumanRequest, thread_id: str, console: Console, pauses: Mapping[str, Pause] = PAUSES
-) -> dict[str, Any] | None:
-    """Ask on the terminal: show the request, then the action and what it needs.
-
-    End of input (Ctrl-D) or Ctrl-C leaves the decision open: None, so the command ends
-    as it does without a terminal (exit 3, the thread still waiting), not "Aborted.".
-    """
-    try:
-        return _ask(request, thread_id, console, pauses)
-    except (EOFError, KeyboardInterrupt):
-        console.print("\nno decision given; the thread still waits", markup=False)
-        return None
-
-
-def _ask(
-    request: HumanRequest, thread_id: str, console: Console, pauses: Mapping[str, Pause]
-) -> dict[str, Any]:
-    """The prompts follow the action's declaration: what it needs, and what revising takes."""
-    render_request(request, thread_id, console, pauses)
-    pause = pause_of(request, pauses)
-    name = Prompt.ask("action", choices=list(request.allowed_actions), console=console)
-    action = pause.action(name)
-    decision: dict[str, Any] = {"interrupt_id": request.interrupt_id, "action": name}
-    if "reason" in action.needs:
-        decision["reason"] = Prompt.ask("reason", console=console)
-    asks_extras = name == IMPLIED or any(f in action.needs for f in ("answers", "constraints"))
-    if asks_extras and action.allows("answers"):
-        answers = []
-        for question in request.open_questions:
-            text = Prompt.ask(f"answer {question.id} (empty to skip)", default="", console=console)
-            if text.strip():
-                answers.append({"question_id": question.id, "text": text.strip()})
-        decision["answers"] = answers
-    if asks_extras and action.allows("constraints"):
-        constraint = Prompt.ask("added constraint (empty for none)", default="", console=console)
-        decision["constraints"] = [constraint] if constraint.strip() else []
-    if action.allows("details") and pause.decision is not None:
-        details: dict[str, Any] = {}
-        for field_name, field in pause.decision.model_fields.items():
-            shown = f"{field_name} ({field.description})" if field.description else field_name
-            text = Prompt.ask(f"{shown}, as JSON or text", console=console)
-            details[field_name] = _detail(f"{field_name}={text}")[1]
-        decision["details"] = details
-    return decision

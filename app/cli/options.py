@@ -44,6 +44,8 @@ AskOnReviewOpt = Annotated[
     bool, typer.Option("--ask-on-review", help="Ask a human when review cannot approve in budget.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")]
+ThreadArg = Annotated[str, typer.Argument(help="Thread id.")]
+ListJsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 ApproveOpt = Annotated[bool, typer.Option("--approve", help="Approve the request.")]
 RejectOpt = Annotated[bool, typer.Option("--reject", help="Reject (needs --reason).")]
 AcceptPartialOpt = Annotated[

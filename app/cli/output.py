@@ -9,7 +9,7 @@ from rich.cells import cell_len
 from rich.markup import escape
 
 from app.cli.base import err, out
-from app.cli.decisions import render_request
+from app.cli.decision_hints import render_request
 from app.cli.invocation import command
 from app.cli.terminal import visible
 from app.corpus.citations import SourceEntry

@@ -4,28 +4,30 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 import typer
 from rich.table import Column, Table
 
 from app.cli import base
 from app.cli.base import cli, err, out, wide
-from app.cli.decisions import render_request
+from app.cli.decision_hints import render_request
 from app.cli.invocation import command
+from app.cli.options import ListJsonOpt, ThreadArg
 from app.cli.output import job_json, job_line, print_queued, source_lines, state_line
 from app.cli.terminal import visible
+from app.corpus.citations import SourceEntry
 from app.errors import ThreadNotFound
-from app.workflow import ARTIFACT_NAMES
-from contracts import ErrorCode
+from app.workflow import ARTIFACT_NAMES, Workflow
+from contracts import ErrorCode, NodeRun
 from graphs.errors import ExitCode, HandoffError
+
+T = TypeVar("T")
 
 
 @cli.command()
-def status(
-    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
-) -> None:
+def status(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
     """Show a thread's current step, what comes next, and its outcome (and its fleet job)."""
     with base.open_workflow(read_only=True) as workflow:
         job = workflow.job(thread_id)
@@ -77,15 +79,10 @@ def status(
 
 
 @cli.command()
-def history(
-    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
-) -> None:
+def history(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
     """Print the thread's audit log: one row per node attempt."""
-    with base.open_workflow(read_only=True) as workflow:
-        runs = workflow.history(thread_id)
-    if as_json:
-        out.print_json(json.dumps([json.loads(item.model_dump_json()) for item in runs]))
+    runs = _listing(as_json, lambda workflow: workflow.history(thread_id), _as_json_value)
+    if runs is None:
         return
     table = Table(
         "node",
@@ -114,6 +111,26 @@ def history(
     wide.print(table)
 
 
+def _listing(
+    as_json: bool, read: Callable[[Workflow], list[T]], as_dict: Callable[[T], object]
+) -> list[T] | None:
+    """What ``read`` lists in a read-only Workflow; None once printed, as JSON, for ``--json``."""
+    with base.open_workflow(read_only=True) as workflow:
+        items = read(workflow)
+    if as_json:
+        out.print_json(json.dumps([as_dict(item) for item in items]))
+        return None
+    return items
+
+
+def _as_json_value(run: NodeRun) -> object:
+    return json.loads(run.model_dump_json())
+
+
+def _as_dict(entry: SourceEntry) -> object:
+    return entry.as_dict()
+
+
 class ShowUsage(HandoffError, ValueError):
     """``handoff show`` given both an artifact name and a source id."""
 
@@ -123,7 +140,7 @@ class ShowUsage(HandoffError, ValueError):
 
 @cli.command()
 def show(
-    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    thread_id: ThreadArg,
     artifact: Annotated[
         str | None,
         typer.Option(
@@ -156,15 +173,10 @@ def show(
 
 
 @cli.command()
-def sources(
-    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
-) -> None:
+def sources(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
     """List the sources research read for a thread and the draft's claims citing each."""
-    with base.open_workflow(read_only=True) as workflow:
-        entries = workflow.sources(thread_id)
-    if as_json:
-        out.print_json(json.dumps([entry.as_dict() for entry in entries]))
+    entries = _listing(as_json, lambda workflow: workflow.sources(thread_id), _as_dict)
+    if entries is None:
         return
     if not entries:
         err.print(f"thread {thread_id} has no sources yet: research has read none", markup=False)
@@ -175,7 +187,7 @@ def sources(
 
 @cli.command()
 def threads(
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: ListJsonOpt = False,
 ) -> None:
     """List every thread: its state, result, step, what runs next and when it last changed."""
     with base.open_workflow(read_only=True) as workflow:  # one read of small channels per thread

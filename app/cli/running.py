@@ -10,12 +10,15 @@ import typer
 
 from app.cli import base
 from app.cli.base import cli, err, out
-from app.cli.decisions import decision_for, prompt_decision, render_request, request_hints
+from app.cli.decision_hints import render_request, request_hints
+from app.cli.decision_prompt import prompt_decision
+from app.cli.decisions import decision_for
 from app.cli.options import (
     DECISION_OPTIONS,
     TASK_OPTIONS,
     JsonOpt,
     Objective,
+    ThreadArg,
     decision_flags,
     taking,
     task_of,
@@ -54,7 +57,7 @@ def run(
 @cli.command()
 @taking(DECISION_OPTIONS)
 def resume(
-    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    thread_id: ThreadArg,
     as_json: JsonOpt = False,
     **options: Any,
 ) -> None:
@@ -176,7 +179,7 @@ def worker(
 
 @cli.command()
 def cancel(
-    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    thread_id: ThreadArg,
     reason: Annotated[str, typer.Option("--reason", help="Why the thread ends (required).")],
     by: Annotated[str, typer.Option("--by", help="Who cancels it.")] = "human",
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
@@ -189,7 +192,7 @@ def cancel(
 
 @cli.command()
 def edit(
-    thread_id: Annotated[str, typer.Argument(help="Thread id.")],
+    thread_id: ThreadArg,
     name: Annotated[str, typer.Argument(help="Artifact to revise: draft.")],
     file: Annotated[Path, typer.Option("--file", help="The new content.")],
 ) -> None:

@@ -31,7 +31,7 @@ def serve(
     reload: Annotated[bool, typer.Option("--reload", help="Restart when code changes.")] = False,
 ) -> None:
     """Start the LangGraph dev server (for Studio and langgraph-sdk), offline."""
-    from app.server import graph as server
+    from app.server import dev_server as server
 
     plan = server.plan_dev_server(config=config, host=host, port=port, jobs=jobs, reload=reload)
     os.chdir(plan.cwd)  # where the server reads .env and resolves relative data paths

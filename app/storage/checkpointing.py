@@ -67,16 +67,9 @@ class SingleWriterSaver(BaseCheckpointSaver[str]):
         """Read through the inner saver."""
         return self.inner.get_tuple(config)
 
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """List through the inner saver."""
-        return self.inner.list(config, filter=filter, before=before, limit=limit)
+    def list(self, config: RunnableConfig | None, **options: Any) -> Iterator[CheckpointTuple]:
+        """List through the inner saver (``options``: its ``filter``, ``before``, ``limit``)."""
+        return self.inner.list(config, **options)
 
     def put(
         self,
@@ -117,17 +110,10 @@ class SingleWriterSaver(BaseCheckpointSaver[str]):
         return await asyncio.to_thread(self.get_tuple, config)
 
     async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
+        self, config: RunnableConfig | None, **options: Any
     ) -> AsyncIterator[CheckpointTuple]:
         """``list`` in a worker thread."""
-        items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
+        items = await asyncio.to_thread(lambda: list(self.list(config, **options)))
         for item in items:
             yield item
 

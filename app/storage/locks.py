@@ -78,12 +78,25 @@ class ThreadLock(Protocol):
         ...
 
 
-class MemoryThreadLock:
-    """For ``memory://`` databases, which live and die with one process."""
+class _HeldHere:
+    """Holds kept in this process's own set, which only ends with it; writes go the usual way."""
 
     def __init__(self) -> None:
         self._held: set[str] = set()
         self._mutex = threading.Lock()
+
+    def holding(self, thread_id: str) -> bool:
+        """True while held (a hold kept in this process cannot be lost while it lives)."""
+        with self._mutex:
+            return thread_id in self._held
+
+    def writer(self, thread_id: str) -> BaseCheckpointSaver[str] | None:
+        """Writes go through the shared saver."""
+        return None
+
+
+class MemoryThreadLock(_HeldHere):
+    """For ``memory://`` databases, which live and die with one process."""
 
     @contextlib.contextmanager
     def hold(self, thread_id: str) -> Iterator[None]:
@@ -98,20 +111,11 @@ class MemoryThreadLock:
             with self._mutex:
                 self._held.discard(thread_id)
 
-    def holding(self, thread_id: str) -> bool:
-        """True while held."""
-        with self._mutex:
-            return thread_id in self._held
-
-    def writer(self, thread_id: str) -> BaseCheckpointSaver[str] | None:
-        """Writes go through the shared saver."""
-        return None
-
     def close(self) -> None:
         """Nothing to release."""
 
 
-class FileThreadLock:
+class FileThreadLock(_HeldHere):
     """``flock`` on ``<directory>/<thread_id>.lock``; see the module docstring for why.
 
     The file is removed when the hold ends. A process that opened it just before that and
@@ -120,9 +124,8 @@ class FileThreadLock:
     """
 
     def __init__(self, directory: Path) -> None:
+        super().__init__()
         self.directory = Path(directory)
-        self._held: set[str] = set()
-        self._mutex = threading.Lock()
 
     @classmethod
     def beside(cls, database: Path) -> FileThreadLock:
@@ -170,15 +173,6 @@ class FileThreadLock:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)  # still holding the flock, so nobody else holds this file
             os.close(fd)  # releases the flock
-
-    def holding(self, thread_id: str) -> bool:
-        """True while held (a flock cannot be lost while its process lives)."""
-        with self._mutex:
-            return thread_id in self._held
-
-    def writer(self, thread_id: str) -> BaseCheckpointSaver[str] | None:
-        """Writes go through the shared saver."""
-        return None
 
     def close(self) -> None:
         """Holds are released by their blocks; nothing else is open."""

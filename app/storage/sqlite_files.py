@@ -30,7 +30,7 @@ import os
 import secrets
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
@@ -188,6 +188,23 @@ def synchronous(conn: sqlite3.Connection, level: str, current: str) -> str:
     if current != level:
         conn.execute(f"PRAGMA synchronous={level}")
     return level
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction that excludes every other writer of the file from its start.
+
+    Committed when the block ends, rolled back if it raises (unless SQLite already ended
+    it itself, as it does on some errors such as SQLITE_FULL).
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def _create(path: Path) -> None:

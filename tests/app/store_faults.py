@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.storage.artifacts.filesystem import FolderBlobs
+from app.storage.artifacts.folder_blobs import FolderBlobs
 from contracts import ArtifactRef
 
 

@@ -16,15 +16,10 @@ from langgraph.types import Command
 from pydantic import ValidationError
 from rich.console import Console
 
-from app.cli.decisions import (
-    ACTIONS,
-    DecisionFlags,
-    DecisionInputError,
-    action_names,
-    parse_decision,
-    prompt_decision,
-    render_request,
-)
+from app.cli.decision_file import DecisionInputError
+from app.cli.decision_hints import ACTIONS, action_names, render_request
+from app.cli.decision_prompt import prompt_decision
+from app.cli.decisions import DecisionFlags, parse_decision
 from app.errors import InvalidDecision
 from app.settings import Settings
 from app.workflow import Workflow, check_decision

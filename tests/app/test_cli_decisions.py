@@ -10,15 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.cli.decisions import (
-    ACTIONS,
-    MAX_DECISION_FILE_BYTES,
-    PAUSES,
-    DecisionFlags,
-    DecisionInputError,
-    action_hint,
-    parse_decision,
-)
+from app.cli.decision_file import MAX_DECISION_FILE_BYTES, DecisionInputError
+from app.cli.decision_hints import ACTIONS, PAUSES, action_hint
+from app.cli.decisions import DecisionFlags, parse_decision
 from app.errors import InvalidDecision
 from app.exit_codes import ExitCode, for_error
 from app.settings import Settings

@@ -36,8 +36,9 @@ from langgraph.errors import is_invalid_resume
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from app.cli.decisions import ACTIONS as CLI_ACTIONS
-from app.cli.decisions import PAUSES, DecisionFlags, parse_decision
+from app.cli.decision_hints import ACTIONS as CLI_ACTIONS
+from app.cli.decision_hints import PAUSES
+from app.cli.decisions import DecisionFlags, parse_decision
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import DecisionLog, HumanDecision, HumanRequest, TaskState

@@ -6,8 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 import app.agents.models
-import app.cli.decisions
-import app.server.graph
+import app.cli.decision_file
+import app.server.dev_server
 from app.errors import (
     DatabaseUnavailable,
     DecisionRequired,
@@ -62,8 +62,8 @@ EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (UnknownContract("no such contract"), ExitCode.USAGE),
     (QueueUnavailable("no PostgreSQL"), ExitCode.USAGE),
     (SubmitUsage("objective and --resume"), ExitCode.USAGE),
-    (app.server.graph.ServeError("port taken"), ExitCode.USAGE),
-    (app.cli.decisions.DecisionInputError("two actions"), ExitCode.USAGE),
+    (app.server.dev_server.ServeError("port taken"), ExitCode.USAGE),
+    (app.cli.decision_file.DecisionInputError("two actions"), ExitCode.USAGE),
     (DecisionRequired("decide first", None), ExitCode.WAITING_FOR_HUMAN),
     (ThreadNotFound("no thread"), ExitCode.NOT_FOUND),
     (UnknownArtifactName("no artifact"), ExitCode.NOT_FOUND),

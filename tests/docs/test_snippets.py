@@ -24,7 +24,7 @@ import typer.main
 from app.agents.selection import agent_nodes
 from app.cli import cli
 from app.exit_codes import ExitCode
-from app.server.graph import OFFLINE_DEFAULTS, OFFLINE_ENV
+from app.server.dev_server import OFFLINE_DEFAULTS, OFFLINE_ENV
 from app.settings import Settings
 from graphs import WIRING
 from tests.backends import postgres_schema

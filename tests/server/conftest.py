@@ -28,7 +28,8 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 
 from app.server import graph as server
-from app.server.graph import GRAPH_ID, OFFLINE_DEFAULTS, OFFLINE_ENV, free_port
+from app.server.dev_server import OFFLINE_DEFAULTS, OFFLINE_ENV, free_port
+from app.server.graph import GRAPH_ID
 from app.settings import BUNDLED_CORPUS, Settings
 from app.storage.backends import artifact_store_for
 from app.workflow import Workflow

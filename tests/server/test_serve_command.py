@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 from app.exit_codes import ExitCode
-from app.server import graph as server
+from app.server import dev_server as server
 from app.workflow import Workflow
 from contracts import TaskState
 from tests.server.conftest import (

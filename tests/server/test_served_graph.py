@@ -60,9 +60,10 @@ def test_langgraph_json_exports_the_graph_the_checkpointer_and_the_env() -> None
     assert config["dependencies"] == ["."]
     assert config["env"] == ".env"
     graph_path, graph_name = config["graphs"][server.GRAPH_ID].rsplit(":", 1)
-    assert (ROOT / graph_path) == ROOT / "app" / "server.py" and graph_name == "make_graph"
+    assert (ROOT / graph_path) == ROOT / "app" / "server" / "graph.py"
+    assert graph_name == "make_graph"
     saver_path, saver_name = config["checkpointer"]["path"].rsplit(":", 1)
-    assert (ROOT / saver_path) == ROOT / "app" / "server_checkpointer.py"
+    assert (ROOT / saver_path) == ROOT / "app" / "server" / "checkpointer.py"
     assert saver_name == "checkpointer"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import ThreadBusy
-from app.server import graph as server
+from app.server import take_over as hold
 from app.server.running_nodes import RUNNING_NODES
 
 THREAD = "t-take-over"
@@ -27,7 +27,7 @@ def cancelled_run_with_its_node_running() -> tuple[ExitStack, threading.Event, t
 
     Returns the holder's stack, the event that ends the node, and the thread letting go.
     """
-    held = server._hold_now(THREAD)
+    held = hold.hold_now(THREAD)
     node_ends = threading.Event()
     node_started = threading.Event()
 
@@ -42,7 +42,7 @@ def cancelled_run_with_its_node_running() -> tuple[ExitStack, threading.Event, t
     release.enter_context(RUNNING_NODES.releasing(THREAD))
     release.push(held.pop_all())
     letting_go = threading.Thread(
-        target=server._release_when_idle, args=(THREAD, release), daemon=True
+        target=hold.release_when_idle, args=(THREAD, release), daemon=True
     )
     letting_go.start()
     return held, node_ends, letting_go
@@ -51,11 +51,11 @@ def cancelled_run_with_its_node_running() -> tuple[ExitStack, threading.Event, t
 def test_a_superseding_run_waits_as_long_as_the_cancelled_node_runs(
     served_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server, "DRAIN_SECONDS", 0.2)  # the node outlasts it
+    monkeypatch.setattr(hold, "DRAIN_SECONDS", 0.2)  # the node outlasts it
     _, node_ends, letting_go = cancelled_run_with_its_node_running()
 
     async def superseding() -> ExitStack:
-        taking = asyncio.create_task(server._take_over(THREAD))
+        taking = asyncio.create_task(hold.take_over(THREAD))
         await asyncio.sleep(0.6)
         assert not taking.done(), "the new run stopped waiting while the old node ran"
         node_ends.set()
@@ -64,14 +64,14 @@ def test_a_superseding_run_waits_as_long_as_the_cancelled_node_runs(
     with asyncio.run(superseding()):
         letting_go.join(5)
         with pytest.raises(ThreadBusy):  # the new run holds it now
-            server._hold_now(THREAD)
+            hold.hold_now(THREAD)
 
 
 def test_a_run_cancelled_while_it_waits_never_takes_the_lock(served_folder: Path) -> None:
     _, node_ends, letting_go = cancelled_run_with_its_node_running()
 
     async def cancelled_while_waiting() -> None:
-        taking = asyncio.create_task(server._take_over(THREAD))
+        taking = asyncio.create_task(hold.take_over(THREAD))
         await asyncio.sleep(0.3)
         taking.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -81,14 +81,14 @@ def test_a_run_cancelled_while_it_waits_never_takes_the_lock(served_folder: Path
 
     asyncio.run(cancelled_while_waiting())
     letting_go.join(5)
-    server._hold_now(THREAD).close()  # free: nobody took it behind the cancelled run's back
+    hold.hold_now(THREAD).close()  # free: nobody took it behind the cancelled run's back
 
 
 def test_a_holder_outside_this_process_run_is_busy_at_once(served_folder: Path) -> None:
-    with server._hold_now(THREAD):  # held, but no run of this process is letting go
+    with hold.hold_now(THREAD):  # held, but no run of this process is letting go
 
         async def taking() -> None:
-            await asyncio.wait_for(server._take_over(THREAD), 5)
+            await asyncio.wait_for(hold.take_over(THREAD), 5)
 
         with pytest.raises(ThreadBusy, match="is busy"):
             asyncio.run(taking())
@@ -99,7 +99,7 @@ def test_a_holder_letting_go_during_the_try_is_waited_for(
 ) -> None:
     """The try sees the lock still held, and the holder has let go by the time it is judged."""
     _, node_ends, letting_go = cancelled_run_with_its_node_running()
-    real_hold_now = server._hold_now
+    real_hold_now = hold.hold_now
     tries: list[str] = []
 
     def try_while_the_holder_lets_go(thread_id: str) -> ExitStack:
@@ -112,6 +112,6 @@ def test_a_holder_letting_go_during_the_try_is_waited_for(
                 letting_go.join(5)  # ... which has let go before the busy is judged
         return real_hold_now(thread_id)
 
-    monkeypatch.setattr(server, "_hold_now", try_while_the_holder_lets_go)
-    with asyncio.run(asyncio.wait_for(server._take_over(THREAD), 10)):
+    monkeypatch.setattr(hold, "hold_now", try_while_the_holder_lets_go)
+    with asyncio.run(asyncio.wait_for(hold.take_over(THREAD), 10)):
         assert len(tries) == 2

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from app.storage.artifacts.base import ArtifactStoreBase
 from app.storage.artifacts.records import candidate, check_entry, next_revision, parse_entry
-from app.storage.postgres import PostgresTables
+from app.storage.postgres_tables import PostgresTables
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError
 

@@ -14,11 +14,12 @@ Inside :meth:`SqliteArtifactStore.batch` (one node's puts) those commits skip th
 fsync, and the block's end adds none either: the rows become durable with the next
 fsynced commit of the log, and the first thing that records their refs is one (the
 node's finish row is not, but the checkpoint LangGraph commits right after the node is;
-see ``app.storage.ledger``). That is as durable as an fsync per put because the log is one file
-written in commit order and SQLite recovers a valid prefix of it: a commit that survives
-a power loss brings every earlier one with it. A killed process loses nothing at all (the
-OS holds what it wrote). So no surviving record ever names a row that was lost, and no
-row survives the blob it names, which is fsynced before the row is committed.
+see ``app.storage.ledger.sqlite``). That is as durable as an fsync per put because the log
+is one file written in commit order and SQLite recovers a valid prefix of it: a commit
+that survives a power loss brings every earlier one with it. A killed process loses
+nothing at all (the OS holds what it wrote). So no surviving record ever names a row that
+was lost, and no row survives the blob it names, which is fsynced before the row is
+committed.
 :meth:`~SqliteArtifactStore.sync` (and :meth:`~SqliteArtifactStore.close`) fsync the log
 on demand.
 
@@ -29,17 +30,22 @@ imported the first time it is used; the folder is then renamed ``refs.imported``
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from app.storage import sqlite_files
+from app.storage.artifacts import files
 from app.storage.artifacts.base import ArtifactStoreBase
 from app.storage.artifacts.batching import BatchedSyncs
-from app.storage.artifacts.filesystem import FilesystemArtifactStore, FolderBlobs, _fsync_dir
+from app.storage.artifacts.folder_blobs import FolderBlobs
+from app.storage.artifacts.legacy_refs import (
+    LEGACY_REFS,
+    legacy_histories,
+    retire_legacy_refs,
+    unrecorded,
+)
 from app.storage.artifacts.records import (
     candidate,
     check_entry,
@@ -49,7 +55,7 @@ from app.storage.artifacts.records import (
 )
 from app.storage.file_digests import DIGESTS, FileDigests
 from contracts import ArtifactKind, ArtifactRef
-from graphs.errors import IntegrityError, InvalidArtifactId
+from graphs.errors import InvalidArtifactId
 
 TABLE = "handoff_artifact_revisions"
 CHANGES = "handoff_artifact_changes"
@@ -76,8 +82,6 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 STAMP_QUERY = f"SELECT changes FROM {CHANGES} WHERE id = 1"
 MAX_CACHED_HISTORIES = 4096
 """Parsed histories kept between reads; the cache starts over beyond that."""
-LEGACY_REFS = "refs"
-"""Where the filesystem store kept histories; imported, then renamed to ``refs.imported``."""
 
 
 class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.Connection]):
@@ -164,14 +168,8 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
         with self._session() as conn:
             level = "FULL" if durable else "NORMAL"
             self._synchronous = sqlite_files.synchronous(conn, level, self._synchronous)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with sqlite_files.immediate(conn):
                 yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:  # SQLite ends it itself on some errors (SQLITE_FULL)
-                    conn.execute("ROLLBACK")
-                raise
             if not durable:
                 self._unsynced = True
 
@@ -233,18 +231,10 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
                 return
             # Only the log is opened: SQLite locks the database file with POSIX locks,
             # which closing any descriptor of it in this process would drop.
-            log = self._database.with_name(f"{self._database.name}-wal")
-            try:
-                fd = os.open(log, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:
-                # No log: a checkpoint moved its commits into the database file, and a
-                # checkpoint fsyncs the log before and the database file after it.
-                self._unsynced = False
-                return
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            # No log (FileNotFoundError): a checkpoint moved its commits into the database
+            # file, and a checkpoint fsyncs the log before and the database file after it.
+            with contextlib.suppress(FileNotFoundError):
+                files.fsync(self._database.with_name(f"{self._database.name}-wal"))
             self._unsynced = False
 
     # -- legacy histories ----------------------------------------------------------------
@@ -252,35 +242,19 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
     def _import_legacy_histories(self) -> None:
         """Bring ``refs/<id>.json`` histories into the table, then rename the folder.
 
-        Runs inside ``BEGIN IMMEDIATE``, so two processes importing at once take turns;
-        a history already imported is skipped if identical and refused if it differs.
-        A crash between the commit and the rename imports the same rows again next time.
+        Runs inside ``BEGIN IMMEDIATE``, so two processes importing at once take turns
+        (see ``app.storage.artifacts.legacy_refs``).
         """
-        refs = self.root / LEGACY_REFS
-        if not refs.is_dir():
+        if not (self.root / LEGACY_REFS).is_dir():
             return
-        legacy = FilesystemArtifactStore(self.root)
         with self._transaction(durable=True) as conn:
-            for artifact_id in legacy.ids():
-                history = legacy.history(artifact_id)
+            for artifact_id, history in legacy_histories(self.root):
                 recorded = self._load_history(conn, artifact_id)
-                if recorded == history[: len(recorded)] and len(recorded) <= len(history):
-                    for ref in history[len(recorded) :]:
-                        self._insert(conn, ref)
-                    continue
-                raise IntegrityError(
-                    f"cannot import the history of artifact {artifact_id!r} from "
-                    f"{refs / (artifact_id + '.json')}: the database {self._database} already "
-                    f"records a different one ({len(recorded)} revisions); nothing was imported"
-                )
-        with contextlib.suppress(FileNotFoundError):
-            try:
-                os.rename(refs, self.root / f"{LEGACY_REFS}.imported")
-            except OSError as error:
-                if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                    raise
-                os.rename(refs, self.root / f"{LEGACY_REFS}.imported-{os.getpid()}")
-            _fsync_dir(os.fspath(self.root))
+                for ref in unrecorded(
+                    artifact_id, history, recorded, root=self.root, database=self._database
+                ):
+                    self._insert(conn, ref)
+        retire_legacy_refs(self.root)
 
     # -- public API ----------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.settings import Settings
-from app.storage.artifacts.filesystem import FolderBlobs
+from app.storage.artifacts.folder_blobs import FolderBlobs
 from app.storage.backends.base import (
     ArtifactStoreBackend,
     Backend,

@@ -11,7 +11,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from app.settings import Settings
 from app.storage.backends.base import Backend, StorageBackend
-from app.storage.ledger import MemoryRunLedger, RunLedgerBackend
+from app.storage.ledger import RunLedgerBackend
+from app.storage.ledger.memory import MemoryRunLedger
 from app.storage.locks import MemoryThreadLock, ThreadLock
 from app.storage.postgres import DEFAULT_TIMEOUT
 from app.storage.serde import contract_serializer

@@ -18,19 +18,20 @@ from app.settings import Settings
 from app.storage.artifacts import PostgresArtifactStore
 from app.storage.artifacts.postgres import POSTGRES_SCHEMA as ARTIFACT_SCHEMA
 from app.storage.backends.base import ArtifactStoreBackend, Backend, StorageBackend
-from app.storage.ledger import POSTGRES_SCHEMA as LEDGER_SCHEMA
-from app.storage.ledger import PostgresRunLedger, RunLedgerBackend
+from app.storage.ledger import RunLedgerBackend
+from app.storage.ledger.postgres import POSTGRES_SCHEMA as LEDGER_SCHEMA
+from app.storage.ledger.postgres import PostgresRunLedger
 from app.storage.locks import PostgresThreadLock, ThreadLock
 from app.storage.postgres import (
     DEFAULT_TIMEOUT,
     connection_kwargs,
     describe_url,
-    execute_script,
     is_outage,
     open_pool,
     redact,
     schema_lock,
 )
+from app.storage.postgres_tables import execute_script
 from app.storage.serde import contract_serializer
 
 

@@ -21,7 +21,8 @@ from app.storage.backends.base import (
     UnsupportedDatabaseUrl,
 )
 from app.storage.backends.sqlite_saver import READ_TABLES, BlobSqliteSaver
-from app.storage.ledger import RunLedgerBackend, SqliteRunLedger
+from app.storage.ledger import RunLedgerBackend
+from app.storage.ledger.sqlite import SqliteRunLedger
 from app.storage.locks import FileThreadLock, ThreadLock
 from app.storage.postgres import DEFAULT_TIMEOUT
 from app.storage.serde import contract_serializer

@@ -25,7 +25,7 @@ from app.storage.backends import (
     open_backend,
     open_checkpointer,
 )
-from app.storage.ledger import PostgresRunLedger
+from app.storage.ledger.postgres import PostgresRunLedger
 from app.storage.locks import FileThreadLock
 from app.workflow import Workflow
 from tests.backends import backend_env, postgres_schema, sqlite_settings

@@ -414,16 +414,16 @@ def test_a_symlinked_history_file_cannot_redirect_a_write(
 
 
 def _count_dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import app.storage.artifacts.filesystem as filesystem
+    from app.storage.artifacts import files
 
     synced: list[str] = []
-    real = filesystem._fsync_dir
+    real = files.fsync
 
     def counting(directory: str) -> None:
         synced.append(Path(directory).name)
         real(directory)
 
-    monkeypatch.setattr(filesystem, "_fsync_dir", counting)
+    monkeypatch.setattr(files, "fsync", counting)
     return synced
 
 

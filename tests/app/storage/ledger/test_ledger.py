@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -12,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from app.storage.ledger import MemoryRunLedger, PostgresRunLedger, RunLedgerBackend, SqliteRunLedger
+from app.storage.ledger import RunLedgerBackend
+from app.storage.ledger.memory import MemoryRunLedger
+from app.storage.ledger.postgres import PostgresRunLedger
+from app.storage.ledger.sqlite import SqliteRunLedger
 from contracts import NodeRun, Usage
 from graphs.budget import Tally, tally_of
 from tests.backends import postgres_schema
@@ -43,31 +43,31 @@ def open_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Open
             ledger.close()
 
 
-def _run(status: str = "running", input_hash: str = "a" * 64) -> NodeRun:
+def a_run(status: str = "running", input_hash: str = "a" * 64) -> NodeRun:
     return EXAMPLES[NodeRun].model_copy(update={"status": status, "input_hash": input_hash})
 
 
 def test_records_finishes_and_finds_results(open_ledger: Opener) -> None:
     ledger = open_ledger()
     assert ledger.runs("t") == [] and ledger.result("t", "writer", "a" * 64) is None
-    first = ledger.start("t", _run())
-    second = ledger.start("t", _run(input_hash="b" * 64))
+    first = ledger.start("t", a_run())
+    second = ledger.start("t", a_run(input_hash="b" * 64))
     assert (first, second) == (1, 2)
-    assert ledger.start("other", _run()) == 1, "numbers are per thread"
-    ledger.finish("t", first, _run("succeeded"), result='{"draft": 1}')
+    assert ledger.start("other", a_run()) == 1, "numbers are per thread"
+    ledger.finish("t", first, a_run("succeeded"), result='{"draft": 1}')
     assert ledger.result("t", "writer", "a" * 64) == '{"draft": 1}'
     assert ledger.result("t", "writer", "b" * 64) is None, "still running"
     assert [run.status for run in ledger.runs("t")] == ["succeeded", "running"]
     if not isinstance(ledger, MemoryRunLedger):
         with pytest.raises(LookupError, match="no ledger entry 9 for thread 't'"):
-            ledger.finish("t", 9, _run("succeeded"))
+            ledger.finish("t", 9, a_run("succeeded"))
 
 
 def test_abandon_marks_only_running_attempts_failed(open_ledger: Opener) -> None:
     ledger = open_ledger()
-    done = ledger.start("t", _run())
-    ledger.finish("t", done, _run("succeeded"), result="{}")
-    ledger.start("t", _run())
+    done = ledger.start("t", a_run())
+    ledger.finish("t", done, a_run("succeeded"), result="{}")
+    ledger.start("t", a_run())
     assert open_ledger().abandon_running("t", "the process died") == 1
     runs = ledger.runs("t")
     assert [run.status for run in runs] == ["succeeded", "failed"]
@@ -78,7 +78,7 @@ def test_abandon_marks_only_running_attempts_failed(open_ledger: Opener) -> None
 def test_concurrent_starts_from_many_ledgers_take_distinct_numbers(open_ledger: Opener) -> None:
     ledgers = [open_ledger() for _ in range(4)]
     with ThreadPoolExecutor(8) as pool:
-        seqs = list(pool.map(lambda i: ledgers[i % 4].start("t", _run()), range(40)))
+        seqs = list(pool.map(lambda i: ledgers[i % 4].start("t", a_run()), range(40)))
     assert sorted(seqs) == list(range(1, 41))
     assert len(ledgers[0].runs("t")) == 40
 
@@ -96,7 +96,7 @@ def test_a_tally_is_what_the_records_sum_to_without_reading_them(open_ledger: Op
         ("check_quotes", "b", 7, False, "running"),
     ]
     for node, key, calls, reused, status in rows:
-        record = _run(status, key * 64).model_copy(
+        record = a_run(status, key * 64).model_copy(
             update={
                 "node_id": node,
                 "usage": Usage(tool_calls=calls, tokens=10 * calls),
@@ -123,48 +123,3 @@ def test_a_tally_is_what_the_records_sum_to_without_reading_them(open_ledger: Op
         own_since=Usage(tool_calls=2, tokens=20),
     )
     assert ledger.tally("empty", "writer", "a" * 64, ("writer",)) == Tally()
-
-
-def _synchronous(ledger: SqliteRunLedger) -> int:
-    assert ledger._conn is not None
-    [(level,)] = ledger._conn.execute("PRAGMA synchronous").fetchall()
-    return int(level)
-
-
-def test_sqlite_rows_a_checkpoint_follows_skip_their_own_fsync_and_the_rest_take_one(
-    tmp_path: Path,
-) -> None:
-    ledger = SqliteRunLedger(tmp_path / "handoff.db")
-    try:
-        seq = ledger.start("t", _run())
-        assert _synchronous(ledger) == 1, "NORMAL: made durable by the next FULL commit"
-        ledger.finish("t", seq, _run("succeeded"), result="{}")
-        assert _synchronous(ledger) == 1, "a succeeded attempt: its checkpoint follows"
-        failed = ledger.start("t", _run())
-        ledger.finish("t", failed, _run("failed"))
-        assert _synchronous(ledger) == 2, "FULL: nothing may follow a failure"
-        ledger.start("t", _run())
-        assert ledger.abandon_running("t", "killed") == 1
-        assert _synchronous(ledger) == 2
-    finally:
-        ledger.close()
-
-
-def test_a_start_row_survives_its_process_being_killed_right_after_it(tmp_path: Path) -> None:
-    database = tmp_path / "handoff.db"
-    code = (
-        "import os, signal\n"
-        "from pathlib import Path\n"
-        "from app.storage.ledger import SqliteRunLedger\n"
-        "from contracts import NodeRun\n"
-        f"run = NodeRun.model_validate_json({_run().model_dump_json()!r})\n"
-        f"SqliteRunLedger(Path({str(database)!r})).start('t-killed', run)\n"
-        "os.kill(os.getpid(), signal.SIGKILL)\n"
-    )
-    killed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-    ledger = SqliteRunLedger(database)
-    try:
-        assert [run.status for run in ledger.runs("t-killed")] == ["running"]
-    finally:
-        ledger.close()

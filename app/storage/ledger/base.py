@@ -1,0 +1,217 @@
+"""What every audit ledger stores, and the SQL the SQLite and PostgreSQL ledgers share.
+
+The ledger is the audit log beside each thread, in the same database as its checkpoints
+(see ``app.storage.ledger``). Each SQL database supplies only how it gets a cursor, its
+placeholder style and how an attempt takes the next sequence number.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar, Protocol
+
+from contracts import NodeError, NodeRun, Usage
+from graphs.budget import Tally
+
+
+def abandoned(run: NodeRun, detail: str) -> NodeRun:
+    """``run`` as failed: what an attempt left 'running' by a process that died becomes."""
+    return run.model_copy(
+        update={"status": "failed", "error": NodeError(kind="transient", detail=detail)}
+    )
+
+
+class Cursor(Protocol):
+    """What the shared SQL needs of a cursor: sqlite3's and psycopg's (with tuple rows)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the last statement changed."""
+        ...
+
+    def execute(self, query: str, params: Sequence[Any], /) -> Any:
+        """Run one statement."""
+        ...
+
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """Every remaining row."""
+        ...
+
+
+class SqlRunLedger(ABC):
+    """The ``handoff_node_runs`` table, whichever SQL database holds it.
+
+    The statements are shared and written with ``?`` placeholders; a database supplies its
+    placeholder style, how a statement (or a transaction) gets a cursor, and how an attempt
+    gets the next sequence number without two processes taking the same one.
+    """
+
+    placeholder: ClassVar[str] = "?"
+    row_lock: ClassVar[str] = ""
+    """Appended to the SELECT of rows a transaction is about to update."""
+    spent_sql: ClassVar[str]
+    """A row's ``{usage}`` (tool_calls or tokens) read from its JSON record; 0 when the
+    attempt was reused (it did no work)."""
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", self.placeholder)
+
+    @abstractmethod
+    def _cursor(self, *, fsync: bool = True) -> AbstractContextManager[Cursor]:
+        """A cursor whose every statement commits on its own.
+
+        ``fsync=False``: the commit may wait for the next fsynced one of the database, for
+        a row something durable is about to follow (a database that cannot tell the
+        difference commits durably).
+        """
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[Cursor]:
+        """A cursor whose statements commit together when the block ends (or not at all)."""
+
+    @abstractmethod
+    def _insert_next(self, statement: str, params: Sequence[Any]) -> int:
+        """Run the INSERT that takes ``max(seq) + 1`` so no two attempts share a number."""
+
+    def setup(self) -> None:
+        """Create the table now (it is otherwise created on first use)."""
+        with self._cursor():
+            pass
+
+    def start(self, thread_id: str, run: NodeRun) -> int:
+        """Record an attempt that is starting, durably; returns its sequence number."""
+        record = NodeRun.model_validate(run)
+        return self._insert_next(
+            self._sql(
+                "INSERT INTO handoff_node_runs "
+                "(thread_id, seq, node_id, input_hash, status, record) "
+                "SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ? "
+                "FROM handoff_node_runs WHERE thread_id = ? RETURNING seq"
+            ),
+            (
+                thread_id,
+                record.node_id,
+                record.input_hash,
+                record.status,
+                record.model_dump_json(),
+                thread_id,
+            ),
+        )
+
+    def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
+        """Store the attempt's final record (and result) in one committed statement."""
+        record = NodeRun.model_validate(run)
+        # A succeeded attempt's checkpoint is committed (fsynced) right after it.
+        with self._cursor(fsync=record.status != "succeeded") as cursor:
+            cursor.execute(
+                self._sql(
+                    "UPDATE handoff_node_runs SET status = ?, record = ?, result = ? "
+                    "WHERE thread_id = ? AND seq = ?"
+                ),
+                (record.status, record.model_dump_json(), result, thread_id, seq),
+            )
+            changed = cursor.rowcount
+        if changed != 1:
+            raise LookupError(f"no ledger entry {seq} for thread {thread_id!r}")
+
+    def runs(self, thread_id: str) -> list[NodeRun]:
+        """Every record of the thread, oldest first, each re-validated."""
+        with self._cursor() as cursor:
+            rows = cursor.execute(
+                self._sql("SELECT record FROM handoff_node_runs WHERE thread_id = ? ORDER BY seq"),
+                (thread_id,),
+            ).fetchall()
+        return [NodeRun.model_validate_json(row[0]) for row in rows]
+
+    def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
+        """The stored update of the latest succeeded attempt with this input, if any."""
+        with self._cursor() as cursor:
+            row = cursor.execute(
+                self._sql(
+                    "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
+                    "AND input_hash = ? AND status = 'succeeded' AND result IS NOT NULL "
+                    "ORDER BY seq DESC LIMIT 1"
+                ),
+                (thread_id, node_id, input_hash),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def latest_result(self, thread_id: str, node_id: str) -> str | None:
+        """The stored update of the node's latest succeeded attempt, whatever its input."""
+        with self._cursor() as cursor:
+            row = cursor.execute(
+                self._sql(
+                    "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
+                    "AND status = 'succeeded' AND result IS NOT NULL ORDER BY seq DESC LIMIT 1"
+                ),
+                (thread_id, node_id),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def tally(
+        self, thread_id: str, node_id: str, input_hash: str, fanned: Sequence[str] = ()
+    ) -> Tally:
+        """The thread's records summed for a visit by the database, in one query.
+
+        ``edge`` is the last row of a node outside the fan-out (``fanned``; none: the last
+        row), where a branch task's share of the budget is judged (``graphs.budget``).
+        """
+        outside = f"node_id NOT IN ({', '.join('?' for _ in fanned)})" if fanned else "1 = 1"
+        calls = self.spent_sql.format(usage="tool_calls")
+        tokens = self.spent_sql.format(usage="tokens")
+        statement = (
+            "WITH edge AS (SELECT coalesce(max(seq), 0) AS seq FROM handoff_node_runs "
+            f"WHERE thread_id = ? AND {outside}), "
+            "spend AS (SELECT seq, (node_id = ? AND input_hash = ?) AS mine, "
+            f"{calls} AS calls, {tokens} AS tokens "
+            "FROM handoff_node_runs WHERE thread_id = ?) "
+            "SELECT count(CASE WHEN mine THEN 1 END), sum(calls), sum(tokens), "
+            "sum(CASE WHEN spend.seq <= edge.seq THEN calls END), "
+            "sum(CASE WHEN spend.seq <= edge.seq THEN tokens END), "
+            "sum(CASE WHEN mine AND spend.seq > edge.seq THEN calls END), "
+            "sum(CASE WHEN mine AND spend.seq > edge.seq THEN tokens END) "
+            "FROM spend CROSS JOIN edge"
+        )
+        params = (thread_id, *fanned, node_id, input_hash, thread_id)
+        with self._cursor() as cursor:
+            row = cursor.execute(self._sql(statement), params).fetchone()
+        attempts, calls_all, tokens_all, calls_before, tokens_before, calls_own, tokens_own = (
+            int(value or 0) for value in row
+        )
+        return Tally(
+            spent=Usage(tool_calls=calls_all, tokens=tokens_all),
+            attempts=attempts,
+            before_fan_out=Usage(tool_calls=calls_before, tokens=tokens_before),
+            own_since=Usage(tool_calls=calls_own, tokens=tokens_own),
+        )
+
+    def abandon_running(self, thread_id: str, detail: str) -> int:
+        """Mark attempts left 'running' by a process that died as failed; returns how many."""
+        with self._transaction() as cursor:
+            rows = cursor.execute(
+                self._sql(
+                    "SELECT seq, record FROM handoff_node_runs "
+                    "WHERE thread_id = ? AND status = 'running'" + self.row_lock
+                ),
+                (thread_id,),
+            ).fetchall()
+            for seq, record in rows:
+                run = abandoned(NodeRun.model_validate_json(record), detail)
+                cursor.execute(
+                    self._sql(
+                        "UPDATE handoff_node_runs SET status = ?, record = ? "
+                        "WHERE thread_id = ? AND seq = ?"
+                    ),
+                    (run.status, run.model_dump_json(), thread_id, seq),
+                )
+        return len(rows)
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection(s) this ledger opened."""
