@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -13,10 +13,13 @@ from typer.core import TyperGroup
 from app.cli.terminal import TerminalConsole, visible
 from app.exit_codes import EXPECTED_ERRORS, for_error
 from app.settings import Settings
-from app.storage.postgres import redact
+from app.storage.postgres import is_postgres_url, redact
 from app.workflow import Workflow
 from graphs.boundary import describe_validation_error
 from graphs.errors import HandoffError
+
+if TYPE_CHECKING:
+    from app.fleet.queue import Queue
 
 out = TerminalConsole(highlight=False, soft_wrap=True)
 wide = TerminalConsole(highlight=False, width=None if out.is_terminal else 200)
@@ -86,5 +89,24 @@ def _options(
 
 
 def open_workflow(*, read_only: bool = False) -> Workflow:
-    """The Workflow of the settings; inspecting commands open it read-only (no writes)."""
-    return Workflow(Settings(), read_only=read_only)
+    """The Workflow of the settings; inspecting commands open it read-only (no writes).
+
+    On PostgreSQL it is the fleet's (``app.fleet.guard.fleet_workflow``): a thread with an
+    unfinished job is left to its job. Elsewhere no queue can exist, and the fleet is not
+    imported.
+    """
+    settings = Settings()
+    if not is_postgres_url(settings.resolved_database_url()):
+        return Workflow(settings, read_only=read_only)
+    from app.fleet.guard import fleet_workflow
+
+    return fleet_workflow(settings, read_only=read_only)
+
+
+def open_queue(workflow: Workflow) -> Queue | None:
+    """The worker fleet's queue over ``workflow``, or None where none can exist (SQLite)."""
+    if not is_postgres_url(workflow.settings.resolved_database_url()):
+        return None
+    from app.fleet.queue import Queue
+
+    return Queue(workflow)

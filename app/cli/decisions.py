@@ -149,7 +149,7 @@ def decision_for(
     Flags answer whatever the thread waits on, so they get the request's id. A decision
     file must name the request itself (its ``interrupt_id`` is what ties it to one thread)
     and is never completed from the thread it is used on. It is not checked here: the
-    door it goes through (``Workflow.resume``, ``Workflow.submit_decision``) checks it
+    door it goes through (``Workflow.resume``, ``Queue.submit_decision``) checks it
     against the request it finds, once, and refuses it naming the field.
     """
     if raw is None or from_file:

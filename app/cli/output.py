@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.markup import escape
@@ -13,10 +13,12 @@ from app.cli.decision_hints import render_request
 from app.cli.invocation import command
 from app.cli.terminal import visible
 from app.corpus.citations import SourceEntry
-from app.fleet import JobState
 from app.settings import Settings
 from app.storage.postgres import describe_url
 from contracts import RunOutcome, VersionedContract
+
+if TYPE_CHECKING:
+    from app.fleet.jobs import JobState
 
 
 def print_outcome(outcome: RunOutcome, settings: Settings, as_json: bool) -> None:

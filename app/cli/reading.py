@@ -30,7 +30,8 @@ T = TypeVar("T")
 def status(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
     """Show a thread's current step, what comes next, and its outcome (and its fleet job)."""
     with base.open_workflow(read_only=True) as workflow:
-        job = workflow.job(thread_id)
+        queue = base.open_queue(workflow)
+        job = None if queue is None else queue.job(thread_id)
         try:
             info = workflow.status(thread_id)
         except ThreadNotFound:
@@ -193,7 +194,9 @@ def threads(
     with base.open_workflow(read_only=True) as workflow:  # one read of small channels per thread
         rows = [workflow.summary(thread_id) for thread_id in workflow.threads()]
         started = {row.thread_id for row in rows}
-        waiting = [job for key, job in sorted(workflow.queued().items()) if key not in started]
+        queue = base.open_queue(workflow)
+        queued = {} if queue is None else queue.queued()
+        waiting = [job for key, job in sorted(queued.items()) if key not in started]
     if as_json:
         out.print_json(
             json.dumps(

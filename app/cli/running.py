@@ -27,7 +27,6 @@ from app.cli.output import print_outcome, progress
 from app.cli.terminal import visible
 from app.errors import SubmitUsage, ThreadFinished
 from app.exit_codes import for_outcome
-from app.fleet import DECIDE, queued_refusal
 from app.settings import Settings
 from app.storage.postgres import describe_url
 
@@ -70,7 +69,7 @@ def resume(
     from_file = options["decision_file"] is not None
     try:
         with base.open_workflow() as workflow:
-            workflow.refuse_if_queued(thread_id, "nothing was resumed")  # before any prompt
+            workflow.refuse_if_held(thread_id, "nothing was resumed")  # before any prompt
             request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
             decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
             if request is not None:
@@ -112,9 +111,12 @@ def submit(
     raw = decision_flags(options).raw()
     if (objective is None) == (resume_id is None):
         raise SubmitUsage("give an OBJECTIVE to queue a new thread, or --resume ID, not both")
+    from app.fleet import DECIDE, Queue, queued_refusal
+
     with base.open_workflow() as workflow:
+        queue = Queue(workflow)
         if resume_id is not None:
-            job = workflow.job(resume_id)
+            job = queue.job(resume_id)
             if job is not None and job.unfinished and job.task != DECIDE:
                 raise queued_refusal(resume_id, job, "no decision was queued")
             request = workflow.pending(resume_id)
@@ -129,7 +131,7 @@ def submit(
                     f"--resume needs a decision for {request.interrupt_id!r}: "
                     f"{', '.join(hints)} or --decision-file"
                 )
-            queued = workflow.submit_decision(resume_id, decision)
+            queued = queue.submit_decision(resume_id, decision)
             action = queued.decision.action
             if queued.duplicate:
                 out.print(
@@ -147,7 +149,7 @@ def submit(
             raise SubmitUsage("decision options go with --resume ID")
         assert objective is not None
         task = task_of(workflow, objective, options)
-        thread_id = workflow.submit(task, options["thread"])
+        thread_id = queue.submit(task, options["thread"])
     out.print(thread_id, markup=False)
 
 
@@ -165,7 +167,7 @@ def worker(
     A lost database is one line on stderr; the worker waits for it with backoff and carries
     on, exiting 9 only if told to stop meanwhile or after HANDOFF_WORKER_OUTAGE_SECONDS.
     """
-    from app.fleet import Fleet, configure_worker_logging
+    from app.fleet import Fleet, configure_worker_logging, work
 
     settings = Settings()
     fleet = Fleet(settings)
@@ -174,7 +176,7 @@ def worker(
         f"worker: {concurrency} at once on {describe_url(settings.resolved_database_url())}",
         markup=False,
     )
-    fleet.work(concurrency, burst=burst)
+    work(fleet, concurrency, burst=burst)
 
 
 @cli.command()

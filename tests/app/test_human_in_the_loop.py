@@ -18,7 +18,6 @@ from langgraph.types import Command
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from app import workflow as workflow_module
 from app.agents.apparatus import without_apparatus
 from app.cli import base as cli_base
 from app.cli import cli
@@ -28,6 +27,7 @@ from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.text.primitives import CITATION, word_count
 from app.workflow import Workflow, check_decision
+from app.workflow import running as workflow_running
 from contracts import ErrorCode, HumanRequest, TaskState
 from graphs import WriteRequest
 from tests.app.test_review_loop import SloppyWriter
@@ -343,7 +343,7 @@ def test_a_decision_is_checked_once_at_the_door_it_comes_through(
 
         return checking
 
-    monkeypatch.setattr(workflow_module, "check_decision", counted("door", check_decision))
+    monkeypatch.setattr(workflow_running, "check_decision", counted("door", check_decision))
     monkeypatch.setattr(cli_decisions, "check_decision", counted("cli", check_decision))
     monkeypatch.setattr(langgraph_types, "_validate_resume", counted("pause", validate_resume))
     monkeypatch.setattr(cli_base, "open_workflow", lambda read_only=False: nullcontext(workflow))

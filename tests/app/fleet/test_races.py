@@ -31,17 +31,17 @@ from app.errors import (
     ThreadQueued,
 )
 from app.exit_codes import ExitCode
-from app.fleet import QueuedDecision, recorded_decisions
+from app.fleet import Queue, QueuedDecision, fleet_workflow, recorded_decisions
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
-from tests.app import test_fleet
+from tests.app.fleet import test_worker
+from tests.app.fleet.test_worker import HANDOFF, jobs, settings_of, start_worker, wait_for
 from tests.app.test_concurrency import assert_single_writer_history
-from tests.app.test_fleet import HANDOFF, jobs, settings_of, start_worker, wait_for
 from tests.conftest import OBJECTIVE
 
 pytestmark = pytest.mark.postgres
 
-fleet_env = test_fleet.fleet_env  # a fresh schema and the environment of its commands
+fleet_env = test_worker.fleet_env  # a fresh schema and the environment of its commands
 ROUNDS = 20
 CLI_ROUNDS = 2
 REFUSED = (ThreadQueued, ThreadBusy, ThreadExists, ThreadFinished)
@@ -90,7 +90,8 @@ def _race(calls: list[Callable[[], Any]]) -> list[Any]:
 def _finished(workflow: Workflow, threads: list[str]) -> Callable[[], bool]:
     def done() -> bool:
         return all(
-            (job := workflow.job(thread)) is not None and not job.unfinished for thread in threads
+            (job := Queue(workflow).job(thread)) is not None and not job.unfinished
+            for thread in threads
         )
 
     return done
@@ -103,11 +104,11 @@ def test_nothing_races_past_a_queued_thread(
     threads = [f"race-{index}" for index in range(ROUNDS)]
     refusals: list[str] = []
     with ExitStack() as stack:
-        main, *contenders = (stack.enter_context(Workflow(settings)) for _ in range(5))
+        main, *contenders = (stack.enter_context(fleet_workflow(settings)) for _ in range(5))
         pace = random.Random(7)
         for index, thread in enumerate(threads):
-            main.submit(TaskSpec(task_id=thread, objective=OBJECTIVE), thread)
-            job = main.job(thread)
+            Queue(main).submit(TaskSpec(task_id=thread, objective=OBJECTIVE), thread)
+            job = Queue(main).job(thread)
             assert job is not None and job.unfinished
             time.sleep(pace.choice([0, 0, 0.05, 0.2, 0.5]))  # hit it queued, or running
             if index < CLI_ROUNDS:
@@ -136,7 +137,7 @@ def test_nothing_races_past_a_queued_thread(
                     partial(run.run, other, thread),
                     partial(resume.resume, thread),
                     partial(cancel.cancel, thread, "race"),
-                    partial(submit.submit, other, thread),
+                    partial(Queue(submit).submit, other, thread),
                 ]
             )
             for result in results:
@@ -164,7 +165,7 @@ def _decide(workflow: Workflow, thread: str, action: str) -> QueuedDecision:
     request = workflow.pending(thread)
     if request is not None:
         raw["interrupt_id"] = request.interrupt_id
-    return workflow.submit_decision(thread, raw)
+    return Queue(workflow).submit_decision(thread, raw)
 
 
 def test_two_decisions_for_one_request_one_is_queued_and_the_other_names_it(
@@ -174,12 +175,12 @@ def test_two_decisions_for_one_request_one_is_queued_and_the_other_names_it(
     conflicts = [f"decide-{index}" for index in range(ROUNDS)]
     twins = [f"twin-{index}" for index in range(4)]
     with ExitStack() as stack:
-        main, one, other = (stack.enter_context(Workflow(settings)) for _ in range(3))
+        main, one, other = (stack.enter_context(fleet_workflow(settings)) for _ in range(3))
         for thread in conflicts + twins:
             spec = TaskSpec(
                 task_id=thread, objective=OBJECTIVE, policies={"require_approval": True}
             )
-            main.submit(spec, thread)
+            Queue(main).submit(spec, thread)
         wait_for(_finished(main, conflicts + twins), "every thread to pause for approval")
         assert all(main.pending(thread) is not None for thread in conflicts + twins)
 
@@ -233,7 +234,7 @@ def test_two_decisions_for_one_request_one_is_queued_and_the_other_names_it(
 
         wait_for(_finished(main, conflicts + twins), "every decision to be applied")
         for thread, (won, job_id) in winners.items():
-            job = main.job(thread)
+            job = Queue(main).job(thread)
             assert job is not None and (job.job_id, job.status) == (job_id, "succeeded"), job
             applied = recorded_decisions(main.state(thread))
             assert [entry["action"] for entry in applied.values()] == [won], (thread, applied)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.exit_codes import ExitCode
-from app.fleet import WORKFLOWS, run_thread
+from app.fleet import WORKFLOWS, Queue, run_thread
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
@@ -125,8 +125,8 @@ def test_two_workers_finish_twenty_threads_when_one_is_killed_inside_a_node(
     threads = [f"fleet-{index}" for index in range(THREADS)]
     with Workflow(settings) as workflow:
         for index, thread in enumerate(threads):
-            assert workflow.submit(task(index), thread) == thread
-        assert {job.label for job in map(workflow.job, threads) if job} == {"queued"}
+            assert Queue(workflow).submit(task(index), thread) == thread
+        assert {job.label for job in map(Queue(workflow).job, threads) if job} == {"queued"}
 
     # Worker A holds every writer attempt it starts at a gate that never opens, so it is
     # killed inside a node, with its jobs half done; worker B works normally.
@@ -157,7 +157,7 @@ def test_two_workers_finish_twenty_threads_when_one_is_killed_inside_a_node(
                     if index % APPROVAL_EVERY or thread in decided:
                         continue
                     if workflow.threads_has(thread) and workflow.pending(thread) is not None:
-                        job = workflow.job(thread)
+                        job = Queue(workflow).job(thread)
                         if job is not None and job.unfinished:
                             continue  # its pause is saved; the job is still returning
                         assert job is not None and job.label == "succeeded", (

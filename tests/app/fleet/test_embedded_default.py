@@ -1,5 +1,6 @@
-"""The single-machine default needs no queue: running a thread on SQLite never imports
-Procrastinate, and asking for the fleet there says what it needs."""
+"""The single-machine default needs no queue: running a thread on SQLite (through the
+Workflow or the CLI) imports neither Procrastinate nor the fleet, and asking for the fleet
+there says what it needs."""
 
 from __future__ import annotations
 
@@ -12,23 +13,32 @@ import pytest
 
 from app.errors import QueueUnavailable
 from app.exit_codes import ExitCode
-from app.fleet import Fleet
+from app.fleet import Fleet, Queue
 from app.workflow import Workflow
 from tests.backends import sqlite_settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 SCRIPT = """
+import os
 import sys
 from pathlib import Path
+from typer.testing import CliRunner
 import app.cli
 from app.workflow import Workflow
-from tests.backends import sqlite_settings
-with Workflow(sqlite_settings(Path(sys.argv[1]))) as workflow:
+from tests.backends import backend_env, sqlite_settings
+settings = sqlite_settings(Path(sys.argv[1]))
+with Workflow(settings) as workflow:
     outcome = workflow.run("Explain how the Rosetta Stone was deciphered", "plain")
     assert outcome.result_status == "completed", outcome
-    assert workflow.job("plain") is None and workflow.queued() == {}
-assert "procrastinate" not in sys.modules, "the default run imported the queue"
+os.environ.update(backend_env(settings))
+runner = CliRunner()
+for args, code in ((["status", "plain"], 0), (["threads"], 0), (["resume", "plain"], 6)):
+    result = runner.invoke(app.cli.cli, args)
+    assert result.exit_code == code, (args, result.exit_code, result.output)
+    assert "job" not in result.output and "QUEUED" not in result.output, result.output
+for name in ("procrastinate", "app.fleet"):
+    assert name not in sys.modules, f"the default run imported {name}"
 """
 
 
@@ -47,8 +57,11 @@ def test_the_fleet_on_sqlite_is_refused_with_what_it_needs(tmp_path: Path) -> No
     settings = sqlite_settings(tmp_path / "data")
     with pytest.raises(QueueUnavailable, match="HANDOFF_DATABASE_URL=postgresql"):
         Fleet(settings)
-    with Workflow(settings) as workflow, pytest.raises(QueueUnavailable, match="PostgreSQL"):
-        workflow.submit("Explain how the Rosetta Stone was deciphered", "queued")
+    with Workflow(settings) as workflow:
+        queue = Queue(workflow)
+        assert queue.job("queued") is None and queue.queued() == {}
+        with pytest.raises(QueueUnavailable, match="PostgreSQL"):
+            queue.submit("Explain how the Rosetta Stone was deciphered", "queued")
     with Workflow(settings, read_only=True) as workflow:
         assert workflow.threads() == []
 

@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from app.exit_codes import ExitCode
+from app.fleet import Queue
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
-from tests.app import test_postgres_outage as outages
+from tests.app.fleet.test_worker import HANDOFF, jobs, wait_for
+from tests.app.storage import test_postgres_outage as outages
 from tests.app.test_concurrency import assert_single_writer_history
-from tests.app.test_fleet import HANDOFF, jobs, wait_for
 from tests.conftest import OBJECTIVE
 
 pytestmark = pytest.mark.postgres
@@ -81,7 +82,7 @@ def test_a_worker_outlives_an_outage_and_finishes_every_queued_job(
     threads = [f"down-{index}" for index in range(THREADS)]
     with Workflow(settings) as workflow:
         for thread in threads:
-            workflow.submit(TaskSpec(task_id=thread, objective=OBJECTIVE), thread)
+            Queue(workflow).submit(TaskSpec(task_id=thread, objective=OBJECTIVE), thread)
 
     log = tmp_path / "worker.log"
     worker = _worker(env | {"HANDOFF_FAULT": f"wait:writer:{gate}"}, log)
@@ -143,7 +144,7 @@ def test_a_worker_told_to_stop_during_an_outage_exits_9_in_one_line(
     env = _env(outage, tmp_path)
     log = tmp_path / "worker.log"
     with Workflow(_settings(env)) as workflow:
-        workflow.submit(TaskSpec(task_id="idle", objective=OBJECTIVE), "idle")
+        Queue(workflow).submit(TaskSpec(task_id="idle", objective=OBJECTIVE), "idle")
     worker = _worker(env, log)
     try:
         wait_for(lambda: {j["status"] for j in jobs(outage.url)} == {"succeeded"}, "the job")
@@ -167,7 +168,7 @@ def test_a_worker_gives_up_after_the_outage_limit_with_exit_9(
     env = _env(outage, tmp_path, HANDOFF_WORKER_OUTAGE_SECONDS="3")
     log = tmp_path / "worker.log"
     with Workflow(_settings(env)) as workflow:
-        workflow.submit(TaskSpec(task_id="first", objective=OBJECTIVE), "first")
+        Queue(workflow).submit(TaskSpec(task_id="first", objective=OBJECTIVE), "first")
     worker = _worker(env, log)
     try:
         # Serving, not starting: a worker that cannot reach the database at its start

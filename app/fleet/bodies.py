@@ -1,0 +1,129 @@
+"""What a worker runs for a job: bring the thread as far as it goes, again if retried."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from app.errors import (
+    DecisionRequired,
+    NotWaiting,
+    ThreadExists,
+    ThreadFinished,
+)
+from app.settings import Settings
+from app.workflow import Workflow
+from contracts import DecisionLog, RunOutcome, TaskSpec
+
+if TYPE_CHECKING:
+    pass
+
+_T = TypeVar("_T")
+
+
+class _Workflows:
+    """One open Workflow per worker thread, kept for the worker's life.
+
+    Opening a Workflow (connection pool, tables checked, graph compiled) costs about as much
+    as running a short thread, so a job reuses its thread's; the pool replaces connections
+    a server restart killed. ``close_all`` runs when the worker stops.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._opened: list[Workflow] = []
+        self._lock = threading.Lock()
+
+    def current(self) -> Workflow:
+        """The calling thread's open Workflow, opened on first use.
+
+        It has no guard (``app.fleet.guard``): the job running on it is the queue's own
+        way into its thread, the one the guard leaves every thread to.
+        """
+        workflow: Workflow | None = getattr(self._local, "workflow", None)
+        if workflow is None:
+            workflow = Workflow(Settings())
+            workflow.open()
+            self._local.workflow = workflow
+            with self._lock:
+                self._opened.append(workflow)
+        return workflow
+
+    def close_all(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for workflow in opened:
+            workflow.close()
+
+
+WORKFLOWS = _Workflows()
+
+
+def _as_far_as_it_goes(step: Callable[[Workflow], RunOutcome]) -> str:
+    """Run a job's step; a pause for a person or a thread already ended also end the job."""
+    try:
+        return step(WORKFLOWS.current()).state.value
+    except DecisionRequired:
+        return "waiting"
+    except ThreadFinished as finished:
+        return finished.outcome.state.value
+
+
+def run_thread(thread_id: str, task: dict[str, Any]) -> str:
+    """Job body: start the thread, or continue it from its last checkpoint (a retried job).
+
+    A thread that exists must be this job's own (an earlier attempt started it, perhaps
+    killed before its first step was saved): one started with another task would otherwise
+    be resumed and this task silently dropped.
+    """
+    spec = TaskSpec.model_validate(task)
+
+    def step(workflow: Workflow) -> RunOutcome:
+        started = workflow.started_task(thread_id)
+        if started is None:
+            return workflow.run(spec, thread_id)
+        if started.task_id != spec.task_id:
+            raise ThreadExists(
+                f"thread {thread_id!r} was started outside this job, with another task; "
+                f"the queued task {spec.task_id!r} was not run"
+            )
+        return workflow.resume(thread_id)
+
+    return _as_far_as_it_goes(step)
+
+
+def decide_thread(thread_id: str, decision: dict[str, Any]) -> str:
+    """Job body: apply a queued decision, or, if a killed attempt already did, continue."""
+    asked = decision["interrupt_id"]
+
+    def step(workflow: Workflow) -> RunOutcome:
+        request = workflow.pending(thread_id)
+        if request is not None and request.interrupt_id == asked:
+            return workflow.resume(thread_id, decision)
+        recorded = recorded_decisions(workflow.state(thread_id)).get(asked)
+        if recorded is not None and _recorded_as(recorded, decision):
+            return workflow.resume(thread_id)  # an earlier attempt recorded it, then died
+        raise NotWaiting(
+            f"decision for {asked!r} not used: thread {thread_id!r} no longer waits "
+            "on that request (another decision answered it)"
+        )
+
+    return _as_far_as_it_goes(step)
+
+
+def recorded_decisions(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The decisions a thread's log has recorded, by the interrupt id each answered."""
+    log = values.get("decisions")
+    if log is None:
+        return {}
+    return {
+        entry.interrupt_id: entry.model_dump(mode="json")
+        for entry in DecisionLog.model_validate(log).decisions
+    }
+
+
+def _recorded_as(recorded: Mapping[str, Any], decision: Mapping[str, Any]) -> bool:
+    """Whether the log's entry is this decision (and not another one for the same request)."""
+    fields = ("action", "reason", "decided_by", "answers", "constraints")
+    return all(recorded.get(name) == decision.get(name) for name in fields)

@@ -1,0 +1,98 @@
+"""Running jobs until stopped, re-queueing those of workers that died."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import TYPE_CHECKING, TypeVar
+
+from app.fleet.bodies import WORKFLOWS
+from app.fleet.fleet import Fleet
+from app.fleet.jobs import (
+    QUEUE,
+)
+from app.fleet.logs import report_task_error
+from app.fleet.outage import (
+    OutageWatch,
+    reachable,
+)
+
+if TYPE_CHECKING:
+    pass
+
+_T = TypeVar("_T")
+log = logging.getLogger(__name__)
+
+
+def work(fleet: Fleet, concurrency: int, *, burst: bool = False) -> None:
+    """Run jobs until stopped (SIGINT/SIGTERM finish the jobs in hand first).
+
+    ``burst`` stops once no job is left instead of waiting for more (batch runs, CI).
+    A database that cannot be reached when the worker starts is reported at once as
+    the project's error (exit code 9, password masked): a wrong URL is not an outage.
+    Once running, the worker waits out a lost database (see ``OutageWatch``).
+    """
+    with reachable(fleet.url):
+        fleet.ensure_schema()
+        asyncio.run(_work(fleet, concurrency, burst))
+
+
+async def _work(fleet: Fleet, concurrency: int, burst: bool) -> None:
+    from procrastinate.worker import Worker
+
+    heartbeat = fleet.settings.worker_heartbeat_seconds
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(report_task_error)
+    watch = OutageWatch(fleet.url, fleet.settings.worker_outage_seconds)
+    async with fleet.app.open_async():
+        worker = Worker(
+            app=fleet.app,
+            queues=[QUEUE],
+            concurrency=concurrency,
+            wait=not burst,
+            install_signal_handlers=False,  # ours: they also end a wait for the database
+            update_heartbeat_interval=heartbeat,
+            stalled_worker_timeout=3 * heartbeat,
+        )
+
+        def stop() -> None:
+            for number in (signal.SIGINT, signal.SIGTERM):  # a second signal: default
+                loop.remove_signal_handler(number)
+            watch.stopping.set()
+            worker.stop()  # type: ignore[no-untyped-call]
+
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, stop)
+        fleet.watching.watch = watch
+        recovery = asyncio.create_task(_recover_stalled(fleet, heartbeat, watch))
+        try:
+            await worker.run()  # type: ignore[no-untyped-call]
+        finally:
+            fleet.watching.watch = None
+            for number in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(number)
+            recovery.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await recovery
+            WORKFLOWS.close_all()
+
+
+async def _recover_stalled(fleet: Fleet, heartbeat: float, watch: OutageWatch) -> None:
+    """Put back in the queue the jobs of workers that stopped sending heartbeats.
+
+    A worker killed mid-job leaves its job ``doing``; once its heartbeat is three
+    intervals old, any live worker re-queues the job, and the thread resumes from its
+    last checkpoint on whichever worker takes it. Right after an outage every worker's
+    heartbeat is old, so none is judged until three intervals after it ended.
+    """
+    manager = fleet.app.job_manager
+    while True:
+        await asyncio.sleep(heartbeat)
+        if not watch.settled(3 * heartbeat):
+            continue
+        stalled = await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=3 * heartbeat)
+        for job in stalled:
+            log.warning("re-queueing job %s of thread %s: its worker stopped", job.id, job.lock)
+            await manager.retry_job(job)

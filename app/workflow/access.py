@@ -1,0 +1,53 @@
+"""How the public methods reach storage: errors translated, writes under the thread lock."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from app.storage.backends import storage_errors
+from app.workflow.ids import check_thread_id, new_thread_id
+
+if TYPE_CHECKING:
+    from app.workflow.base import OpenWorkflow
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def one_writer(method: _Method) -> _Method:
+    """Run a method that writes a thread while this process holds the thread's lock.
+
+    Everything the method checks (does the thread exist, has it finished, is it waiting)
+    is read inside the lock, so of two processes racing on one thread exactly one proceeds
+    and the other gets ThreadBusy having changed nothing. A lost database connection ends
+    the call with DatabaseUnavailable. ``thread_id=None`` (a new thread) is named first.
+    """
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def locked(self: OpenWorkflow, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        thread_id = bound.arguments.get("thread_id")
+        if thread_id is None:
+            thread_id = bound.arguments["thread_id"] = new_thread_id()
+        with self.backend.writing(check_thread_id(thread_id)):
+            return method(*bound.args, **bound.kwargs)
+
+    return cast(_Method, locked)
+
+
+def storage(method: _Method) -> _Method:
+    """Report a damaged database or a full disk as the project's error, naming the file.
+
+    Every public method that reads or writes storage is wrapped; nested calls pass the
+    translated error through unchanged.
+    """
+
+    @functools.wraps(method)
+    def guarded(self: OpenWorkflow, *args: Any, **kwargs: Any) -> Any:
+        with storage_errors(self.settings):
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, guarded)

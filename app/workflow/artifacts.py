@@ -1,0 +1,148 @@
+"""A thread's artifacts: named, read back verified, and revised by a person."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from app.corpus.citations import (
+    SOURCE_ID,
+    SourceEntry,
+    find_source,
+    list_sources,
+    marked_source,
+    snapshot_ref,
+)
+from app.errors import (
+    InvalidEdit,
+    UnknownArtifactName,
+)
+from app.workflow.access import one_writer, storage
+from app.workflow.reading import ThreadReading
+from contracts import (
+    ArtifactRef,
+    DraftArticle,
+    NodeRun,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskSpec,
+)
+from graphs.boundary import read
+
+ArtifactName = Literal["article", "draft", "notes", "research", "review"]
+ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "review")
+EDITABLE_ARTIFACTS: tuple[str, ...] = ("draft",)
+
+
+class ArtifactAccess(ThreadReading):
+    """A thread's artifacts and sources, read and verified; a person's edit stored."""
+
+    @storage
+    def artifact_ref(self, thread_id: str, name: str) -> ArtifactRef:
+        """The reference the thread holds for a named artifact, or a source's snapshot.
+
+        A source id (``src-N``, see :meth:`sources`) names the snapshot of the bytes
+        research read from that source.
+        """
+        if SOURCE_ID.match(name):
+            research = read(self._values(thread_id), "research", ResearchBundle, node="workflow")
+            return snapshot_ref(find_source(research, name, thread_id))
+        if name not in ARTIFACT_NAMES:
+            raise UnknownArtifactName(
+                f"unknown artifact {name!r}; expected one of {', '.join(ARTIFACT_NAMES)}, "
+                f"or a source id such as src-1 (list them: `handoff sources {thread_id}`)"
+            )
+        values = self._values(thread_id)
+        ref: ArtifactRef | None = None
+        if name == "article":
+            outcome = read(values, "outcome", RunOutcome, node="workflow")
+            ref = outcome.article if outcome else None
+        elif name == "draft":
+            draft = read(values, "draft", DraftArticle, node="workflow")
+            ref = draft.body if draft else None
+        elif name in ("notes", "research"):
+            bundle = read(values, "research", ResearchBundle, node="workflow")
+            ref = bundle.artifact_refs[0] if bundle and bundle.artifact_refs else None
+        elif name == "review":
+            review = read(values, "review", ReviewResult, node="workflow")
+            ref = review.report if review else None
+        if ref is None:
+            raise UnknownArtifactName(f"thread {thread_id!r} has no {name} artifact yet")
+        return ref
+
+    @storage
+    def artifact(self, thread_id: str, name: str) -> bytes:
+        """The bytes of a named artifact, verified against the hash the thread recorded."""
+        return self.context.store.get(self.artifact_ref(thread_id, name))
+
+    @storage
+    def sources(self, thread_id: str) -> list[SourceEntry]:
+        """Each source research read for the thread, with the current draft's claims citing it.
+
+        A cited claim comes with its span and 1-based line range in the source's snapshot,
+        which is read (and verified) for that; see ``app.corpus.citations``.
+        """
+        values = self._values(thread_id)
+        return list_sources(
+            read(values, "research", ResearchBundle, node="workflow"),
+            read(values, "draft", DraftArticle, node="workflow"),
+            self.context.store,
+        )
+
+    @storage
+    def source_text(self, thread_id: str, source_id: str) -> str:
+        """A source's snapshot text, as research read it, with each cited span marked.
+
+        Each span the current draft cites is wrapped as ``⟦claim-1003 …⟧``; the rest is
+        the snapshot unchanged (``app.corpus.citations.unmark`` takes the markers out again). A
+        snapshot that is not the bytes research read raises IntegrityError.
+        """
+        values = self._values(thread_id)
+        return marked_source(
+            read(values, "research", ResearchBundle, node="workflow"),
+            read(values, "draft", DraftArticle, node="workflow"),
+            source_id,
+            self.context.store,
+            thread_id,
+        )
+
+    @storage
+    @one_writer
+    def put_artifact(
+        self, thread_id: str, name: str, content: bytes, *, editor: str = "human"
+    ) -> ArtifactRef:
+        """Store a person's new revision of a thread's artifact (e.g. an edited draft).
+
+        The thread keeps its pin on the old revision; the next consumer notices the newer
+        one and applies the task's ``on_stale`` policy, so the edit is never used silently.
+        """
+        if name not in EDITABLE_ARTIFACTS:
+            raise UnknownArtifactName(
+                f"artifact {name!r} cannot be edited; editable: {', '.join(EDITABLE_ARTIFACTS)}"
+            )
+        current = self.artifact_ref(thread_id, name)
+        if current.media_type.startswith("text/"):
+            try:
+                content.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InvalidEdit(
+                    f"the new {name} is not UTF-8 text (byte {error.start} cannot be decoded); "
+                    f"nothing was stored and the thread keeps revision {current.revision}"
+                ) from None
+        ref = self.context.store.put(current.artifact_id, current.kind, content, current.media_type)
+        now = self.context.clock()
+        task = read(self._values(thread_id), "task", TaskSpec, node="workflow")
+        edit = NodeRun(
+            task_version=task.task_version if task else 1,
+            node_id=f"edit:{name} by {editor}",
+            attempt=1,
+            status="succeeded",
+            input_hash=ref.sha256,
+            started_at=now,
+            ended_at=now,
+            duration_ms=0,
+            artifact_ids=[f"{ref.artifact_id}@{ref.revision}"],
+        )
+        seq = self.ledger.start(thread_id, edit)
+        self.ledger.finish(thread_id, seq, edit)
+        return ref
