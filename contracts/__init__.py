@@ -3,7 +3,7 @@
 from contracts.a2a import TaskState
 from contracts.artifacts import ArtifactKind, ArtifactRef
 from contracts.audit import NodeError, NodeRun, NodeStatus, Usage
-from contracts.base import Contract, VersionedContract, upgrader
+from contracts.base import Contract, VersionedContract
 from contracts.branches import BranchResult, BranchResults, BranchTask
 from contracts.decisions import DecisionLog, RecordedDecision
 from contracts.draft import DraftArticle
@@ -41,6 +41,7 @@ from contracts.research import (
 )
 from contracts.review import RequiredChange, ReviewResult, Verdict
 from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolicy, TaskSpec
+from contracts.upgrades import upgrader
 
 __all__ = [
     "CONFIDENCE_RULE",

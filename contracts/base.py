@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import copy
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     AfterValidator,
@@ -19,11 +18,10 @@ from pydantic import (
 )
 from pydantic.config import JsonDict
 
+from contracts.upgrades import VERSION_PATTERN, distance, upgrade_steps
+
 INITIAL_VERSION = "1.0"
 """The version a contract has until it declares another ``VERSION``."""
-
-VERSION_PATTERN = re.compile(r"^[1-9][0-9]*\.[0-9]+$")
-"""Versions are ``MAJOR.MINOR`` strings, as written into every stored payload."""
 
 ProseText = Annotated[str, Field(min_length=1, max_length=2000)]
 """Prose a person or the task gives (an objective, a question, a constraint): one limit
@@ -65,35 +63,6 @@ class Contract(BaseModel):
     )
 
 
-UPGRADE_MARK = "__contract_upgrade__"
-"""Attribute an ``@upgrader`` leaves on its function: the (from, to) versions it bridges."""
-
-C = TypeVar("C")
-
-
-def upgrader(*, from_version: str, to_version: str) -> Callable[[C], C]:
-    """Declare a classmethod that turns a ``from_version`` payload into a ``to_version`` one.
-
-    Goes above ``@classmethod``. The method receives the stored payload as a dict (values
-    as read: plain data, or contract instances for nested parts) and returns the payload of
-    the next version; ``schema_version`` is set for it. Upgraders chain, so each one only
-    bridges one step and old steps never need rewriting.
-    """
-    for version in (from_version, to_version):
-        if not VERSION_PATTERN.match(version):
-            raise ValueError(f"upgrader version {version!r} is not MAJOR.MINOR, e.g. '1.0'")
-    if from_version == to_version:
-        raise ValueError(f"upgrader from {from_version!r} to itself upgrades nothing")
-
-    def mark(method: C) -> C:
-        if not isinstance(method, classmethod):
-            raise TypeError("@upgrader(...) must be placed above @classmethod")
-        setattr(method.__func__, UPGRADE_MARK, (from_version, to_version))
-        return method
-
-    return mark
-
-
 _REGISTERED: dict[str, type[VersionedContract]] = {}
 """Every top-level contract class defined so far, by ``module.qualname``."""
 
@@ -105,48 +74,6 @@ def defined_contracts() -> list[type[VersionedContract]]:
     package, so a contract is found whether or not anything imported it yet.
     """
     return list(_REGISTERED.values())
-
-
-def _upgrade_steps(cls: type[VersionedContract]) -> dict[str, tuple[str, str]]:
-    """The declared upgraders of a class as ``from -> (to, method name)``, checked to chain.
-
-    Checked when the class is defined, so a broken chain (a step that leads nowhere, a
-    loop, two ways out of one version) fails at import instead of on some stored thread.
-    """
-    methods: dict[str, tuple[str, str]] = {}
-    for klass in reversed(cls.__mro__):
-        for name, value in vars(klass).items():
-            if isinstance(value, classmethod):
-                mark = getattr(value.__func__, UPGRADE_MARK, None)
-                if mark is not None:
-                    methods[name] = mark
-    steps: dict[str, tuple[str, str]] = {}
-    for name, (source, target) in sorted(methods.items()):
-        if source in steps:
-            raise TypeError(
-                f"{cls.__name__} declares two upgraders from {source!r}: "
-                f"{steps[source][1]} and {name}"
-            )
-        steps[source] = (target, name)
-    if cls.VERSION in steps:
-        raise TypeError(
-            f"{cls.__name__} upgrades from its current version {cls.VERSION!r} "
-            f"({steps[cls.VERSION][1]}); raise VERSION to the version that upgrader produces"
-        )
-    for source in steps:
-        seen = [source]
-        version = source
-        while version != cls.VERSION:
-            if version not in steps:
-                raise TypeError(
-                    f"{cls.__name__}: upgrading {source!r} stops at {version!r}, which is neither "
-                    f"the current version {cls.VERSION!r} nor upgraded further"
-                )
-            version = steps[version][0]
-            if version in seen:
-                raise TypeError(f"{cls.__name__}: upgraders loop through {version!r}")
-            seen.append(version)
-    return steps
 
 
 def _schema_version_field(cls: type[VersionedContract]) -> Any:
@@ -223,10 +150,10 @@ class VersionedContract(Contract):
         own_annotations: dict[str, Any] = cls.__dict__.get("__annotations__", {})
         if "schema_version" in own_annotations:
             raise TypeError(f"{cls.__name__} declares schema_version itself; set VERSION instead")
-        steps = _upgrade_steps(cls)
+        steps = upgrade_steps(cls)
         cls.UPGRADE_STEPS = steps
         cls.SUPPORTED_VERSIONS = (
-            *sorted(steps, key=lambda version: -_distance(steps, version, cls.VERSION)),
+            *sorted(steps, key=lambda version: -distance(steps, version, cls.VERSION)),
             cls.VERSION,
         )
         own_annotations = cls.__annotations__  # creates the class's own dict if it had none
@@ -297,11 +224,3 @@ class VersionedContract(Contract):
                 f"validate the whole {value} payload so it is upgraded"
             )
         raise ValueError(cls.unsupported(value))
-
-
-def _distance(steps: Mapping[str, tuple[str, str]], version: str, current: str) -> int:
-    hops = 0
-    while version != current:
-        version = steps[version][0]
-        hops += 1
-    return hops

@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue, model_validator
 
 from contracts.artifacts import ArtifactRef, example_ref
-from contracts.base import Contract, Identifier, ProseText, VersionedContract, upgrader
+from contracts.base import Contract, Identifier, ProseText, VersionedContract
 from contracts.research import Question
 from contracts.task import Constraints
+from contracts.upgrades import upgrader
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 """How pause kinds and action names are spelled: snake_case, as a CLI's ``--action`` takes them."""
@@ -118,7 +119,8 @@ class HumanDecision(VersionedContract):
     This is the shape every decision shares. Which actions a request allows, which fields
     each action needs (a reason to reject, answers to revise) and the contract of
     ``details`` are declared by the pause that asks (``graphs.pauses``): the graph and the
-    Python API check a decision against its request's pause (``graphs.human.decision_schema``).
+    Python API check a decision against its request's pause
+    (``graphs.decision_schema.decision_schema``).
     Since 1.1 the action is a name the pause declares and ``details`` exists.
     """
 

@@ -17,16 +17,10 @@ from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 from pydantic import (
     BaseModel,
-    ConfigDict,
-    Field,
     TypeAdapter,
-    create_model,
-    field_validator,
-    model_validator,
 )
 
 from contracts import (
-    Answer,
     DecisionLog,
     FactSummary,
     Handoff,
@@ -38,14 +32,13 @@ from contracts import (
     ResearchBundle,
 )
 from graphs.context import RunContext
-from graphs.pauses import DECISION_FIELDS, Pause, PauseDeclarationError
+from graphs.decision_schema import THREAD_MARK, decision_schema
+from graphs.pauses import Pause, PauseDeclarationError
 from graphs.ports import StepInfo
 
 TOP_FACTS = 5
 OBJECTIVE_SHOWN = 1000
 """Characters of the objective quoted in an approval question (the request holds 2000)."""
-THREAD_MARK = "."
-"""Separates a request's pause (``approve-research-s2``) from its thread in an interrupt id."""
 _PLAIN_THREAD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
 
@@ -141,119 +134,6 @@ def review_request(
         question=f"Draft revision {draft_revision} was not approved ({reason}). "
         "Accept it as a partial result, grant another review round, or abort?",
         artifacts=list(handoff.artifacts if handoff else []),
-    )
-
-
-def decision_schema(request: HumanRequest, pause: Pause) -> type[HumanDecision]:
-    """A HumanDecision type that accepts only answers to *this* request of ``pause``.
-
-    Given to ``interrupt(..., response_schema=...)`` so LangGraph refuses a wrong decision
-    before it is stored (the thread stays waiting), wherever the resume comes from; its
-    JSON Schema types ``details`` as the pause's decision contract. Building a pydantic
-    class costs milliseconds and every resume (and every re-run of a waiting node) asks
-    for one, so the class is kept per request and pause, keyed by the request's content.
-    """
-    if request.request_kind != pause.kind:
-        raise PauseDeclarationError(
-            f"request {request.interrupt_id!r} is from pause {request.request_kind!r}, "
-            f"not {pause.kind!r}"
-        )
-    return _decision_schema(request.model_dump_json(), pause)
-
-
-@functools.lru_cache(maxsize=128)
-def _decision_schema(request_json: str, pause: Pause) -> type[HumanDecision]:
-    request = HumanRequest.model_validate_json(request_json)
-    allowed = [name for name in request.allowed_actions if name in pause.names]
-    question_ids = {question.id for question in request.open_questions}
-
-    class DecisionForRequest(HumanDecision):
-        model_config = ConfigDict(title="HumanDecision")
-
-        @field_validator("interrupt_id")
-        @classmethod
-        def _this_request(cls, value: str) -> str:
-            if value != request.interrupt_id:
-                raise ValueError(_wrong_request(value, request))
-            return value
-
-        @field_validator("action")
-        @classmethod
-        def _allowed(cls, value: str) -> str:
-            if value not in allowed:
-                raise ValueError(
-                    f"{value!r} is not allowed here; expected one of {', '.join(sorted(allowed))}"
-                )
-            return value
-
-        @field_validator("answers")
-        @classmethod
-        def _known_questions(cls, value: list[Answer]) -> list[Answer]:
-            for answer in value:
-                if answer.question_id not in question_ids:
-                    known = ", ".join(sorted(question_ids)) or "none"
-                    raise ValueError(
-                        f"{answer.question_id!r} is not an open question of this request "
-                        f"(open: {known})"
-                    )
-            return value
-
-        @model_validator(mode="after")
-        def _fields_fit_action(self) -> DecisionForRequest:
-            action = pause.action(self.action)
-            for field in DECISION_FIELDS:
-                given = getattr(self, field)
-                if isinstance(given, str):
-                    given = given.strip()
-                if field in action.needs and not given:
-                    raise ValueError(f"{field} is required when action is {action.name!r}")
-                if given and not action.allows(field):
-                    takers = " or ".join(
-                        repr(name) for name in pause.takers(field) if name in allowed
-                    )
-                    raise ValueError(
-                        f"{field} goes with action {takers}, not {action.name!r}"
-                        if takers
-                        else f"{field} goes with no action of this request, not {action.name!r}"
-                    )
-            return self
-
-    DecisionForRequest.__name__ = "HumanDecision"
-    if pause.decision is None:
-        return DecisionForRequest
-    details: Any = pause.decision | None
-    typed = create_model(
-        "HumanDecision",
-        __base__=DecisionForRequest,
-        details=(
-            details,
-            Field(
-                default=None,
-                description=f"{pause.decision.__name__}: this pause's own decision fields, "
-                f"with action {' or '.join(pause.takers('details'))}.",
-            ),
-        ),
-    )
-    return typed
-
-
-def _wrong_request(value: str, request: HumanRequest) -> str:
-    """Why ``value`` does not answer ``request``: another thread, no thread, or another pause."""
-    pause, _, token = value.partition(THREAD_MARK)
-    own_pause, _, own_token = request.interrupt_id.partition(THREAD_MARK)
-    if token and token != own_token:
-        return (
-            f"{value!r} is a decision for thread {token!r}, not for this thread "
-            f"{request.thread_id!r}, whose open request is {request.interrupt_id!r}"
-        )
-    if not token and pause == own_pause:
-        return (
-            f"{value!r} names no thread; this thread's open request is {request.interrupt_id!r} "
-            "(a decision answers one thread only)"
-        )
-    return (
-        f"{value!r} does not match the open request {request.interrupt_id!r} "
-        "(it may be for another pause, or already answered)"
     )
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from graphs import WIRING, Wiring
-from graphs.graph import STOP, WriterStale, route_after_writer, stopped
+from graphs.graph import WriterStale, route_after_writer
 from graphs.nodes.writer import writer
+from graphs.routing import STOP, stopped
 from tests.docs.snippets import ROOT, all_snippets
 
 PAGE = ROOT / "docs" / "adapt.md"

@@ -24,8 +24,9 @@ from app.settings import Settings
 from app.workflow import Workflow
 from contracts import DraftArticle, ResearchBundle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, node
-from graphs.graph import STOP, route_after_writer, stopped
+from graphs.graph import route_after_writer
 from graphs.nodes.writer import writer
+from graphs.routing import STOP, stopped
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 

@@ -18,8 +18,9 @@ from typing_extensions import TypedDict
 from contracts import ResearchBundle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, node
 from graphs.boundary import require
-from graphs.graph import STOP, route_after_writer, stopped
+from graphs.graph import route_after_writer
 from graphs.nodes.writer import writer
+from graphs.routing import STOP, stopped
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 

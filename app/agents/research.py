@@ -22,7 +22,8 @@ from app.agents.passages import Passage, Retrieval, claim_id, passages_of, sourc
 from app.agents.ranking import rank_passages
 from app.agents.research_notes import research_notes
 from app.agents.source_reading import corpus_fingerprint, read_sources
-from app.corpus.reading import CorpusNotFound, CorpusPolicy, discover
+from app.corpus.discovery import discover
+from app.corpus.reading import CorpusNotFound, CorpusPolicy
 from app.text.key_terms import heading_keys
 from app.text.relevance import Rarity
 from contracts import (

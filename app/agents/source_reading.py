@@ -15,14 +15,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from app.corpus.reading import (
-    CorpusDocument,
-    CorpusNotFound,
-    CorpusPolicy,
-    decode,
-    discover,
-    sha256_of,
-)
+from app.corpus.discovery import CorpusDocument, discover
+from app.corpus.reading import CorpusNotFound, CorpusPolicy, decode, sha256_of
 from app.text.documents import Document, read_document
 from contracts import ErrorCode, ErrorDetail, Source, ToolReceipt
 from graphs import ArtifactStore, StepInfo

@@ -15,7 +15,8 @@ from contracts import (
     HumanRequest,
 )
 from graphs.boundary import describe_validation_error
-from graphs.human import as_decision, decision_schema
+from graphs.decision_schema import decision_schema
+from graphs.human import as_decision
 from graphs.pauses import Pause
 
 

@@ -25,8 +25,9 @@ from app.settings import Settings
 from app.workflow import Workflow, check_decision
 from contracts import DecisionLog, HumanRequest, TaskState
 from graphs import build_graph, node
+from graphs.decision_schema import decision_schema
 from graphs.errors import WiringError
-from graphs.human import decision_schema, pause_request
+from graphs.human import pause_request
 from graphs.pauses import PauseDeclarationError
 from graphs.ports import StepInfo
 from tests.conftest import OBJECTIVE

@@ -43,8 +43,9 @@ from app.settings import Settings
 from app.workflow import Workflow
 from contracts import DecisionLog, HumanDecision, HumanRequest, TaskState
 from graphs.boundary import describe_validation_error
+from graphs.decision_schema import decision_schema
 from graphs.errors import ExitCode, HandoffError
-from graphs.human import as_decision, bound_id, decision_schema
+from graphs.human import as_decision, bound_id
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env, sqlite_settings
 from tests.conftest import OBJECTIVE

@@ -76,7 +76,7 @@ def test_errors_speak_in_the_projects_words_not_pydantics() -> None:
 
     from contracts import HumanRequest
     from graphs.boundary import describe_validation_error
-    from graphs.human import decision_schema
+    from graphs.decision_schema import decision_schema
     from graphs.nodes.approve_research import APPROVAL
 
     request = HumanRequest(

@@ -7,7 +7,7 @@ from pydantic import Field, ValidationError
 
 from contracts import Contract, HumanRequest
 from graphs import WIRING
-from graphs.human import decision_schema
+from graphs.decision_schema import decision_schema
 from graphs.pauses import DECISION_FIELDS, Action, Pause, PauseDeclarationError
 from graphs.wiring import compared_actions, pauses_of
 

@@ -15,7 +15,8 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 
-from app.corpus.reading import CorpusPolicy, discover
+from app.corpus.discovery import discover
+from app.corpus.reading import CorpusPolicy
 from app.settings import Settings
 from app.storage.thread_reads import GlanceSaver
 from app.workflow import Workflow

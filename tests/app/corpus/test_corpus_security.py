@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from app.corpus.reading import CorpusPolicy, discover, real_path
+from app.corpus.discovery import discover
+from app.corpus.reading import CorpusPolicy, real_path
 from app.exit_codes import for_error, for_outcome
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow

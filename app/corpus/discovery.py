@@ -1,0 +1,94 @@
+"""Which documents a corpus holds: every .md and .txt file under its locations, numbered.
+
+Numbering follows the sorted paths, so the same corpus gives the same source ids on every
+run; every path passes the corpus policy before it is counted, and the walk stops as soon
+as the corpus is over its file-count limit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.corpus.reading import CORPUS_SUFFIXES, CorpusNotFound, CorpusPolicy
+from graphs.errors import SourceRefused
+
+
+@dataclass(frozen=True)
+class CorpusDocument:
+    """One candidate document, numbered by its place in the sorted corpus."""
+
+    number: int
+    path: Path
+    media_type: str
+
+    @property
+    def source_id(self) -> str:
+        """Stable source id: the document's number in the sorted corpus."""
+        return f"src-{self.number}"
+
+
+def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument]:
+    """Every .md/.txt file under the locations, sorted, so numbering is deterministic.
+
+    Raises SourceRefused for a location or file the policy refuses, or for more documents
+    than the policy's ``max_files`` (nothing is read), and CorpusNotFound when a location
+    inside the roots does not exist or holds no documents.
+    """
+    files: set[Path] = set()
+    for location in locations:
+        resolved = policy.admit(location, "corpus path")
+        if resolved.is_dir():
+            for found in _documents_in(location, policy):
+                files.add(found)
+                policy.check_count(len(files), locations)
+            continue
+        try:
+            info = resolved.stat()
+        except FileNotFoundError:
+            raise CorpusNotFound(f"corpus location {location} does not exist") from None
+        if resolved.suffix.lower() not in CORPUS_SUFFIXES:
+            raise CorpusNotFound(
+                f"corpus file {location} is not .md or .txt; expected one of "
+                f"{sorted(CORPUS_SUFFIXES)}"
+            )
+        policy.check_file("corpus file", location, info)
+        files.add(resolved)
+        policy.check_count(len(files), locations)
+    unique = sorted(files)
+    if not unique:
+        raise CorpusNotFound(
+            "no .md or .txt documents found in corpus: " + ", ".join(str(p) for p in locations)
+        )
+    return [
+        CorpusDocument(number=index + 1, path=path, media_type=CORPUS_SUFFIXES[path.suffix.lower()])
+        for index, path in enumerate(unique)
+    ]
+
+
+def _documents_in(folder: Path, policy: CorpusPolicy) -> Iterator[Path]:
+    """The resolved .md/.txt files below a folder (links to folders are not entered).
+
+    A generator, so the caller can stop the walk as soon as the corpus is over its limit.
+    """
+    for parent, folders, names in os.walk(folder):
+        for name in folders:
+            if Path(parent, name).is_symlink():  # not entered, but never a way out either
+                policy.admit(Path(parent, name), "corpus folder")
+        for name in names:
+            if Path(name).suffix.lower() not in CORPUS_SUFFIXES:
+                continue
+            path = Path(parent, name)
+            resolved = policy.admit(path, "corpus file")
+            try:
+                info = resolved.stat()
+            except FileNotFoundError:
+                continue  # a dangling link inside the roots: nothing to read, as before
+            policy.check_file("corpus file", path, info)
+            if resolved.suffix.lower() not in CORPUS_SUFFIXES:
+                raise SourceRefused(
+                    f"corpus file {path} links to {resolved}, which is not .md or .txt"
+                )
+            yield resolved
