@@ -47,7 +47,9 @@ from langgraph.checkpoint.serde.jsonplus import EXT_PYDANTIC_V2
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
-from app.storage.backends.sqlite_saver import BLOBS_PRESENT, blob_rows, named_blobs, run
+from app.storage.backends.sqlite_saver_sql import BLOBS_PRESENT, blob_values, named_blobs
+from app.storage.backends.sqlite_steps import Steps, run
+from app.storage.backends.sqlite_values import resolved
 from app.storage.checkpointing import SingleWriterSaver
 
 _MSGPACK_OPTIONS = ormsgpack.OPT_NON_STR_KEYS
@@ -337,16 +339,19 @@ class GlanceSaver(BaseCheckpointSaver[str]):
             return [tuple(row) for row in self.inner.conn.execute(query, tuple(args))]
 
     def _sqlite_blob_rows(self, thread_id: str, namespace: str, keys: Mapping[str, str]) -> Rows:
-        """(channel, type, blob) of the blob rows under ``keys``; none in a file without them."""
+        """(channel, type, bytes) of the values stored under ``keys``; none in a file without."""
         if not keys:
             return []
         if not self._sqlite_blobs:
             self._sqlite_blobs = bool(self._sqlite(BLOBS_PRESENT, ()))
             if not self._sqlite_blobs:
                 return []
+        return self._sqlite_steps(blob_values(thread_id, namespace, keys))
+
+    def _sqlite_steps(self, steps: Steps[V]) -> V:
         assert isinstance(self.inner, SqliteSaver)
         with self.inner.lock, closing(self.inner.conn.cursor()) as cursor:
-            return run(cursor, blob_rows(thread_id, namespace, keys))
+            return run(cursor, steps)
 
     def _sqlite_blob_count(
         self, thread_id: str, namespace: str, channel: str, version: str, field: str
@@ -387,11 +392,12 @@ class GlanceSaver(BaseCheckpointSaver[str]):
             self._sqlite_task_path = "task_path" in columns
         path = "task_path" if self._sqlite_task_path else "''"
         marks = ", ".join("?" for _ in self.skipped) or "NULL"
-        writes = self._sqlite(
+        stored = self._sqlite(
             f"SELECT task_id, channel, type, value, {path}, idx FROM writes WHERE thread_id = ? "
             f"AND checkpoint_ns = ? AND checkpoint_id = ? AND channel NOT IN ({marks})",
             (thread_id, namespace, checkpoint_id, *sorted(self.skipped)),
         )
+        writes = self._sqlite_steps(resolved(thread_id, stored, at=2))
         pending: builtins.list[PendingWrite] = [
             (task, channel, self.serde.loads_typed((kind_, value)))
             for task, channel, kind_, value, _, _ in sorted(

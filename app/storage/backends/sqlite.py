@@ -20,7 +20,8 @@ from app.storage.backends.base import (
     StorageBackend,
     UnsupportedDatabaseUrl,
 )
-from app.storage.backends.sqlite_saver import READ_TABLES, BlobSqliteSaver
+from app.storage.backends.sqlite_saver import BlobSqliteSaver
+from app.storage.backends.sqlite_saver_sql import READ_TABLES
 from app.storage.ledger import RunLedgerBackend, SqliteRunLedger
 from app.storage.locks import FileThreadLock, ThreadLock
 from app.storage.postgres import DEFAULT_TIMEOUT
