@@ -31,7 +31,7 @@ from contracts import HumanRequest, TaskState, VersionedContract, registered
 from graphs import workflow_channels
 from tests.backends import sqlite_settings
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "request_1_1_waiting_approval"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "checkpoints" / "request_1_1_waiting_approval"
 MANIFEST: dict[str, Any] = json.loads((FIXTURE / "manifest.json").read_text(encoding="utf-8"))
 THREAD = MANIFEST["thread_id"]
 
