@@ -10,7 +10,8 @@ sentence uncited every time, as in P3), 1 KiB of notes: the cost of a long threa
 
 Measured: the bytes of every row the thread has in every table the project's SQLite saver
 owns (all columns), the tables read from a database the saver set up
-(``owned_tables``): ``checkpoints``, ``writes`` and ``checkpoint_blobs``. Ours also writes
+(``owned_tables``): ``checkpoints``, ``writes``, ``checkpoint_blobs`` and
+``checkpoint_values``. Ours also writes
 an audit row per node attempt beside the checkpoints (``handoff_node_runs``); that is
 shown in its own column, as is the one copy of the notes in the artifact store. Byte
 counts are deterministic: one run per case.
@@ -26,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.storage.backends import open_checkpointer, sqlite_path
-from app.storage.backends.sqlite_saver import BLOBS_TABLE, owned_tables
+from app.storage.backends.sqlite_saver import owned_tables
+from app.storage.backends.sqlite_saver_sql import BLOBS_TABLE
+from app.storage.backends.sqlite_values import SHARED, VALUES_TABLE
 from app.storage.serde import contract_serializer
 from app.workflow import Workflow
 from bench._bare import BareAgents, MemoryStore, build_bare_graph
@@ -53,7 +56,15 @@ LIMIT = 64 * KIB
 CHECKPOINT_TABLES = owned_tables()
 LEDGER_TABLE = "handoff_node_runs"
 VALUE_COLUMNS = {"writes": "value", BLOBS_TABLE: "blob"}
-"""Where the saver keeps channel values: a task's writes, and each channel's values."""
+"""Where the saver keeps channel values inline, or a shared value's digest: a task's writes,
+and each channel's values."""
+SHARED_BY_CHANNEL = f"""
+SELECT refs.channel, SUM(LENGTH(shared.value)) FROM (
+    SELECT channel, value AS digest FROM writes WHERE thread_id = :thread AND type = :shared
+    UNION SELECT channel, blob FROM {BLOBS_TABLE} WHERE thread_id = :thread AND type = :shared
+) AS refs JOIN {VALUES_TABLE} AS shared
+ON shared.thread_id = :thread AND shared.digest = refs.digest GROUP BY refs.channel"""
+"""The shared values' bytes by the channel whose write or blob row refers to them."""
 
 
 def thread_bytes(database: Path, tables: Sequence[str], thread_id: str) -> int:
@@ -75,7 +86,11 @@ def bytes_by_table(database: Path, tables: Sequence[str], thread_id: str) -> dic
 
 
 def value_bytes(database: Path, thread_id: str) -> dict[str, Counter[str]]:
-    """Per table that holds channel values (and exists), the thread's value bytes by channel."""
+    """Per table that holds channel values (and exists), the thread's value bytes by channel.
+
+    The writes and blob rows' own bytes (a shared value's digest), then the shared values
+    by the channel that refers to them.
+    """
     found: dict[str, Counter[str]] = {}
     with closing(sqlite3.connect(database)) as conn:
         present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
@@ -88,6 +103,9 @@ def value_bytes(database: Path, thread_id: str) -> dict[str, Counter[str]]:
                 (thread_id,),
             )
             found[table] = Counter({channel: int(total or 0) for channel, total in rows})
+        if VALUES_TABLE in present:
+            rows = conn.execute(SHARED_BY_CHANNEL, {"thread": thread_id, "shared": SHARED})
+            found[VALUES_TABLE] = Counter({channel: int(total or 0) for channel, total in rows})
     return found
 
 

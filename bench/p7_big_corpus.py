@@ -30,7 +30,8 @@ from pathlib import Path
 
 from app.settings import Settings
 from app.storage.backends import sqlite_path
-from app.storage.backends.sqlite_saver import blob_rows, named_blobs, run
+from app.storage.backends.sqlite_saver_sql import blob_values, named_blobs
+from app.storage.backends.sqlite_steps import run
 from app.storage.serde import contract_serializer
 from app.workflow import Workflow
 from bench._common import (
@@ -86,7 +87,7 @@ def _small_threads(settings: Settings, count: int) -> list[str]:
 def checkpoint_bytes(database: Path, thread_id: str) -> tuple[int, int]:
     """The thread's checkpoints: how many, and the bytes of the largest.
 
-    A checkpoint's bytes: its row and the blob rows of the values it names, what a full
+    A checkpoint's bytes: its row and the values its blob rows hold or share, what a full
     read of it reads (the rows themselves keep versions, not values).
     """
     serde = contract_serializer()
@@ -98,8 +99,8 @@ def checkpoint_bytes(database: Path, thread_id: str) -> tuple[int, int]:
         ).fetchall()
         for namespace, kind, data in rows:
             keys = named_blobs(serde.loads_typed((kind, data)))
-            values = blob_rows(thread_id, namespace, keys, columns="LENGTH(blob)")
-            sizes.append(len(data) + sum(length or 0 for (length,) in run(conn.cursor(), values)))
+            values = run(conn.cursor(), blob_values(thread_id, namespace, keys))
+            sizes.append(len(data) + sum(len(value or b"") for _, _, value in values))
     return len(sizes), max(sizes)
 
 

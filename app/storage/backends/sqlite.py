@@ -20,7 +20,8 @@ from app.storage.backends.base import (
     StorageBackend,
     UnsupportedDatabaseUrl,
 )
-from app.storage.backends.sqlite_saver import READ_TABLES, BlobSqliteSaver
+from app.storage.backends.sqlite_saver import BlobSqliteSaver
+from app.storage.backends.sqlite_saver_sql import READ_TABLES
 from app.storage.ledger import RunLedgerBackend
 from app.storage.ledger.sqlite import SqliteRunLedger
 from app.storage.locks import FileThreadLock, ThreadLock

@@ -2,7 +2,7 @@
 
 ``langgraph dev`` checkpoints through an async saver (see ``app/server/checkpointer.py``),
 and a thread it starts is resumed by the CLI and the other way round, so both must store
-the same layout. This one runs the very statements of :mod:`app.storage.backends.sqlite_saver`
+the same layout. This one runs the very statements of :mod:`app.storage.backends.sqlite_saver_sql`
 on ``aiosqlite``; only the driver differs.
 """
 
@@ -24,17 +24,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from app.storage.backends.sqlite_saver import (
-    BLOBS_PRESENT,
-    CREATE_BLOBS,
-    Rows,
-    Steps,
-    delete,
-    get,
-    listing,
-    load,
-    put,
-)
+from app.storage.backends import sqlite_saver_sql as sql
+from app.storage.backends.sqlite_steps import Rows, Steps
 
 T = TypeVar("T")
 
@@ -64,7 +55,7 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
         self._blobs_tried = False
 
     async def setup(self) -> None:
-        """AsyncSqliteSaver's tables, then ``checkpoint_blobs`` (not on a read-only file)."""
+        """AsyncSqliteSaver's tables, then the saver's own (not on a read-only file)."""
         await super().setup()
         if self._blobs_tried:
             return
@@ -72,7 +63,8 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
             if self._blobs_tried:
                 return
             try:
-                await self.conn.execute(CREATE_BLOBS)
+                for statement in sql.CREATE_TABLES:
+                    await self.conn.execute(statement)
                 await self.conn.commit()
                 self._blobs = True
             except aiosqlite.OperationalError as error:
@@ -83,7 +75,7 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
     async def _has_blobs(self) -> bool:
         """Whether the file has ``checkpoint_blobs``; asked until it has."""
         if not self._blobs:
-            async with self.conn.execute(BLOBS_PRESENT) as cursor:
+            async with self.conn.execute(sql.BLOBS_PRESENT) as cursor:
                 self._blobs = bool(await cursor.fetchall())
         return self._blobs
 
@@ -92,7 +84,7 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
         await self.setup()
         async with self.lock:
             blobs = await self._has_blobs()
-            steps = get(self.serde, config, blobs=blobs, task_path=self._has_task_path)
+            steps = sql.get(self.serde, config, blobs=blobs, task_path=self._has_task_path)
             return await arun(self.conn, steps)
 
     async def alist(
@@ -105,11 +97,11 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
     ) -> AsyncIterator[CheckpointTuple]:
         """The matching checkpoints, newest first, each with its values and writes."""
         await self.setup()
-        query = listing(config, filter, before, limit)
+        query = sql.listing(config, filter, before, limit)
         async with self.lock, self.conn.execute(query.text, query.params) as cur:
             blobs = await self._has_blobs()
             async for row in cur:
-                steps = load(self.serde, tuple(row), blobs=blobs, task_path=self._has_task_path)
+                steps = sql.load(self.serde, tuple(row), blobs=blobs, task_path=self._has_task_path)
                 yield await arun(self.conn, steps)
 
     async def aput(
@@ -122,13 +114,25 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
         """Save the checkpoint and its new blob rows in one transaction (see the sync one)."""
         await self.setup()
         async with self.lock:
-            return await self._transaction(put(self.serde, config, checkpoint, metadata))
+            return await self._transaction(sql.put(self.serde, config, checkpoint, metadata))
 
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Delete the thread's checkpoints, writes and blob rows in one transaction."""
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Save a task's writes and the values they share in one transaction."""
         await self.setup()
         async with self.lock:
-            await self._transaction(delete(thread_id))
+            await self._transaction(sql.put_writes(self.serde, config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's rows in every table the saver owns, in one transaction."""
+        await self.setup()
+        async with self.lock:
+            await self._transaction(sql.delete(thread_id))
 
     async def _transaction(self, steps: Steps[T]) -> T:
         try:

@@ -26,7 +26,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from app.storage.backends.sqlite_saver import BLOBS_PRESENT, blob_rows, named_blobs, run
+from app.storage.backends.sqlite_saver_sql import BLOBS_PRESENT, blob_values, named_blobs
+from app.storage.backends.sqlite_steps import Steps, run
+from app.storage.backends.sqlite_values import resolved
 from app.storage.thread_reads.packed import (
     MSGPACK_OPTIONS,
     count_decoded,
@@ -95,11 +97,12 @@ class SqliteGlance:
             self._task_path = "task_path" in columns
         path = "task_path" if self._task_path else "''"
         marks = ", ".join("?" for _ in self.skipped) or "NULL"
-        writes = self.rows(
+        stored = self.rows(
             f"SELECT task_id, channel, type, value, {path}, idx FROM writes WHERE thread_id = ? "
             f"AND checkpoint_ns = ? AND checkpoint_id = ? AND channel NOT IN ({marks})",
             (thread_id, namespace, checkpoint_id, *sorted(self.skipped)),
         )
+        writes = self._steps(resolved(thread_id, stored, at=2))
         pending: list[PendingWrite] = [
             (task, channel, self.serde.loads_typed((kind_, value)))
             for task, channel, kind_, value, _, _ in sorted(
@@ -118,15 +121,18 @@ class SqliteGlance:
         )
 
     def _blob_rows(self, thread_id: str, namespace: str, keys: Mapping[str, str]) -> Rows:
-        """(channel, type, blob) of the blob rows under ``keys``; none in a file without them."""
+        """(channel, type, bytes) of the values stored under ``keys``; none in a file without."""
         if not keys:
             return []
         if not self._blobs:
             self._blobs = bool(self.rows(BLOBS_PRESENT, ()))
             if not self._blobs:
                 return []
+        return self._steps(blob_values(thread_id, namespace, keys))
+
+    def _steps(self, steps: Steps[V]) -> V:
         with self.inner.lock, closing(self.inner.conn.cursor()) as cursor:
-            return run(cursor, blob_rows(thread_id, namespace, keys))
+            return run(cursor, steps)
 
     def _blob_count(
         self, thread_id: str, namespace: str, channel: str, version: str, field: str

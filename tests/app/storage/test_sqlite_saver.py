@@ -9,6 +9,7 @@ through the blob rows.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, closing, contextmanager
@@ -26,8 +27,10 @@ from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from app.settings import Settings
-from app.storage.backends.sqlite_saver import BLOBS_TABLE, BlobSqliteSaver, owned_tables
+from app.storage.backends.sqlite_saver import BlobSqliteSaver, owned_tables
 from app.storage.backends.sqlite_saver_aio import AsyncBlobSqliteSaver
+from app.storage.backends.sqlite_saver_sql import BLOBS_TABLE
+from app.storage.backends.sqlite_values import SHARED, VALUES_TABLE
 from app.workflow import Workflow
 from contracts import TaskState
 from tests.backends import sqlite_settings
@@ -71,6 +74,12 @@ async def async_saver(path: Path) -> AsyncIterator[AsyncBlobSqliteSaver]:
         yield AsyncBlobSqliteSaver(conn)
 
 
+async def count_async(path: Path, thread_id: str) -> None:
+    """The counting graph run to its end on the async saver."""
+    async with async_saver(path) as saver:
+        await counting_graph(saver).ainvoke({"text": TEXT, "n": 0}, config(thread_id))
+
+
 def rows(path: Path, query: str, *args: object) -> list[tuple[Any, ...]]:
     with closing(sqlite3.connect(path)) as conn:
         return conn.execute(query, args).fetchall()
@@ -99,19 +108,14 @@ def test_a_value_is_stored_once_however_many_checkpoints_carry_it(tmp_path: Path
     assert rows(path, f"SELECT COUNT(*) FROM {BLOBS_TABLE} WHERE channel = 'text'") == [(1,)]
     [(largest,)] = rows(path, "SELECT MAX(LENGTH(checkpoint)) FROM checkpoints")
     assert largest < 1_000, "the rows keep versions, not the text"
-    assert owned_tables() == (BLOBS_TABLE, "checkpoints", "writes")
+    assert owned_tables() == (BLOBS_TABLE, VALUES_TABLE, "checkpoints", "writes")
 
 
 def test_the_async_saver_stores_what_the_sync_one_reads_and_the_other_way_round(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "both.db"
-
-    async def run_async() -> None:
-        async with async_saver(path) as saver:
-            await counting_graph(saver).ainvoke({"text": TEXT, "n": 0}, config("from-async"))
-
-    asyncio.run(run_async())
+    asyncio.run(count_async(path, "from-async"))
     with sync_saver(path) as saver:
         from_async = history(saver, "from-async")
         counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("from-sync"))
@@ -129,6 +133,70 @@ def test_the_async_saver_stores_what_the_sync_one_reads_and_the_other_way_round(
         for thread_id in ("from-async", "from-sync")
         for channel in ("__start__", "text")  # the input, then the text; n is in the rows
     ]
+
+
+def test_a_write_and_the_channel_version_it_becomes_share_one_value_sync_and_async(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "shared.db"
+    asyncio.run(count_async(path, "async"))
+    with sync_saver(path) as saver:
+        counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("sync"))
+        assert history(saver, "sync") == history(saver, "async")
+    for thread_id in ("sync", "async"):
+        refs = rows(
+            path,
+            "SELECT type, value FROM writes WHERE thread_id = ? AND channel = 'text' UNION ALL "
+            f"SELECT type, blob FROM {BLOBS_TABLE} WHERE thread_id = ? AND channel = 'text'",
+            thread_id,
+            thread_id,
+        )
+        assert len(refs) == 2 and len(set(refs)) == 1, "the write and the blob row: one value"
+        [(kind, digest)] = set(refs)
+        assert kind == SHARED and len(digest) == 32
+        stored = f"SELECT LENGTH(value) FROM {VALUES_TABLE} WHERE thread_id = ? AND digest = ?"
+        [(length,)] = rows(path, stored, thread_id, digest)
+        assert length > len(TEXT)
+    short = rows(path, "SELECT DISTINCT type FROM writes WHERE channel = 'n'")
+    assert short == [("msgpack",)], "a value shorter than a reference stays in its row"
+
+
+def test_a_file_saved_before_values_were_shared_reads_and_resumes(tmp_path: Path) -> None:
+    from tests.fixtures.checkpoints.make_blob_layout_fixture import (
+        FINISHED,
+        FIXTURE,
+        PAUSED,
+    )
+    from tests.fixtures.checkpoints.make_blob_layout_fixture import (
+        TEXT as SAVED,
+    )
+
+    path = Path(shutil.copy(FIXTURE, tmp_path / "blobs.db"))
+    old_rows = {
+        table: rows(path, f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4")
+        for table in ("checkpoints", "writes", BLOBS_TABLE)
+    }
+    assert not rows(path, "SELECT 1 FROM sqlite_master WHERE name = ?", VALUES_TABLE)
+    finished = [{"text": SAVED, "n": n} for n in range(STEPS, -1, -1)] + [{}]
+
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        reader = BlobSqliteSaver(conn)
+        reader.is_setup = True  # as the backend opens a read-only file: setup would write
+        assert history(reader, FINISHED) == finished
+        assert counting_graph(reader, ask=True).get_state(config(PAUSED)).next == ("step",)
+    assert not rows(path, "SELECT 1 FROM sqlite_master WHERE name = ?", VALUES_TABLE)
+
+    with sync_saver(path) as saver:
+        assert history(saver, FINISHED) == finished
+        graph = counting_graph(saver, ask=True)
+        assert graph.invoke(Command(resume=3), config(PAUSED)) == {"text": SAVED, "n": STEPS}
+        counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("new"))
+        assert history(saver, "new")[0] == {"text": TEXT, "n": STEPS}
+    for table, before in old_rows.items():
+        after = rows(path, f"SELECT * FROM {table} WHERE thread_id != 'new' ORDER BY 1, 2, 3, 4")
+        assert set(before) <= set(after), f"nothing saved before is rewritten in {table}"
+    shared = f"SELECT DISTINCT thread_id FROM {VALUES_TABLE}"
+    assert rows(path, shared) == [("new",)], "the new thread's values are shared"
 
 
 def test_deleting_a_thread_deletes_its_blob_rows_sync_and_async(tmp_path: Path) -> None:

@@ -1,0 +1,280 @@
+"""The statements of the SQLite savers, written once for the sync and the async driver.
+
+The layout (see :mod:`app.storage.backends.sqlite_saver`): a checkpoint row keeps channel
+versions and small scalars; every other value is in ``checkpoint_blobs``, once per
+(thread, namespace, channel, version); a value large enough is shared through
+``checkpoint_values`` by that row and by the write it came from
+(:mod:`app.storage.backends.sqlite_values`). Each function here is a generator of
+:class:`~app.storage.backends.sqlite_steps.Sql` statements that the sync saver runs on
+``sqlite3`` and the async one on ``aiosqlite``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.sqlite.utils import (
+    load_pending_writes,
+    pending_writes_sql,
+    search_where,
+)
+
+from app.storage.backends.sqlite_steps import KEYS_PER_QUERY, Rows, Sql, Steps
+from app.storage.backends.sqlite_values import CREATE_VALUES, VALUES_TABLE, Sharing, resolved
+
+BLOBS_TABLE = "checkpoint_blobs"
+CREATE_BLOBS = f"""
+CREATE TABLE IF NOT EXISTS {BLOBS_TABLE} (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL,
+    version TEXT NOT NULL,
+    type TEXT NOT NULL,
+    blob BLOB,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+)"""
+CREATE_TABLES = (CREATE_BLOBS, CREATE_VALUES)
+"""The tables the saver adds to SqliteSaver's."""
+BLOBS_PRESENT = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{BLOBS_TABLE}'"
+READ_TABLES = ("checkpoints", "writes")
+"""The tables a file needs for its threads to be read: a file from before
+``checkpoint_blobs`` existed has only these, and reads without it."""
+DELETE_THREAD = tuple(
+    f"DELETE FROM {table} WHERE thread_id = ?"
+    for table in (*READ_TABLES, BLOBS_TABLE, VALUES_TABLE)
+)
+SELECT_ROWS = (
+    "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
+    "metadata FROM checkpoints"
+)
+INSERT_BLOB = f"INSERT OR IGNORE INTO {BLOBS_TABLE} VALUES (?, ?, ?, ?, ?, ?)"
+INSERT_CHECKPOINT = (
+    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+    "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_WRITES = (
+    "INSERT OR {} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, "
+    "idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+"""SqliteSaver's: REPLACE when every write is of a special channel (an error, an interrupt,
+a resume value), which a retry saves anew; else IGNORE, the first save of a write wins."""
+
+
+def stored_apart(value: object) -> bool:
+    """Whether a value goes to ``checkpoint_blobs``: all but None, booleans and numbers.
+
+    Those have a bounded size, smaller than a blob row's key; strings, bytes, containers
+    and models can grow, and a value in the row is repeated in every later row.
+    """
+    return not (value is None or isinstance(value, bool | int | float))
+
+
+def named_blobs(checkpoint: Mapping[str, Any]) -> dict[str, str]:
+    """The blob key of each channel the checkpoint names a version for but holds no value of."""
+    held = checkpoint.get("channel_values") or {}
+    versions = checkpoint.get("channel_versions") or {}
+    return {channel: str(version) for channel, version in versions.items() if channel not in held}
+
+
+def blob_rows(
+    thread_id: str, namespace: str, keys: Mapping[str, str], columns: str = "channel, type, blob"
+) -> Steps[Rows]:
+    """``columns`` of the blob rows stored under ``keys`` (channel → version).
+
+    Each key is a term of its own, whole, so that SQLite looks each row up by its primary
+    key; with the thread and namespace factored out it walks every blob row of the thread.
+    """
+    pairs = list(keys.items())
+    found: Rows = []
+    for start in range(0, len(pairs), KEYS_PER_QUERY):
+        chunk = pairs[start : start + KEYS_PER_QUERY]
+        term = "(thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?)"
+        found += yield Sql(
+            f"SELECT {columns} FROM {BLOBS_TABLE} WHERE " + " OR ".join(term for _ in chunk),
+            tuple(item for pair in chunk for item in (thread_id, namespace, *pair)),
+        )
+    return found
+
+
+def blob_values(thread_id: str, namespace: str, keys: Mapping[str, str]) -> Steps[Rows]:
+    """(channel, type, bytes) of the values stored under ``keys``, shared ones read in."""
+    found = yield from blob_rows(thread_id, namespace, keys)
+    return (yield from resolved(thread_id, found, at=1))
+
+
+def load(
+    serde: SerializerProtocol,
+    row: tuple[Any, ...],
+    *,
+    blobs: bool,
+    task_path: bool,
+    config: RunnableConfig | None = None,
+) -> Steps[CheckpointTuple]:
+    """The checkpoint tuple of a ``SELECT_ROWS`` row, its stored values and writes read.
+
+    ``blobs``: whether the file has ``checkpoint_blobs`` (a file read before any saver of
+    this layout opened it for writing has not). ``config``: what the caller asked for, kept
+    as the tuple's config as SqliteSaver keeps it; else one is made from the row.
+    """
+    thread_id, namespace, checkpoint_id, parent_id, kind, data, metadata = row
+    checkpoint = cast(Checkpoint, serde.loads_typed((kind, data)))
+    wanted = named_blobs(checkpoint)
+    if blobs and wanted:
+        found = yield from blob_values(thread_id, namespace, wanted)
+        checkpoint["channel_values"] = {
+            **checkpoint["channel_values"],
+            **{channel: serde.loads_typed((kind_, blob)) for channel, kind_, blob in found},
+        }
+    stored = yield Sql(pending_writes_sql(task_path), (thread_id, namespace, checkpoint_id))
+    writes = yield from resolved(thread_id, stored, at=2)
+    own = {"thread_id": thread_id, "checkpoint_ns": namespace}
+    return CheckpointTuple(
+        config or {"configurable": {**own, "checkpoint_id": checkpoint_id}},
+        checkpoint,
+        cast(CheckpointMetadata, json.loads(metadata) if metadata is not None else {}),
+        {"configurable": {**own, "checkpoint_id": parent_id}} if parent_id else None,
+        load_pending_writes(writes, serde),
+    )
+
+
+def get(
+    serde: SerializerProtocol, config: RunnableConfig, *, blobs: bool, task_path: bool
+) -> Steps[CheckpointTuple | None]:
+    """The checkpoint ``config`` names, or the thread's latest in its namespace."""
+    thread_id = str(config["configurable"]["thread_id"])
+    namespace = config["configurable"].get("checkpoint_ns", "")
+    where = " WHERE thread_id = ? AND checkpoint_ns = ?"
+    if checkpoint_id := get_checkpoint_id(config):
+        rows = yield Sql(
+            SELECT_ROWS + where + " AND checkpoint_id = ?", (thread_id, namespace, checkpoint_id)
+        )
+    else:
+        rows = yield Sql(
+            SELECT_ROWS + where + " ORDER BY checkpoint_id DESC LIMIT 1", (thread_id, namespace)
+        )
+    if not rows:
+        return None
+    asked = config if checkpoint_id else None
+    return (yield from load(serde, rows[0], blobs=blobs, task_path=task_path, config=asked))
+
+
+def listing(
+    config: RunnableConfig | None,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> Sql:
+    """The query for ``list``: SqliteSaver's, rows newest first."""
+    where, params = search_where(config, filter, before)
+    text = f"{SELECT_ROWS} {where} ORDER BY checkpoint_id DESC"
+    if limit is not None:
+        return Sql(f"{text} LIMIT ?", (*params, limit))
+    return Sql(text, tuple(params))
+
+
+def put(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+) -> Steps[RunnableConfig]:
+    """Store the values that have no blob row yet, then the row with the rest.
+
+    A value whose channel has no version cannot be keyed, so it stays in the row (the
+    conformance suite saves such checkpoints; LangGraph itself versions every channel).
+    """
+    thread_id = str(config["configurable"]["thread_id"])
+    namespace = str(config["configurable"]["checkpoint_ns"])
+    versions = checkpoint["channel_versions"]
+    apart = {
+        channel: value
+        for channel, value in checkpoint["channel_values"].items()
+        if channel in versions and stored_apart(value)
+    }
+    if apart:
+        keys = {channel: str(versions[channel]) for channel in apart}
+        present = yield from blob_rows(thread_id, namespace, keys, columns="channel")
+        stored = {channel for (channel,) in present}
+        sharing = Sharing(thread_id)
+        new = [
+            (
+                thread_id,
+                namespace,
+                channel,
+                keys[channel],
+                *sharing.refer(*serde.dumps_typed(value)),
+            )
+            for channel, value in apart.items()
+            if channel not in stored
+        ]
+        yield from sharing.store()
+        if new:
+            yield Sql(INSERT_BLOB, new, many=True)
+    kept = {k: v for k, v in checkpoint["channel_values"].items() if k not in apart}
+    kind, data = serde.dumps_typed({**checkpoint, "channel_values": kept})
+    saved_metadata = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
+    yield Sql(
+        INSERT_CHECKPOINT,
+        (
+            thread_id,
+            namespace,
+            checkpoint["id"],
+            config["configurable"].get("checkpoint_id"),
+            kind,
+            data,
+            saved_metadata.encode("utf-8", "ignore"),
+        ),
+    )
+    return {
+        "configurable": {
+            "thread_id": config["configurable"]["thread_id"],
+            "checkpoint_ns": namespace,
+            "checkpoint_id": checkpoint["id"],
+        }
+    }
+
+
+def put_writes(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> Steps[None]:
+    """Store a task's writes as SqliteSaver does, large values shared (see sqlite_values)."""
+    thread_id = str(config["configurable"]["thread_id"])
+    sharing = Sharing(thread_id)
+    rows = [
+        (
+            thread_id,
+            str(config["configurable"]["checkpoint_ns"]),
+            str(config["configurable"]["checkpoint_id"]),
+            task_id,
+            task_path,
+            WRITES_IDX_MAP.get(channel, idx),
+            channel,
+            *sharing.refer(*serde.dumps_typed(value)),
+        )
+        for idx, (channel, value) in enumerate(writes)
+    ]
+    yield from sharing.store()
+    special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+    yield Sql(INSERT_WRITES.format("REPLACE" if special else "IGNORE"), rows, many=True)
+
+
+def delete(thread_id: str) -> Steps[None]:
+    """Every row of the thread, in all the saver's tables."""
+    for text in DELETE_THREAD:
+        yield Sql(text, (str(thread_id),))
