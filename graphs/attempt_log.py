@@ -7,14 +7,17 @@ stores the update it returned, for a re-run with the same input hash to reuse.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
+from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from contracts import ErrorKind, NodeError, NodeRun, Usage
-from graphs.ports import StepInfo
+from graphs.ports import RunLedger, StepInfo
 
 if TYPE_CHECKING:
     from graphs.node_call import NodeResult
@@ -80,3 +83,31 @@ def _dump(update: dict[str, Any]) -> str:
         for channel, value in sorted(update.items())
     )
     return "{" + members + "}"
+
+
+def record_event(
+    ledger: RunLedger,
+    thread_id: str,
+    *,
+    task_version: int,
+    label: str,
+    detail: str,
+    clock: Callable[[], datetime],
+) -> None:
+    """An audit row for what happened to a thread outside any node (a cancel, a run choice).
+
+    It is started and finished at once, as a succeeded attempt named ``label``, so
+    ``history`` shows it in order among the node runs; ``detail`` is hashed as its input.
+    """
+    now = clock()
+    event = NodeRun(
+        task_version=task_version,
+        node_id=label[:100],
+        attempt=1,
+        status="succeeded",
+        input_hash=hashlib.sha256(detail.encode()).hexdigest(),
+        started_at=now,
+        ended_at=now,
+        duration_ms=0,
+    )
+    ledger.finish(thread_id, ledger.start(thread_id, event), event)

@@ -23,14 +23,14 @@ body's attempts and pauses in ``graphs.attempts``; branches and joins in ``graph
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from contracts import BranchTask, NodeRun, TaskSpec
+from contracts import BranchTask, TaskSpec
+from graphs.attempt_log import record_event
 from graphs.attempts import attempts, pause
 from graphs.boundary import CheckedState, require
 from graphs.context import RunContext
@@ -101,19 +101,15 @@ def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo, *, audit: bool 
         return task
     chosen = ctx.choices.applied(task)
     if chosen is not task and audit:
-        now = ctx.clock()
         made = ctx.choices.describe()
-        record = NodeRun(
+        record_event(
+            ctx.ledger,
+            step.thread_id,
             task_version=task.task_version,
-            node_id=f"choose: {made}"[:100],
-            attempt=1,
-            status="succeeded",
-            input_hash=hashlib.sha256(made.encode()).hexdigest(),
-            started_at=now,
-            ended_at=now,
-            duration_ms=0,
+            label=f"choose: {made}",
+            detail=made,
+            clock=ctx.clock,
         )
-        ctx.ledger.finish(step.thread_id, ctx.ledger.start(step.thread_id, record), record)
     return chosen
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -27,12 +26,12 @@ from contracts import (
     ErrorDetail,
     HumanDecision,
     HumanRequest,
-    NodeRun,
     RunOutcome,
     TaskSpec,
     TaskState,
 )
 from graphs import RunContext
+from graphs.attempt_log import record_event
 from graphs.boundary import read
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
@@ -226,16 +225,12 @@ class Running(ThreadReading):
         # as if a terminal node recorded it: their routers end a run that has an outcome
         terminal = next(spec.name for spec, _ in self.wiring if spec.terminal)
         self.graph.update_state(self.config(thread_id), {"outcome": outcome}, as_node=terminal)
-        now = self.context.clock()
-        cancel = NodeRun(
+        record_event(
+            self.ledger,
+            thread_id,
             task_version=task.task_version if task else 1,
-            node_id=f"cancel by {decided_by}"[:100],
-            attempt=1,
-            status="succeeded",
-            input_hash=hashlib.sha256(reason.encode()).hexdigest(),
-            started_at=now,
-            ended_at=now,
-            duration_ms=0,
+            label=f"cancel by {decided_by}",
+            detail=reason,
+            clock=self.context.clock,
         )
-        self.ledger.finish(thread_id, self.ledger.start(thread_id, cancel), cancel)
         return outcome
