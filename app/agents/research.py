@@ -136,13 +136,13 @@ class OfflineResearchAgent:
         passages = [
             passage for source in sources for passage in passages_of(source, parsed[source.id])
         ]
-        by_source: dict[str, frozenset[str]] = {}
-        for passage in passages:
-            by_source[passage.source.id] = by_source.get(passage.source.id, frozenset()) | (
-                passage.context
-            )
+        by_source: dict[str, set[str]] = {}
+        for passage in passages:  # one set per source, grown in place: linear in the passages
+            by_source.setdefault(passage.source.id, set()).update(passage.context)
         titles = [heading_keys((), source.title) for source in sources]  # else the file name
-        rarity = Rarity.of((passage.terms for passage in passages), by_source.values(), titles)
+        rarity = Rarity.of(
+            (passage.terms for passage in passages), map(frozenset, by_source.values()), titles
+        )
         ranked, by_section = rank_passages(
             every,
             sections,

@@ -59,7 +59,7 @@ def _stemmer() -> Any:
 @functools.lru_cache(maxsize=65536)
 def stem(term: str) -> str:
     """The term's stem; Snowball again until it is stable (its output is not always a fixpoint)."""
-    if not term.isascii():
+    if not term.isascii() or term.isdigit():  # Snowball leaves both as they are
         return term
     stemmer = _stemmer()
     for _ in range(3):
