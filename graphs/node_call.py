@@ -21,6 +21,25 @@ from graphs.ports import CONTRIBUTED, StepInfo, request_channels
 RequestT = TypeVar("RequestT")
 
 
+_STATE_FIELDS: dict[type[Any], tuple[tuple[str, str, bool], ...]] = {}
+
+
+def state_fields(kind: type[Any]) -> tuple[tuple[str, str, bool], ...]:
+    """A request type's fields read from state: (field, channel, admits None).
+
+    Resolving a dataclass's type hints costs more than the rest of a request; a request
+    type's fields never change, so they are resolved once per type.
+    """
+    found = _STATE_FIELDS.get(kind)
+    if found is None:
+        hints = get_type_hints(kind)
+        found = _STATE_FIELDS[kind] = tuple(
+            (name, channel, type(None) in get_args(hints[name]))
+            for name, channel in request_channels(kind).items()
+        )
+    return found
+
+
 @dataclass
 class NodeCall:
     """What a node body gets: its declared inputs, its agent, services, where it runs."""
@@ -46,14 +65,11 @@ class NodeCall:
         the services (store, step) and any field the node derives itself. Channels other
         nodes declared this node's agent reads (``read_by``) arrive in ``inputs``.
         """
-        hints = get_type_hints(kind)
         if self.spec.contributed and CONTRIBUTED not in given:
             given[CONTRIBUTED] = {channel: self.read(channel) for channel in self.spec.contributed}
         values = {
-            name: (
-                self.read(channel) if type(None) in get_args(hints[name]) else self.require(channel)
-            )
-            for name, channel in request_channels(kind).items()
+            name: self.read(channel) if optional else self.require(channel)
+            for name, channel, optional in state_fields(kind)
             if name not in given
         }
         return kind(**values, **given)
