@@ -1,7 +1,7 @@
 # Two entry points for a fresh machine with Python 3.11+ and make:
 #   make demo   install, then run the workflow on the bundled corpus (SQLite) and print the article
 #   make test   install with dev extras, then lint, type-check and run the tests
-#   make check  the fast loop: lint, type-check and the tests needing no PostgreSQL or server
+#   make check  the fast loop: lint, type-check and the in-process tests needing no PostgreSQL
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -34,9 +34,9 @@ pytest: install
 
 test: lint typecheck pytest
 
-# The fast loop while adapting the template: no PostgreSQL, no server, no SIGKILL matrix.
+# The fast loop while adapting the template: no PostgreSQL, no server, no subprocess, no SIGKILL.
 check: lint typecheck
-	$(BIN)/python -m pytest -q -n auto -m "not postgres and not server and not slow"
+	$(BIN)/python -m pytest -q -n auto -m "not postgres and not server and not slow and not e2e"
 
 schemas: install
 	$(BIN)/python -m contracts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,33 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         f"handoff routes: {len(WALKED & edges)} of {len(edges)} graph edges walked and checked"
         + (f"; not walked: {', '.join(f'{a}->{b}' for a, b in missed)}" if missed else "")
     )
+
+
+PROCESS_MARKS = ("e2e", "slow", "server")
+"""Marks that let a test start processes; ``make check`` leaves all three out."""
+
+
+@pytest.fixture(autouse=True)
+def processes_are_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that starts a subprocess says so with a mark, so the fast loop stays fast.
+
+    Each process (the ``handoff`` command, a copy of the project) costs seconds; the tests
+    that need one are marked ``e2e`` and run in ``make test``, not in ``make check``.
+    """
+    if any(request.node.get_closest_marker(mark) for mark in PROCESS_MARKS):
+        return
+    started = subprocess.Popen.__init__
+
+    def refuse(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+        command = args[0] if args else kwargs.get("args")
+        pytest.fail(
+            f"{request.node.nodeid} starts a subprocess ({command!r}): mark it "
+            "@pytest.mark.e2e (tests that start processes are left out of make check)",
+            pytrace=False,
+        )
+        started(self, *args, **kwargs)  # not reached: pytest.fail raises
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 @pytest.fixture(params=[pytest.param(kind, marks=getattr(pytest.mark, kind)) for kind in BACKENDS])

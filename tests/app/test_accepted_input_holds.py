@@ -70,6 +70,7 @@ def test_the_contract_refuses_an_impossible_constraint_wherever_a_decision_comes
     assert kept.constraints == ["at most 99 words"]
 
 
+@pytest.mark.e2e
 def test_the_cli_refuses_an_impossible_constraint_with_exit_2(settings: Settings) -> None:
     run = handoff(settings, "run", OBJECTIVE, "--thread", "t-cli-limit", "--require-approval")
     assert run.returncode == ExitCode.WAITING_FOR_HUMAN, run.stderr

@@ -60,6 +60,7 @@ def test_the_added_node_runs_between_writer_and_reviewer_and_is_audited(
         assert names.index("fact_check") > names.index("writer")
 
 
+@pytest.mark.e2e
 def test_the_added_node_resumes_after_a_kill_and_shows_in_status(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])

@@ -55,6 +55,7 @@ def test_cancel_refuses_a_blank_reason_an_unknown_or_an_ended_thread(workflow: W
     assert workflow.pending("t-blank") is not None, "a refused cancel changes nothing"
 
 
+@pytest.mark.e2e
 def test_the_cli_cancels_a_waiting_thread(settings: Settings) -> None:
     run = handoff(settings, "run", OBJECTIVE, "--thread", "t-cli-cancel", "--require-approval")
     assert run.returncode == ExitCode.WAITING_FOR_HUMAN, run.stderr

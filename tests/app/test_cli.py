@@ -36,6 +36,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cwd
 
 
+@pytest.mark.e2e
 def test_run_prints_progress_per_node_on_stderr(finished: Path) -> None:
     result = handoff(finished, "run", OBJECTIVE, "--thread", "t-cli-2")
     assert result.returncode == 0
@@ -43,6 +44,7 @@ def test_run_prints_progress_per_node_on_stderr(finished: Path) -> None:
         assert node in result.stderr
 
 
+@pytest.mark.e2e
 def test_run_json_prints_a_run_outcome(finished: Path) -> None:
     result = handoff(finished, "run", OBJECTIVE, "--json")
     assert result.returncode == 0, result.stderr
@@ -52,6 +54,7 @@ def test_run_json_prints_a_run_outcome(finished: Path) -> None:
     assert outcome["article"]["uri"].startswith("artifact://article/")
 
 
+@pytest.mark.e2e
 def test_show_prints_the_article(finished: Path) -> None:
     result = handoff(finished, "show", "t-cli")
     assert result.returncode == 0
@@ -59,6 +62,7 @@ def test_show_prints_the_article(finished: Path) -> None:
     assert "[claim-" in result.stdout
 
 
+@pytest.mark.e2e
 def test_status_history_and_threads(finished: Path) -> None:
     status = handoff(finished, "status", "t-cli", "--json")
     assert status.returncode == 0
@@ -78,6 +82,7 @@ def test_status_history_and_threads(finished: Path) -> None:
     assert "t-cli" in threads.stdout.split()
 
 
+@pytest.mark.e2e
 def test_unknown_thread_exits_not_found_with_one_line(finished: Path) -> None:
     result = handoff(finished, "status", "t-nope")
     assert result.returncode == ExitCode.NOT_FOUND
@@ -86,6 +91,7 @@ def test_unknown_thread_exits_not_found_with_one_line(finished: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.e2e
 def test_invalid_input_exits_usage_naming_the_field(tmp_path: Path) -> None:
     result = handoff(tmp_path, "run", OBJECTIVE, "--max-words", "3")
     assert result.returncode == ExitCode.USAGE
@@ -93,6 +99,7 @@ def test_invalid_input_exits_usage_naming_the_field(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.e2e
 def test_a_corpus_answering_nothing_exits_partial_naming_the_question(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -102,6 +109,7 @@ def test_a_corpus_answering_nothing_exits_partial_naming_the_question(tmp_path: 
     assert "INSUFFICIENT_EVIDENCE" in result.stdout and "quantum chromodynamics" in result.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("args", "code"),
     [

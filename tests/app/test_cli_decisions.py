@@ -128,6 +128,7 @@ def test_valid_flags_and_files_become_a_checked_decision(tmp_path: Path) -> None
     assert parse_decision(REQUEST, DecisionFlags()) is None
 
 
+@pytest.mark.e2e
 def test_the_terminal_prompt_ends_like_no_decision_when_input_ends(settings: Settings) -> None:
     """On a TTY `handoff resume` asks; Ctrl-D leaves the thread waiting and exits 3."""
     import os

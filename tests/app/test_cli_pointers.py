@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.workflow import Workflow
@@ -31,6 +33,7 @@ def line(output: str, prefix: str) -> str:
     return found.removeprefix(prefix).strip()
 
 
+@pytest.mark.e2e
 def test_the_printed_read_command_works_in_a_fresh_shell(
     settings: Settings, tmp_path: Path
 ) -> None:
@@ -46,6 +49,7 @@ def test_the_printed_read_command_works_in_a_fresh_shell(
         assert shown.stdout.encode() == workflow.artifact("t-pointer", "article")
 
 
+@pytest.mark.e2e
 def test_the_printed_location_of_the_article_is_where_its_bytes_are(
     settings: Settings, tmp_path: Path
 ) -> None:
@@ -62,6 +66,7 @@ def test_the_printed_location_of_the_article_is_where_its_bytes_are(
         assert blob.is_file(), where
 
 
+@pytest.mark.e2e
 def test_status_says_no_result_until_there_is_one_and_its_json_has_the_freshness(
     settings: Settings, tmp_path: Path
 ) -> None:
@@ -84,6 +89,7 @@ def test_status_says_no_result_until_there_is_one_and_its_json_has_the_freshness
     assert payload["freshness"]["verdict"] == "fresh", "the report the text view prints"
 
 
+@pytest.mark.e2e
 def test_threads_show_each_threads_state_and_history_names_artifacts_in_full(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -296,6 +296,7 @@ def _complete_from_a_shared_queue(backend: Settings) -> None:
             assert len(workflow.history(thread_id)) == len(NODES)
 
 
+@pytest.mark.e2e
 def test_a_busy_thread_is_refused_exit_7_from_the_cli_and_changes_nothing(
     backend: Settings,
 ) -> None:

@@ -528,6 +528,7 @@ def write(folder: Path, name: str, content: bytes) -> Path:
     return path
 
 
+@pytest.mark.e2e
 def test_handoff_resume_refuses_bad_decision_files_with_exit_2_and_one_line(
     threads: dict[str, Waiting], tmp_path: Path
 ) -> None:

@@ -164,6 +164,7 @@ def test_a_branch_killed_after_its_siblings_finished_is_the_only_work_redone(
     assert not [run for run in runs if run.status == "running"], "no attempt left running"
 
 
+@pytest.mark.e2e
 def test_resume_refuses_an_unknown_thread_without_touching_the_database(backend: Settings) -> None:
     result = handoff(backend, "resume", "t-unknown")
     assert result.returncode == ExitCode.NOT_FOUND
@@ -172,6 +173,7 @@ def test_resume_refuses_an_unknown_thread_without_touching_the_database(backend:
         assert workflow.threads() == []
 
 
+@pytest.mark.e2e
 def test_resume_refuses_a_finished_thread_and_shows_its_outcome(backend: Settings) -> None:
     assert handoff(backend, "run", OBJECTIVE, "--thread", "t-done").returncode == 0
     with open_workflow(backend) as workflow:

@@ -56,6 +56,7 @@ def paused(workflow: Workflow, thread_id: str, **task: Any) -> HumanRequest:
     return outcome.human_request
 
 
+@pytest.mark.e2e
 def test_pause_in_one_process_and_decide_in_another(settings: Settings) -> None:
     run = handoff(settings, "run", OBJECTIVE, "--thread", "t-hitl", "--require-approval")
     assert run.returncode == ExitCode.WAITING_FOR_HUMAN, run.stderr
@@ -81,6 +82,7 @@ def test_pause_in_one_process_and_decide_in_another(settings: Settings) -> None:
         assert [d.provenance.producer for d in decisions] == ["human"]
 
 
+@pytest.mark.e2e
 def test_resume_without_a_decision_is_refused_and_changes_nothing(settings: Settings) -> None:
     assert (
         handoff(settings, "run", OBJECTIVE, "--thread", "t-w", "--require-approval").returncode == 3
@@ -364,6 +366,7 @@ def test_a_decision_is_checked_once_at_the_door_it_comes_through(
     assert checks == ["pause"] and workflow.pending("t-served") is None
 
 
+@pytest.mark.e2e
 def test_handoff_resume_refuses_a_decision_file_written_for_another_thread_with_exit_2(
     settings: Settings, tmp_path: Path
 ) -> None:

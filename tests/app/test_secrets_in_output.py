@@ -67,6 +67,7 @@ def _run(data: Path, url: str, command: list[str]) -> subprocess.CompletedProces
     return handoff("--debug", *command, data_dir=data, env={"HANDOFF_DATABASE_URL": url})
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", UNREACHABLE, ids=list(UNREACHABLE))
 def test_no_command_prints_the_password_of_an_unreachable_database(
     tmp_path: Path, kind: str
@@ -85,6 +86,7 @@ def test_no_command_prints_the_password_of_an_unreachable_database(
         assert "***" in output, (command, output)
 
 
+@pytest.mark.e2e
 @pytest.mark.postgres
 def test_db_init_reports_the_database_with_its_password_masked(tmp_path: Path) -> None:
     with postgres_schema() as url:  # the test server trusts local logins: any password works

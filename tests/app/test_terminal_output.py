@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from rich.table import Table
 
 from app.cli.terminal import TerminalConsole, visible
@@ -39,6 +40,7 @@ def test_the_console_escapes_user_text_but_keeps_its_own_colours() -> None:
     assert "\\x1b[2J" in written and "\\x1b]0;pwned" in written
 
 
+@pytest.mark.e2e
 def test_no_command_writes_a_raw_escape_sequence_from_user_text(tmp_path: Path) -> None:
     results = {
         "run": handoff("run", HOSTILE, "--thread", "t-esc", "--require-approval", data_dir=tmp_path)

@@ -24,6 +24,7 @@ MARKS = {"p5_scaleout": [pytest.mark.postgres], "p6_crash_loop": [pytest.mark.sl
 EXTRA_ARGS = {"p6_crash_loop": ["--trials", "1", "--backend", "sqlite"]}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "name",
     [pytest.param(name, marks=MARKS.get(name, [])) for name in sorted(BENCHMARKS)],

@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 LOOKED_FOR = (
     "contract",
@@ -59,6 +61,7 @@ def test_every_path_on_the_map_is_in_the_tree_and_described() -> None:
     assert bare == [], f"say what these are: {bare}"
 
 
+@pytest.mark.e2e
 def test_every_package_and_top_level_entry_is_on_the_map() -> None:
     named = set(layout())
     packages = {

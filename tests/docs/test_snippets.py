@@ -209,11 +209,13 @@ def test_a_settings_block_is_settings_handoff_reads(snippet: Snippet, tmp_path: 
 # -- shell and Python blocks -------------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("snippet", chosen("bash"))
 def test_a_shell_block_runs(snippet: Snippet, tmp_path: Path) -> None:
     succeeded(bash(snippet.text, tmp_path, reader_env()), snippet)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("snippet", chosen("bash", having="project"))
 def test_a_project_block_runs_in_the_project_and_its_last_line_works(
     snippet: Snippet, tmp_path: Path
@@ -235,6 +237,7 @@ def test_a_project_block_runs_in_the_project_and_its_last_line_works(
     assert shown.returncode == 0 and shown.stdout.startswith("# "), (last, shown.stderr)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("snippet", chosen("bash", having="postgres", marks=("postgres",)))
 def test_a_postgres_shell_block_runs_on_postgres(snippet: Snippet, tmp_path: Path) -> None:
     with postgres_schema("handoff_doc") as url:
@@ -264,11 +267,13 @@ def python(snippet: Snippet, cwd: Path, *argv: str, **env: str) -> subprocess.Co
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("snippet", chosen("python"))
 def test_a_python_block_runs(snippet: Snippet, tmp_path: Path) -> None:
     succeeded(python(snippet, tmp_path), snippet)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("snippet", chosen("python", having="postgres", marks=("postgres",)))
 def test_a_postgres_python_block_runs_on_postgres(snippet: Snippet, tmp_path: Path) -> None:
     with postgres_schema("handoff_doc") as url:
@@ -399,6 +404,7 @@ def test_a_walkthrough_costs_few_places_and_says_how_many(walkthrough: tuple[Pat
     assert not unnamed, f"{section!r} changes {unnamed} without naming them in its text"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("walkthrough", WALKTHROUGHS, ids=_walkthrough_id)
 def test_a_walkthrough_applied_to_a_copy_of_the_project_runs(
     walkthrough: tuple[Path, str], tmp_path: Path

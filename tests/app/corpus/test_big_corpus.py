@@ -102,6 +102,7 @@ def test_a_run_over_the_limit_saves_nothing(settings: Settings, tmp_path: Path) 
         assert workflow.backend.store.ids() == []
 
 
+@pytest.mark.e2e
 @pytest.mark.sqlite
 def test_the_cli_refuses_a_corpus_over_the_limit_with_exit_2(tmp_path: Path) -> None:
     corpus = _corpus(tmp_path / "corpus", 4)
@@ -217,6 +218,7 @@ def test_threads_and_status_never_build_the_research_bundle_or_the_handoff(
     assert "ResearchBundle" in built, "the probe sees a full read build the bundle"
 
 
+@pytest.mark.e2e
 def test_the_cli_lists_and_shows_the_status_of_a_large_thread(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -187,6 +187,7 @@ def test_overlapping_spans_share_one_mark_and_a_misplaced_quote_is_not_marked() 
 # -- what is refused --------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_an_unknown_source_id_is_refused_naming_the_known_ids(
     workflow: Workflow, settings: Settings
 ) -> None:
@@ -202,6 +203,7 @@ def test_an_unknown_source_id_is_refused_naming_the_known_ids(
     assert result.stdout == ""
 
 
+@pytest.mark.e2e
 def test_an_unknown_thread_is_refused_by_sources_and_source_text(
     workflow: Workflow, settings: Settings
 ) -> None:
@@ -215,6 +217,7 @@ def test_an_unknown_thread_is_refused_by_sources_and_source_text(
         assert "t-nobody" in one_line_error(result)
 
 
+@pytest.mark.e2e
 def test_a_tampered_snapshot_is_refused_and_none_of_its_text_is_shown(
     workflow: Workflow, settings: Settings
 ) -> None:
@@ -252,6 +255,7 @@ def test_a_snapshot_pinning_other_bytes_than_research_read_is_refused(
 # -- the command ------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_handoff_sources_prints_one_line_per_source_with_file_hash_and_citing_lines(
     workflow: Workflow, settings: Settings
 ) -> None:
@@ -273,6 +277,7 @@ def test_handoff_sources_prints_one_line_per_source_with_file_hash_and_citing_li
             assert line.endswith("not cited")
 
 
+@pytest.mark.e2e
 def test_handoff_sources_json_parses_to_the_python_api_entries(
     workflow: Workflow, settings: Settings
 ) -> None:
@@ -284,6 +289,7 @@ def test_handoff_sources_json_parses_to_the_python_api_entries(
     assert {"id", "title", "file_name", "uri", "sha256", "snapshot", "cited_by"} <= set(listed[0])
 
 
+@pytest.mark.e2e
 def test_handoff_show_source_prints_the_marked_text(workflow: Workflow, settings: Settings) -> None:
     bundle, draft = finished(workflow, "t-cli-show")
     cited = next(source for source in bundle.sources if cited_by_source(bundle, draft)[source.id])
@@ -293,6 +299,7 @@ def test_handoff_show_source_prints_the_marked_text(workflow: Workflow, settings
     assert "⟦claim-" in result.stdout
 
 
+@pytest.mark.e2e
 def test_show_artifact_with_a_source_id_prints_the_snapshot_as_stored(
     workflow: Workflow, settings: Settings
 ) -> None:
@@ -310,6 +317,7 @@ def test_an_unknown_artifact_name_points_to_the_sources_command(workflow: Workfl
         workflow.artifact_ref("t-hint", "sources")
 
 
+@pytest.mark.e2e
 def test_show_refuses_an_artifact_and_a_source_at_once(
     workflow: Workflow, settings: Settings
 ) -> None:

@@ -290,6 +290,7 @@ def handoff(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("target", ["/dev/zero", "pipe.md", "/etc/passwd"])
 def test_handoff_run_on_a_device_fifo_or_system_file_exits_2_at_once(
     tmp_path: Path, target: str
@@ -305,6 +306,7 @@ def test_handoff_run_on_a_device_fifo_or_system_file_exits_2_at_once(
     assert handoff(tmp_path, env, "status", "t-cli").returncode == ExitCode.NOT_FOUND
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("target", ["dev_zero", "fifo"])
 def test_handoff_resume_with_a_source_repointed_at_a_device_or_fifo_ends_the_thread_at_once(
     tmp_path: Path, outside: Path, target: str

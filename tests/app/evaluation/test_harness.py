@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from app.evaluation import DEFAULT_CASES, evaluate, load_cases, table
 from app.settings import Settings
 from tests.cli import handoff
@@ -20,6 +22,7 @@ def test_the_offline_agents_keep_every_task_of_the_set(tmp_path: Path) -> None:
     assert "0 defects" in table(results)
 
 
+@pytest.mark.e2e
 def test_handoff_eval_prints_the_table_and_exits_one_on_a_defect(tmp_path: Path) -> None:
     cases = json.loads(DEFAULT_CASES.read_text(encoding="utf-8"))
     [case] = [item for item in cases if item["id"] == "rosetta-three-scripts"]

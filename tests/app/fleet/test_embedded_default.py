@@ -42,6 +42,7 @@ for name in ("procrastinate", "app.fleet"):
 """
 
 
+@pytest.mark.e2e
 def test_a_run_on_the_embedded_default_never_imports_the_queue(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path / "data")],
@@ -66,6 +67,7 @@ def test_the_fleet_on_sqlite_is_refused_with_what_it_needs(tmp_path: Path) -> No
         assert workflow.threads() == []
 
 
+@pytest.mark.e2e
 def test_a_worker_whose_database_refuses_connections_exits_9_in_one_masked_line(
     tmp_path: Path,
 ) -> None:

@@ -73,6 +73,7 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
     return process.wait(timeout=60)
 
 
+@pytest.mark.e2e
 def test_a_worker_outlives_an_outage_and_finishes_every_queued_job(
     outage: Outage, tmp_path: Path
 ) -> None:
@@ -138,6 +139,7 @@ def test_a_worker_outlives_an_outage_and_finishes_every_queued_job(
     )
 
 
+@pytest.mark.e2e
 def test_a_worker_told_to_stop_during_an_outage_exits_9_in_one_line(
     outage: Outage, tmp_path: Path
 ) -> None:
@@ -162,6 +164,7 @@ def test_a_worker_told_to_stop_during_an_outage_exits_9_in_one_line(
     assert last.endswith("the worker was told to stop while waiting for it"), text
 
 
+@pytest.mark.e2e
 def test_a_worker_gives_up_after_the_outage_limit_with_exit_9(
     outage: Outage, tmp_path: Path
 ) -> None:

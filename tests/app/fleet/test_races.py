@@ -97,6 +97,7 @@ def _finished(workflow: Workflow, threads: list[str]) -> Callable[[], bool]:
     return done
 
 
+@pytest.mark.e2e
 def test_nothing_races_past_a_queued_thread(
     fleet_env: dict[str, str], worker: Path, tmp_path: Path
 ) -> None:
@@ -168,6 +169,7 @@ def _decide(workflow: Workflow, thread: str, action: str) -> QueuedDecision:
     return Queue(workflow).submit_decision(thread, raw)
 
 
+@pytest.mark.e2e
 def test_two_decisions_for_one_request_one_is_queued_and_the_other_names_it(
     fleet_env: dict[str, str], worker: Path
 ) -> None:

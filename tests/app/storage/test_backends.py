@@ -60,6 +60,7 @@ def _tables(url: str, schema: str) -> set[str]:
     return {name for (name,) in rows}
 
 
+@pytest.mark.e2e
 @pytest.mark.postgres
 def test_db_init_creates_every_table_in_the_urls_schema_and_can_run_again(
     tmp_path: Path,

@@ -134,6 +134,7 @@ def test_an_outage_mid_run_fails_within_a_bound_and_the_thread_resumes_after(
             assert writer[-1].reused, "the resumed writer reused the finished attempt"
 
 
+@pytest.mark.e2e
 def test_an_unreachable_server_exits_9_with_one_line_within_the_timeout(tmp_path: Path) -> None:
     env = {"HANDOFF_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/test"}  # refused
     env["HANDOFF_DATABASE_TIMEOUT"] = str(TIMEOUT)
@@ -164,6 +165,7 @@ def test_a_server_that_never_answers_fails_within_the_timeout(tmp_path: Path) ->
     assert time.monotonic() - began < BOUND
 
 
+@pytest.mark.e2e
 def test_a_refused_connection_fails_at_once_not_after_the_timeout(tmp_path: Path) -> None:
     """A closed port is refused at once; only a server that does not answer gets the wait.
 

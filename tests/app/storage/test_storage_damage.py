@@ -87,6 +87,7 @@ def _assert_refused_as_damaged(result: subprocess.CompletedProcess[str], db: Pat
     assert "backup" in line, "the line says what to do"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("damage", DAMAGES, ids=list(DAMAGES))
 def test_a_damaged_database_is_refused_with_one_line_and_left_as_it_was(
     store: Path, damage: str
@@ -100,6 +101,7 @@ def test_a_damaged_database_is_refused_with_one_line_and_left_as_it_was(
         assert _fingerprint(db) == before, f"{command[0]} wrote to the damaged file"
 
 
+@pytest.mark.e2e
 def test_every_command_refuses_a_garbled_database_without_writing_to_it(store: Path) -> None:
     db = store / "handoff.db"
     _garble_header(db)
@@ -139,6 +141,7 @@ def test_an_emptied_database_is_damage_when_the_store_beside_it_was_used(
     assert db.stat().st_size == 0
 
 
+@pytest.mark.e2e
 def test_an_empty_file_in_an_unused_folder_is_a_new_database(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
@@ -147,6 +150,7 @@ def test_an_empty_file_in_an_unused_folder_is_a_new_database(tmp_path: Path) -> 
     assert result.returncode == ExitCode.COMPLETED, result.stderr
 
 
+@pytest.mark.e2e
 def test_a_fresh_start_with_no_file_works(tmp_path: Path) -> None:
     threads = handoff("threads", data_dir=tmp_path / "new")
     assert threads.returncode == ExitCode.COMPLETED, threads.stderr
@@ -242,6 +246,7 @@ def _assert_reads_work(data: Path, thread: str, *, every: bool = True) -> None:
         assert result.stdout.strip()
 
 
+@pytest.mark.e2e
 def test_a_full_disk_stops_a_run_with_one_line_and_the_thread_resumes_once_space_is_freed(
     small_disk: Path, saved: Path
 ) -> None:
@@ -276,6 +281,7 @@ def test_a_full_disk_stops_a_run_with_one_line_and_the_thread_resumes_once_space
         assert article == never_stopped.artifact("t-saved", "article")
 
 
+@pytest.mark.e2e
 def test_checking_a_file_never_releases_the_locks_of_a_connection_in_this_process(
     tmp_path: Path,
 ) -> None:

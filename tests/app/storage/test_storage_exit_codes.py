@@ -62,6 +62,7 @@ def _assert_lost(settings: Settings, args: list[str], ref: ArtifactRef) -> None:
     assert result.stdout == "", "nothing of the artifact is printed"
 
 
+@pytest.mark.e2e
 def test_show_of_a_lost_article_exits_integrity_naming_it(finished: Settings) -> None:
     ref = _lose(finished, "article")
     _assert_lost(finished, ["show", "t-lost"], ref)
@@ -74,6 +75,7 @@ def test_show_of_a_lost_article_exits_integrity_naming_it(finished: Settings) ->
         assert workflow.backend.store.verify(ref) == "missing"
 
 
+@pytest.mark.e2e
 def test_every_command_reading_a_lost_source_snapshot_exits_integrity(
     finished: Settings,
 ) -> None:
@@ -91,11 +93,13 @@ def test_every_command_reading_a_lost_source_snapshot_exits_integrity(
     assert status.returncode == ExitCode.COMPLETED, "status reads no artifact bytes"
 
 
+@pytest.mark.e2e
 def test_an_unknown_source_is_still_not_found(finished: Settings) -> None:
     result = handoff("show", "t-lost", "--source", "src-999", env=backend_env(finished))
     assert result.returncode == ExitCode.NOT_FOUND, result.stderr
 
 
+@pytest.mark.e2e
 @pytest.mark.sqlite
 def test_resume_after_lost_research_blobs_reads_the_corpus_again(tmp_path: Path) -> None:
     """A paused thread whose research artifacts were lost is not stuck, nor a crash.

@@ -91,6 +91,7 @@ def _largest_checkpoint_bytes(workflow: Workflow, thread_id: str) -> int:
     return max(sizes)
 
 
+@pytest.mark.slow
 def test_largest_checkpoint_stays_under_20kb_with_a_5mb_document_in_the_corpus(
     tmp_path: Path, settings: Settings
 ) -> None:

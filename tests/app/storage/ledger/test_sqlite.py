@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.storage.ledger.sqlite import SqliteRunLedger
 from tests.app.storage.ledger.test_ledger import a_run
 
@@ -36,6 +38,7 @@ def test_sqlite_rows_a_checkpoint_follows_skip_their_own_fsync_and_the_rest_take
         ledger.close()
 
 
+@pytest.mark.e2e
 def test_a_start_row_survives_its_process_being_killed_right_after_it(tmp_path: Path) -> None:
     database = tmp_path / "handoff.db"
     code = (
