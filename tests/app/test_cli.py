@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.exit_codes import ExitCode
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
-
-HANDOFF = Path(sys.executable).parent / "handoff"
 
 
 def handoff(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

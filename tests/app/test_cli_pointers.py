@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,9 @@ from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.workflow import Workflow
 from tests.backends import backend_env
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
-HANDOFF = Path(sys.executable).parent / "handoff"
 FRESH_PATH = "/usr/local/bin:/usr/bin:/bin"
 """A shell's PATH with no virtual environment activated."""
 

@@ -32,13 +32,13 @@ from app.settings import Settings
 from app.storage.postgres import advisory_key
 from app.workflow import Workflow
 from tests.backends import backend_env, backend_settings
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 WORKERS = 4
 RACES = 20
 THREADS = 100
 NODES = {"research", "join_research", "writer", "reviewer", "finalize"}
-HANDOFF = Path(sys.executable).parent / "handoff"
 SPAWN = multiprocessing.get_context("spawn")
 
 

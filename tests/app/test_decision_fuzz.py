@@ -48,6 +48,7 @@ from graphs.errors import ExitCode, HandoffError
 from graphs.human import as_decision, bound_id
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env, sqlite_settings
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 GRAPH_EXAMPLES = 1_000
@@ -59,7 +60,6 @@ PARSER_EXAMPLES = 8_000
 PARSER_EXAMPLES_QUICK = 500
 """The same in the unmarked test."""
 
-HANDOFF = Path(sys.executable).parent / "handoff"
 QUESTIONS = ["Who found the Rosetta Stone in 1799?", "What did Champollion eat for lunch?"]
 XXH3_HEX = set("0123456789abcdef")
 

@@ -19,9 +19,9 @@ from app.workflow import Workflow
 from bench._common import QUESTIONS
 from graphs import WIRING
 from tests.backends import backend_env
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
-HANDOFF = Path(sys.executable).parent / "handoff"
 TASK = [OBJECTIVE, *(arg for question in QUESTIONS for arg in ("--question", question))]
 """The objective and two sub-questions: research runs three branches (q-1, q-2, q-3)."""
 KILLABLE = ("start", "after_artifact", "before_return")

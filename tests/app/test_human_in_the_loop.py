@@ -32,11 +32,11 @@ from contracts import ErrorCode, HumanRequest, TaskState
 from graphs import WriteRequest
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 validate_resume = langgraph_types._validate_resume
 
-HANDOFF = Path(sys.executable).parent / "handoff"
 QUESTIONS = ["Who found the Rosetta Stone in 1799?", "What did Champollion eat for lunch?"]
 
 

@@ -35,13 +35,13 @@ from app.storage.backends import artifact_store_for
 from app.workflow import Workflow
 from contracts import HumanDecision, HumanRequest, RunOutcome, TaskSpec
 from tests.backends import BACKENDS, postgres_schema
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_SECONDS = 60.0
 STOP_SECONDS = 15.0
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
-HANDOFF = Path(sys.executable).parent / "handoff"
 
 
 def server_folder(folder: Path, database_url: str | None = None) -> Path:

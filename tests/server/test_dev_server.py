@@ -25,11 +25,10 @@ from app.workflow import Workflow
 from contracts import Handoff, HumanRequest, RunOutcome, TaskState
 from graphs import workflow_channels
 from graphs.boundary import validate_channel
+from tests.cli import HANDOFF
 from tests.server.conftest import RunningServer, approval, check_article, start, waiting
 
 pytestmark = pytest.mark.server
-
-HANDOFF = Path(sys.executable).parent / "handoff"
 
 
 def validated_state(values: dict[str, Any]) -> dict[str, Any]:

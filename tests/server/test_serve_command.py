@@ -22,6 +22,7 @@ from app.exit_codes import ExitCode
 from app.server import dev_server as server
 from app.workflow import Workflow
 from contracts import TaskState
+from tests.cli import HANDOFF
 from tests.server.conftest import (
     RunningServer,
     approval,
@@ -31,8 +32,6 @@ from tests.server.conftest import (
     server_folder,
     start,
 )
-
-HANDOFF = Path(sys.executable).parent / "handoff"
 
 
 @pytest.fixture

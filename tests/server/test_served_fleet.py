@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,10 @@ from langgraph_sdk import get_client
 
 from app.workflow import Workflow
 from contracts import TaskState
+from tests.cli import HANDOFF
 from tests.server.conftest import served, start
 
 pytestmark = [pytest.mark.server, pytest.mark.postgres]
-
-HANDOFF = Path(sys.executable).parent / "handoff"
 
 
 def test_a_thread_the_server_started_is_decided_through_the_queue_and_finished_by_a_worker(

@@ -26,9 +26,9 @@ from app.workflow import Workflow
 from contracts import ErrorCode, ResearchBundle, RunOutcome, TaskState
 from graphs.errors import ExitCode, SourceRefused
 from tests.backends import backend_env, sqlite_settings
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE, write_corpus
 
-HANDOFF = Path(sys.executable).parent / "handoff"
 SUBPROCESS_SECONDS = 60
 SECRET = "The Rosetta Stone was found in 1799; the vault password is hunter2.\n"
 ROSETTA = "the-rosetta-stone.md"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -21,11 +20,11 @@ from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
 from tests.backends import admin, postgres_schema, sqlite_settings
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-HANDOFF = Path(sys.executable).parent / "handoff"
 THREADS = 20
 APPROVAL_EVERY = 4
 """Every fourth thread waits for approval, decided with `handoff submit --resume`."""

@@ -29,9 +29,9 @@ from app.storage.ledger.postgres import PostgresRunLedger
 from app.storage.locks import FileThreadLock
 from app.workflow import Workflow
 from tests.backends import backend_env, postgres_schema, sqlite_settings
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
-HANDOFF = Path(sys.executable).parent / "handoff"
 QUEUE_TABLES = set(re.findall(r"CREATE TABLE (procrastinate_\w+)", SchemaManager.get_schema()))
 """The worker fleet's tables, as Procrastinate's schema names them (`db init` creates them)."""
 

@@ -29,14 +29,13 @@ from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from tests.app.test_concurrency import assert_single_writer_history
 from tests.backends import admin, require_postgres, with_search_path
-from tests.cli import handoff, one_line_error
+from tests.cli import HANDOFF, handoff, one_line_error
 from tests.conftest import OBJECTIVE
 
 pytestmark = pytest.mark.postgres
 
 TIMEOUT = 2.0
 BOUND = 10 * TIMEOUT  # a few waits of TIMEOUT each, with room for a loaded machine
-HANDOFF = Path(sys.executable).parent / "handoff"
 
 
 @dataclass
