@@ -101,6 +101,33 @@ class Row:
     target: str = ""
     passed: bool | None = None
 
+    @classmethod
+    def of(
+        cls,
+        bench: str,
+        case: str,
+        baseline: tuple[str, Measure | Sequence[float]],
+        candidate: tuple[str, Measure | Sequence[float]],
+        *,
+        max_ratio: float | None = None,
+        unit: str = "s",
+    ) -> Row:
+        """A comparison of two named sides, each given as its samples or their measure."""
+
+        def measured(side: Measure | Sequence[float]) -> Measure:
+            return side if isinstance(side, Measure) else Measure.of(side)
+
+        return cls(
+            bench=bench,
+            case=case,
+            unit=unit,
+            baseline_name=baseline[0],
+            baseline=measured(baseline[1]),
+            candidate_name=candidate[0],
+            candidate=measured(candidate[1]),
+            max_ratio=max_ratio,
+        )
+
     @property
     def ratio(self) -> float:
         """Candidate median ÷ baseline median."""

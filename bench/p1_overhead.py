@@ -136,53 +136,42 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         ours_checkpoints = workflow.checkpoint_count("graph-0")
 
     measures = {name: Measure.of(values) for name, values in samples.items()}
+
+    def side(name: str) -> tuple[str, Measure]:
+        return name, measures[name]
+
     rows = [
-        Row(
-            bench="P1",
-            case="offline run, graph.invoke",
-            unit="s",
-            baseline_name="bare graph",
-            baseline=measures["bare graph"],
-            candidate_name="ours graph",
-            candidate=measures["ours graph"],
+        Row.of(
+            "P1",
+            "offline run, graph.invoke",
+            side("bare graph"),
+            side("ours graph"),
             max_ratio=TARGET,
         ),
-        Row(
-            bench="P1",
-            case="offline run, Workflow.run",
-            unit="s",
-            baseline_name="bare graph",
-            baseline=measures["bare graph"],
-            candidate_name="ours Workflow.run",
-            candidate=measures["ours Workflow.run"],
+        Row.of(
+            "P1",
+            "offline run, Workflow.run",
+            side("bare graph"),
+            side("ours Workflow.run"),
             max_ratio=TARGET,
         ),
-        Row(
-            bench="P1",
-            case="graph + saver cost (info)",
-            unit="s",
-            baseline_name="agents only",
-            baseline=measures["agents only"],
-            candidate_name="bare graph",
-            candidate=measures["bare graph"],
+        Row.of(
+            "P1",
+            "graph + saver cost (info)",
+            side("agents only"),
+            side("bare graph"),
         ),
-        Row(
-            bench="P1",
-            case="without SQLite ledger (info)",
-            unit="s",
-            baseline_name="bare graph",
-            baseline=measures["bare graph"],
-            candidate_name="ours, ledger in memory",
-            candidate=measures["ours, ledger in memory"],
+        Row.of(
+            "P1",
+            "without SQLite ledger (info)",
+            side("bare graph"),
+            side("ours, ledger in memory"),
         ),
-        Row(
-            bench="P1",
-            case="without durable I/O (info)",
-            unit="s",
-            baseline_name="bare graph",
-            baseline=measures["bare graph"],
-            candidate_name="ours, ledger + store in memory",
-            candidate=measures["ours, ledger + store in memory"],
+        Row.of(
+            "P1",
+            "without durable I/O (info)",
+            side("bare graph"),
+            side("ours, ledger + store in memory"),
         ),
     ]
     print_rows(

@@ -29,7 +29,6 @@ from typing import Any
 from app.workflow import Workflow
 from bench._common import (
     OBJECTIVE,
-    Measure,
     Row,
     interleaved,
     ms,
@@ -178,24 +177,18 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         example = pairs[max(pairs)]
 
     rows = [
-        Row(
-            bench="P4",
-            case="get_state + resume one step",
-            unit="s",
-            baseline_name=f"{example.short_checkpoints} checkpoints",
-            baseline=Measure.of(resume_samples["short"]),
-            candidate_name=f"{example.long_checkpoints} checkpoints",
-            candidate=Measure.of(resume_samples["long"]),
+        Row.of(
+            "P4",
+            "get_state + resume one step",
+            (f"{example.short_checkpoints} checkpoints", resume_samples["short"]),
+            (f"{example.long_checkpoints} checkpoints", resume_samples["long"]),
             max_ratio=TARGET,
         ),
-        Row(
-            bench="P4",
-            case="Workflow.status",
-            unit="s",
-            baseline_name=f"{example.short_checkpoints} checkpoints",
-            baseline=Measure.of(status_samples["short status"]),
-            candidate_name=f"{example.long_checkpoints} checkpoints",
-            candidate=Measure.of(status_samples["long status"]),
+        Row.of(
+            "P4",
+            "Workflow.status",
+            (f"{example.short_checkpoints} checkpoints", status_samples["short status"]),
+            (f"{example.long_checkpoints} checkpoints", status_samples["long status"]),
             max_ratio=TARGET,
         ),
     ]

@@ -36,7 +36,6 @@ from app.storage.serde import contract_serializer
 from app.workflow import Workflow
 from bench._common import (
     OBJECTIVE,
-    Measure,
     Row,
     interleaved,
     ms,
@@ -183,34 +182,25 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
             repeats=max(1, args.repeats // 3),
         )
     rows = [
-        Row(
-            bench="P7",
-            case=f"threads, one of {files:,} files",
-            unit="s",
-            baseline_name=f"{SMALL_THREADS + 1} small threads",
-            baseline=Measure.of(samples["threads without"]),
-            candidate_name=f"{SMALL_THREADS} + a {files:,}-file one",
-            candidate=Measure.of(samples["threads with"]),
+        Row.of(
+            "P7",
+            f"threads, one of {files:,} files",
+            (f"{SMALL_THREADS + 1} small threads", samples["threads without"]),
+            (f"{SMALL_THREADS} + a {files:,}-file one", samples["threads with"]),
             max_ratio=THREADS_TARGET,
         ),
-        Row(
-            bench="P7",
-            case="status",
-            unit="s",
-            baseline_name="small thread",
-            baseline=Measure.of(samples["status small"]),
-            candidate_name=f"{files:,}-file thread",
-            candidate=Measure.of(samples["status big"]),
+        Row.of(
+            "P7",
+            "status",
+            ("small thread", samples["status small"]),
+            (f"{files:,}-file thread", samples["status big"]),
             max_ratio=STATUS_TARGET,
         ),
-        Row(
-            bench="P7",
-            case=f"status of the {files:,}-file thread (info)",
-            unit="s",
-            baseline_name="small channels",
-            baseline=Measure.of(full["glance"]),
-            candidate_name="full state + list",
-            candidate=Measure.of(full["full"]),
+        Row.of(
+            "P7",
+            f"status of the {files:,}-file thread (info)",
+            ("small channels", full["glance"]),
+            ("full state + list", full["full"]),
         ),
     ]
     print_rows("P7 threads and status beside a big-corpus thread (SQLite)", rows, ms)
