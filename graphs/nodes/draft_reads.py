@@ -1,8 +1,7 @@
-"""The channels every node from the writer to finalize reads: the draft and what it rests on.
+"""The channels the nodes that write, review or publish a draft all read.
 
-The writer, the reviewer, the review decision and finalize each read the task, the
-envelope handed to them, the research bundle and the draft; their own ``reads`` extend
-this with the channels only they read.
+Each such node reads the task, the envelope handed to it, the research bundle and the
+draft; its own ``reads`` extends this with the channels only it reads.
 """
 
 from __future__ import annotations
