@@ -3,34 +3,24 @@
 from __future__ import annotations
 
 from contracts import ErrorCode, HumanRequest, RunOutcome
-from graphs.errors import ArtifactNotFound, ExitCode, HandoffError
+from graphs.errors import ArtifactNotFound, ExitCode, HandoffError, NotFound, UsageError
 
 
-class ThreadNotFound(HandoffError, LookupError):
+class ThreadNotFound(NotFound):
     """No thread with that id exists in the checkpoint store."""
 
-    code = ErrorCode.MISSING_INPUT
-    exit_code = ExitCode.NOT_FOUND
 
-
-class ThreadExists(HandoffError, ValueError):
+class ThreadExists(UsageError):
     """A new run was asked for on a thread id that already has history."""
 
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
-
-class InvalidThreadId(HandoffError, ValueError):
+class InvalidThreadId(UsageError):
     """A thread id that cannot be used to name artifacts safely."""
 
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
-
-class ThreadFinished(HandoffError, ValueError):
+class ThreadFinished(UsageError):
     """A resume was asked for on a thread that has already ended."""
 
-    code = ErrorCode.INVALID_INPUT
     exit_code = ExitCode.ALREADY_FINISHED
 
     def __init__(self, message: str, outcome: RunOutcome) -> None:
@@ -49,32 +39,20 @@ class DecisionRequired(HandoffError, ValueError):
         self.request = request
 
 
-class InvalidDecision(HandoffError, ValueError):
+class InvalidDecision(UsageError):
     """A human decision that does not answer the open request; nothing was saved."""
 
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
-
-class NotWaiting(HandoffError, ValueError):
+class NotWaiting(UsageError):
     """A decision was given for a thread that is not waiting for one."""
 
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
-
-class InvalidEdit(HandoffError, ValueError):
+class InvalidEdit(UsageError):
     """A person's revision of an artifact that no later step could read; nothing is stored."""
 
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
-
-class UnknownArtifactName(HandoffError, LookupError):
+class UnknownArtifactName(NotFound):
     """An artifact name that the thread does not (yet) have."""
-
-    code = ErrorCode.MISSING_INPUT
-    exit_code = ExitCode.NOT_FOUND
 
 
 class ThreadBusy(HandoffError, RuntimeError):
@@ -115,25 +93,16 @@ class StorageFull(HandoffError, RuntimeError):
     exit_code = ExitCode.STORAGE_FULL
 
 
-class UnknownContract(HandoffError, LookupError):
+class UnknownContract(UsageError, LookupError):
     """A contract name that is not one of the exported top-level contracts."""
 
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
-
-class QueueUnavailable(HandoffError, RuntimeError):
+class QueueUnavailable(UsageError):
     """The worker fleet was asked for where it cannot run (no PostgreSQL, no queue extra)."""
 
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
-
-class SubmitUsage(HandoffError, ValueError):
+class SubmitUsage(UsageError):
     """``handoff submit`` given options that do not make one task or one decision."""
-
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
 
 class ArtifactLost(ArtifactNotFound):
@@ -162,15 +131,12 @@ class ThreadQueued(ThreadBusy):
         self.task = task
 
 
-class DecisionConflict(HandoffError, ValueError):
+class DecisionConflict(UsageError):
     """A decision for a request another decision already answers (queued, running or done).
 
     Decisions for one thread are serialized: the first one queued is the answer, a
     different one is refused naming it, and nothing is queued.
     """
-
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
     def __init__(self, message: str, *, job_id: int) -> None:
         super().__init__(message)

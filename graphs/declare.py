@@ -8,7 +8,7 @@ nothing else lists node names or the channels a node touches.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from graphs.channels import Channel, channels_of
@@ -39,11 +39,14 @@ class Retry:
 
 
 @dataclass(frozen=True)
-class NodeSpec:
-    """A node as declared: name, body, typed input and output, and how it behaves."""
+class Declaration:
+    """What a node declares besides its body, checked as soon as it is made.
+
+    Each field and its default is written here only, for the decorator (:data:`node`) and
+    the :class:`NodeSpec` alike.
+    """
 
     name: str
-    body: NodeBody
     reads: type
     """A TypedDict of the channels the node reads (LangGraph's per-node ``input_schema``)."""
     writes: type
@@ -66,8 +69,6 @@ class NodeSpec:
     """Nodes whose agents also read what this node writes, with no edit to those nodes:
     ``build_graph`` adds the channels to their reads (so their input hash covers them) and
     their agent's request carries them in ``inputs`` (model prompts render them)."""
-    contributed: tuple[str, ...] = ()
-    """Channels other nodes' ``read_by`` added to this node's reads (set by the build)."""
     branch: BranchKeys | None = None
     """Makes this a branch node: a route to it fans out one task per key (run in parallel,
     each reading ``branch``), and its results go to the join it routes to."""
@@ -76,6 +77,37 @@ class NodeSpec:
     reads their results (``NodeCall.branch_outputs``); a branch that stopped stops it.
     Several branch nodes are work of several kinds side by side: one route starts them all
     (it returns their names as a tuple)."""
+
+    def __post_init__(self) -> None:
+        if self.agent is not None and not getattr(self.agent, "_is_runtime_protocol", False):
+            raise TypeError(
+                f"node {self.name!r}: agent {self.agent.__name__} must be a @runtime_checkable "
+                "Protocol, so the agent the app supplies can be checked against it"
+            )
+        if self.branch is not None and self.pauses:
+            raise TypeError(
+                f"node {self.name!r}: a branch cannot pause (its tasks run side by side)"
+            )
+        not_branches = [spec.name for spec in self.joins if spec.branch is None]
+        if not_branches:
+            raise TypeError(f"node {self.name!r} joins {not_branches}, which are no branch nodes")
+        if self.pauses is not None and not isinstance(self.pauses, Pause):
+            raise TypeError(
+                f"node {self.name!r}: pauses= takes the node's Pause (its kind and the actions a "
+                f"person may take, from graphs.pauses), not {self.pauses!r}"
+            )
+        if self.pauses:  # a pausing node runs once per answer: never retried
+            object.__setattr__(self, "retry", None)
+        object.__setattr__(self, "read_by", tuple(self.read_by))
+
+
+@dataclass(frozen=True)
+class NodeSpec(Declaration):
+    """A node as declared: name, body, typed input and output, and how it behaves."""
+
+    body: NodeBody = field(kw_only=True)
+    contributed: tuple[str, ...] = ()
+    """Channels other nodes' ``read_by`` added to this node's reads (set by the build)."""
 
     @property
     def inputs(self) -> dict[str, Channel]:
@@ -102,59 +134,21 @@ class NodeSpec:
         return tuple(point for point in FAULT_POINTS if point in points)
 
 
-def node(
-    name: str,
-    *,
-    reads: type,
-    writes: type,
-    agent: type | None = None,
-    pauses: Pause | None = None,
-    terminal: bool = False,
-    stores_artifacts: bool = False,
-    retry: Retry | None = Retry(),
-    fingerprint: Fingerprint | None = None,
-    read_by: tuple[str, ...] = (),
-    branch: BranchKeys | None = None,
-    joins: tuple[NodeSpec, ...] = (),
-) -> Callable[[NodeBody], NodeSpec]:
-    """Declare a node from its body; the declaration is checked now, not at first run.
+@dataclass(frozen=True)
+class Declared(Declaration):
+    """``@node(...)``: a checked declaration waiting for its body."""
 
-    ``branch`` makes it a branch node (one parallel task per key; ``one_task`` for a node
-    that runs once beside others), ``joins`` a join that waits for the branch nodes it names.
-    """
-    if agent is not None and not getattr(agent, "_is_runtime_protocol", False):
-        raise TypeError(
-            f"node {name!r}: agent {agent.__name__} must be a @runtime_checkable Protocol, so "
-            "the agent the app supplies can be checked against it"
-        )
-    if branch is not None and pauses:
-        raise TypeError(f"node {name!r}: a branch cannot pause (its tasks run side by side)")
-    not_branches = [spec.name for spec in joins if spec.branch is None]
-    if not_branches:
-        raise TypeError(f"node {name!r} joins {not_branches}, which are no branch nodes")
-    if pauses is not None and not isinstance(pauses, Pause):
-        raise TypeError(
-            f"node {name!r}: pauses= takes the node's Pause (its kind and the actions a "
-            f"person may take, from graphs.pauses), not {pauses!r}"
-        )
-
-    def declare(body: NodeBody) -> NodeSpec:
-        spec = NodeSpec(
-            name=name,
-            body=body,
-            reads=reads,
-            writes=writes,
-            agent=agent,
-            pauses=pauses,
-            terminal=terminal,
-            stores_artifacts=stores_artifacts,
-            retry=None if pauses else retry,
-            fingerprint=fingerprint,
-            read_by=tuple(read_by),
-            branch=branch,
-            joins=joins,
-        )
+    def __call__(self, body: NodeBody) -> NodeSpec:
+        """The node: this declaration with its body."""
+        declared = {item.name: getattr(self, item.name) for item in fields(Declaration)}
+        spec = NodeSpec(**declared, body=body)
         spec.inputs, spec.outputs  # noqa: B018 - a schema that names no contract fails here
         return spec
 
-    return declare
+
+node = Declared
+"""Declare a node from its body: ``@node("name", reads=..., writes=..., ...)``.
+
+``branch`` makes it a branch node (one parallel task per key; ``one_task`` for a node
+that runs once beside others), ``joins`` a join that waits for the branch nodes it names.
+"""

@@ -40,6 +40,20 @@ class HandoffError(Exception):
         self.message = message
 
 
+class UsageError(HandoffError, ValueError):
+    """Base of the errors the caller corrects by asking differently: invalid input, exit 2."""
+
+    code = ErrorCode.INVALID_INPUT
+    exit_code = ExitCode.USAGE
+
+
+class NotFound(HandoffError, LookupError):
+    """Base of a name or id that names nothing the store has: missing input, exit 5."""
+
+    code = ErrorCode.MISSING_INPUT
+    exit_code = ExitCode.NOT_FOUND
+
+
 class ContractViolation(HandoffError, ValueError):
     """A value crossing a node boundary does not satisfy its contract."""
 
@@ -86,16 +100,13 @@ class MissingContext(HandoffError, RuntimeError):
     """A node ran without the runtime services it needs."""
 
 
-class SourceRefused(HandoffError, ValueError):
+class SourceRefused(UsageError):
     """A corpus path or source that may not be read, and why (one line).
 
     Run inputs name files, and anyone who can start a run (a dev-server client, too) names
     them; so a path outside the allowed folders, anything but a regular file, or a file over
     the size limit is refused before it is opened. A usage error: the input must change.
     """
-
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
 
 class WiringError(HandoffError, ValueError):

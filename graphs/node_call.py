@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_type_hints
 
-from contracts import TaskSpec, ToolReceipt, Usage
+from contracts import ResultStatus, RunOutcome, TaskSpec, TaskState, ToolReceipt, Usage
 from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
 from graphs.errors import ContractViolation
 from graphs.joins import branch_results, json_or_none
-from graphs.ports import CONTRIBUTED, StepInfo, request_channels
+from graphs.outcomes import run_outcome
+from graphs.ports import CONTRIBUTED, AgentOutput, StepInfo, request_channels
 
 RequestT = TypeVar("RequestT")
 
@@ -74,6 +75,20 @@ class NodeCall:
         }
         return kind(**values, **given)
 
+    def delegate(
+        self, kind: type[RequestT], channel: str, **given: Any
+    ) -> tuple[Any, AgentOutput[Any]]:
+        """Run the node's agent and validate its result as ``channel``'s contract.
+
+        The request is built as ``request`` builds it, with the run's artifact store and
+        this step unless ``given`` names others. The output comes back beside the result
+        for what it cost (``NodeResult.of_agent``).
+        """
+        given.setdefault("store", self.ctx.store)
+        given.setdefault("step", self.step)
+        output: AgentOutput[Any] = self.agent.run(self.request(kind, **given))
+        return self.accept(channel, output.result), output
+
     def branch_outputs(self, branch: NodeSpec, channel: str) -> list[tuple[str, Any]]:
         """A join's view of one channel of its branches: (key, contract) per branch.
 
@@ -105,6 +120,10 @@ class NodeCall:
         """An agent's result, validated as the channel's contract before anything uses it."""
         return validate_channel(self.spec.name, channel, value, self.spec.outputs)
 
+    def outcome(self, state: TaskState, result_status: ResultStatus, **fields: Any) -> RunOutcome:
+        """How this run ends, on this thread and task (see ``graphs.outcomes.run_outcome``)."""
+        return run_outcome(self.task, self.step, state, result_status, **fields)
+
     @property
     def agent(self) -> Any:
         """The agent the app supplies for this node (declared by its protocol)."""
@@ -132,3 +151,21 @@ class NodeResult:
     artifact_ids: list[str] = field(default_factory=list)
     checked_inputs: list[str] = field(default_factory=list)
     receipts: list[ToolReceipt] = field(default_factory=list)
+
+    @classmethod
+    def of_agent(
+        cls,
+        output: AgentOutput[Any],
+        update: dict[str, Any],
+        *,
+        artifact_ids: list[str],
+        checked_inputs: list[str] | None = None,
+    ) -> NodeResult:
+        """The result of a node whose agent did the work: its usage and tool calls carried."""
+        return cls(
+            update,
+            usage=output.usage,
+            artifact_ids=artifact_ids,
+            checked_inputs=checked_inputs or [],
+            receipts=output.receipts,
+        )

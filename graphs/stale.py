@@ -29,6 +29,7 @@ from graphs.freshness import DRAFT, RESEARCH, check_inputs, summary
 from graphs.human import pause_request
 from graphs.markdown import cited_claims, word_count
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.outcomes import run_outcome
 from graphs.pauses import Pause
 from graphs.ports import ArtifactStore, StepInfo
 
@@ -42,15 +43,14 @@ def stale_outcome(
     task: TaskSpec, step: StepInfo, report: FreshnessReport, draft: DraftArticle | None
 ) -> RunOutcome:
     """The recorded end of a run whose changed inputs cannot be used (policy or rounds)."""
-    return RunOutcome(
-        thread_id=step.thread_id,
-        task_id=task.task_id,
-        state=TaskState.FAILED,
-        result_status="failed",
+    return run_outcome(
+        task,
+        step,
+        TaskState.FAILED,
+        "failed",
+        draft=draft,
         errors=[ErrorDetail(code=ErrorCode.STALE_INPUT, detail=report.describe()[:2000])],
         missing_inputs=[check.name for check in report.problems() if check.status == "missing"],
-        draft=draft.body if draft else None,
-        review_rounds=draft.revision if draft else 0,
         reason=f"{step.node} refused its inputs: {report.describe()}"[:2000],
     )
 

@@ -29,6 +29,7 @@ from graphs.declare import NodeSpec
 from graphs.handoffs import derive_handoff
 from graphs.joins import joined_handoff
 from graphs.node_call import NodeCall, NodeResult
+from graphs.outcomes import run_outcome
 from graphs.ports import StepInfo
 from graphs.state import RunnerWrites
 
@@ -109,14 +110,13 @@ def stop_outcome(
     """The outcome of a run that must stop here: partial if a draft exists, else failed."""
     draft = read(state, "draft", DraftArticle, node=step.node)
     partial = draft is not None
-    return RunOutcome(
-        thread_id=step.thread_id,
-        task_id=task.task_id,
-        state=TaskState.COMPLETED if partial else TaskState.FAILED,
-        result_status="partial" if partial else "failed",
+    return run_outcome(
+        task,
+        step,
+        TaskState.COMPLETED if partial else TaskState.FAILED,
+        "partial" if partial else "failed",
+        draft=draft,
         errors=[error],
         retryable=retryable,
-        draft=draft.body if draft else None,
-        review_rounds=draft.revision if draft else 0,
         reason=f"stopped at {step.node}: {error.detail}",
     )

@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from langchain_core.language_models import BaseChatModel
-
 from app.agents import prompt_inputs, prompts, replies
 from app.agents.citation_checks import SUPPORT_OVERLAP
 from app.agents.passages import Passage, Retrieval
@@ -43,7 +41,6 @@ class Shown:
 class LLMResearchAgent(ModelBacked):
     """Research whose claims a model proposes and deterministic checks admit."""
 
-    model: BaseChatModel
     retrieval: OfflineResearchAgent
     max_passages: int = MAX_PASSAGES
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from langchain_core.language_models import BaseChatModel
-
 from app.agents import prompt_inputs, prompts, replies
 from app.agents.apparatus import open_questions
 from app.agents.reviewer import OfflineReviewerAgent
@@ -29,7 +27,6 @@ from graphs import AgentOutput, ReviewRequest
 class LLMReviewerAgent(ModelBacked):
     """Reviewer = deterministic checks + a model's critique; the checks always stand."""
 
-    model: BaseChatModel
     checks: OfflineReviewerAgent = field(default_factory=OfflineReviewerAgent)
 
     def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:

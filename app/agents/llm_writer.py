@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from langchain_core.language_models import BaseChatModel
-
 from app.agents import prompt_inputs, prompts, replies
 from app.agents.apparatus import apparatus, open_questions, without_apparatus
 from app.agents.structured import ModelBacked
@@ -26,7 +24,6 @@ from graphs import AgentOutput, WriteRequest
 class LLMWriterAgent(ModelBacked):
     """Writer whose prose a model drafts from facts only."""
 
-    model: BaseChatModel
     fallback: OfflineWriterAgent = field(default_factory=OfflineWriterAgent)
     """Writes the (failed) draft when no usable fact is left: nothing to ask a model."""
 

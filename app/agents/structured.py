@@ -185,8 +185,12 @@ def model_name(model: BaseChatModel) -> str:
     return type(model).__name__
 
 
+@dataclass
 class ModelBacked:
-    """Base of the agents that ask a chat model: the audit names the model too."""
+    """Base of the agents that ask a chat model: the audit names the model too.
+
+    A dataclass, so the model is the first field of every model-backed agent.
+    """
 
     model: BaseChatModel
 

@@ -10,15 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contracts import ErrorCode
-from graphs.errors import ExitCode, HandoffError
+from graphs.errors import UsageError
 
 
-class DecisionInputError(HandoffError, ValueError):
+class DecisionInputError(UsageError):
     """Options that do not make one decision: two actions, a bad decision file, and so on."""
-
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
 
 MAX_DECISION_FILE_BYTES = 1 << 20

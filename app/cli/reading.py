@@ -20,8 +20,8 @@ from app.cli.terminal import visible
 from app.corpus.citations import SourceEntry
 from app.errors import ThreadNotFound
 from app.workflow import ARTIFACT_NAMES, Workflow
-from contracts import ErrorCode, NodeRun
-from graphs.errors import ExitCode, HandoffError
+from contracts import NodeRun
+from graphs.errors import UsageError
 
 T = TypeVar("T")
 
@@ -132,11 +132,8 @@ def _as_dict(entry: SourceEntry) -> object:
     return entry.as_dict()
 
 
-class ShowUsage(HandoffError, ValueError):
+class ShowUsage(UsageError):
     """``handoff show`` given both an artifact name and a source id."""
-
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
 
 @cli.command()

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 from contracts import ArtifactRef, DraftArticle, ErrorCode, ResearchBundle, Source, Span
 from graphs import ArtifactStore
-from graphs.errors import ExitCode, HandoffError, IntegrityError
+from graphs.errors import ExitCode, HandoffError, IntegrityError, NotFound
 
 OPEN = "⟦"
 """Starts a marked span, followed by the claim ids citing it and one space."""
@@ -32,11 +32,8 @@ SOURCE_ID = re.compile(r"^src-[0-9]+$")
 _MARKER = re.compile(rf"{OPEN}claim-[0-9]+(?:,claim-[0-9]+)* |{CLOSE}")
 
 
-class UnknownSource(HandoffError, LookupError):
+class UnknownSource(NotFound):
     """A source id the thread's research did not read; the message names the known ids."""
-
-    code = ErrorCode.MISSING_INPUT
-    exit_code = ExitCode.NOT_FOUND
 
 
 class UnreadableSnapshot(HandoffError, ValueError):

@@ -27,9 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from contracts import ErrorCode
 from graphs.declare import NodeSpec
-from graphs.errors import ExitCode, HandoffError, TransientError
+from graphs.errors import TransientError, UsageError
 
 GATE_SECONDS = 120.0
 """Longest a ``wait`` rule holds a node: a test that never opens the gate still ends."""
@@ -37,11 +36,8 @@ KILL_POINTS = ("start", "after_artifact", "before_return")
 """Where a kill rule may act; ``attempt`` is where transient faults are raised."""
 
 
-class InvalidFaultSpec(HandoffError, ValueError):
+class InvalidFaultSpec(UsageError):
     """A HANDOFF_FAULT rule that would not parse, or never fire; refusing beats doing nothing."""
-
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
 
 @dataclass

@@ -15,8 +15,7 @@ from app.server.graph import GRAPH_ID
 from app.settings import PROJECT_ROOT, Settings
 from app.storage.backends import sqlite_path
 from app.storage.postgres import describe_url
-from contracts import ErrorCode
-from graphs.errors import ExitCode, HandoffError
+from graphs.errors import UsageError
 
 DEFAULT_PORT = 2024
 STUDIO = "https://smith.langchain.com/studio/?baseUrl={url}"
@@ -26,11 +25,8 @@ OFFLINE_DEFAULTS = {"LANGSMITH_TRACING": "false"}
 """Set unless the user already did (tracing to LangSmith is an explicit choice)."""
 
 
-class ServeError(HandoffError, ValueError):
+class ServeError(UsageError):
     """The dev server cannot be started as asked (missing extra, config or port)."""
-
-    code = ErrorCode.INVALID_INPUT
-    exit_code = ExitCode.USAGE
 
 
 @dataclass(frozen=True)

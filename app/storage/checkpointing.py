@@ -12,14 +12,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mappi
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    DeltaChannelHistory,
-)
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, DeltaChannelHistory
 
 WriterRoute = Callable[[str], "BaseCheckpointSaver[str] | None"]
 """Given a thread id, the saver its writes must go through, or None for the inner saver."""
@@ -71,25 +64,17 @@ class SingleWriterSaver(BaseCheckpointSaver[str]):
         """List through the inner saver (``options``: its ``filter``, ``before``, ``limit``)."""
         return self.inner.list(config, **options)
 
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Write through the thread's lock when this process holds it."""
-        return self._writer(_thread_of(config)).put(config, checkpoint, metadata, new_versions)
+    def put(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
+        """Write through the thread's lock when this process holds it.
 
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Write through the thread's lock when this process holds it."""
-        self._writer(_thread_of(config)).put_writes(config, writes, task_id, task_path)
+        The checkpoint, metadata and versions pass on as given: only ``config`` (which
+        names the thread) is this wrapper's business.
+        """
+        return self._writer(_thread_of(config)).put(config, *args, **kwargs)
+
+    def put_writes(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> None:
+        """Write through the thread's lock when this process holds it (as ``put``)."""
+        self._writer(_thread_of(config)).put_writes(config, *args, **kwargs)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete through the thread's lock when this process holds it."""
@@ -117,25 +102,13 @@ class SingleWriterSaver(BaseCheckpointSaver[str]):
         for item in items:
             yield item
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
+    async def aput(self, *args: Any, **kwargs: Any) -> RunnableConfig:
         """``put`` in a worker thread."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        return await asyncio.to_thread(self.put, *args, **kwargs)
 
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
+    async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
         """``put_writes`` in a worker thread."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        await asyncio.to_thread(self.put_writes, *args, **kwargs)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """``delete_thread`` in a worker thread."""

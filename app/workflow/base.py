@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -25,6 +26,8 @@ from contracts import (
 from graphs import WIRING, RunContext, Wiring, build_graph
 from graphs.pauses import Pause
 from graphs.wiring import pauses_of
+
+T = TypeVar("T")
 
 
 class OpenWorkflow:
@@ -58,9 +61,7 @@ class OpenWorkflow:
         self._own_context = context is None
         self._stack: ExitStack | None = None
         self._backend: Backend | None = None
-        self._saver: BaseCheckpointSaver[str] | None = None
         self._graph: CompiledStateGraph[Any, Any, Any, Any] | None = None
-        self._ledger: RunLedgerBackend | None = None
         self._glance: tuple[GlanceSaver, CompiledStateGraph[Any, Any, Any, Any]] | None = None
 
     def __enter__(self) -> Self:
@@ -88,10 +89,8 @@ class OpenWorkflow:
         except BaseException:
             stack.close()
             raise
-        self._saver = self._backend.saver
-        self._ledger = self._backend.ledger
         self._stack = stack
-        self._graph = build_graph(wiring=self.wiring).compile(checkpointer=self._saver)
+        self._graph = build_graph(wiring=self.wiring).compile(checkpointer=self._backend.saver)
 
     def close(self) -> None:
         """Release the checkpointer's connections."""
@@ -99,36 +98,33 @@ class OpenWorkflow:
             self._stack.close()
         self._stack = None
         self._backend = None
-        self._saver = None
         self._graph = None
-        self._ledger = None
         self._glance = None
         if self._own_context:
             self._context = None  # its store may use the connections just closed
 
+    def _opened(self, part: Callable[[], T | None]) -> T:
+        """A part of the open storage; the storage is opened first if it is not yet."""
+        if part() is None:
+            self.open()
+        opened = part()
+        assert opened is not None
+        return opened
+
     @property
     def graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The compiled graph (with this workflow's checkpointer)."""
-        if self._graph is None:
-            self.open()
-        assert self._graph is not None
-        return self._graph
+        return self._opened(lambda: self._graph)
 
     @property
     def backend(self) -> Backend:
         """The open storage: saver, audit, artifact store and thread lock."""
-        if self._backend is None:
-            self.open()
-        assert self._backend is not None
-        return self._backend
+        return self._opened(lambda: self._backend)
 
     @property
     def saver(self) -> BaseCheckpointSaver[str]:
         """The open checkpointer."""
-        if self._saver is None:
-            self.open()
-        assert self._saver is not None
-        return self._saver
+        return self.backend.saver
 
     @property
     def context(self) -> RunContext:
@@ -142,10 +138,7 @@ class OpenWorkflow:
     @property
     def ledger(self) -> RunLedgerBackend:
         """The audit log beside this workflow's checkpoints."""
-        if self._ledger is None:
-            self.open()
-        assert self._ledger is not None
-        return self._ledger
+        return self.backend.ledger
 
     @staticmethod
     def config(thread_id: str) -> RunnableConfig:

@@ -61,13 +61,11 @@ def approve_research(call: NodeCall) -> NodeResult:
     log = recorded(call.read("decisions"), decision, request, call.step)
     if decision.action != "reject":
         return NodeResult({"decisions": log})
-    outcome = RunOutcome(
-        thread_id=call.step.thread_id,
-        task_id=call.task.task_id,
-        state=TaskState.REJECTED,
-        result_status="failed",
+    outcome = call.outcome(
+        TaskState.REJECTED,
+        "failed",
+        bundle=bundle,
         errors=[ErrorDetail(code=ErrorCode.HUMAN_REJECTED, detail=decision.reason or "")],
-        fact_count=len(bundle.facts),
         reason=decision.reason,
     )
     return NodeResult({"decisions": log, "outcome": outcome})

@@ -60,13 +60,10 @@ def conclude(call: NodeCall) -> NodeResult:
     errors: list[ErrorDetail] = list(bundle.errors) if bundle else []
     if unanswerable(bundle):
         assert bundle is not None
-        outcome = RunOutcome(
-            thread_id=call.step.thread_id,
-            task_id=call.task.task_id,
-            state=TaskState.COMPLETED,
-            result_status="partial",
+        outcome = call.outcome(
+            TaskState.COMPLETED,
+            "partial",
             errors=[unanswered_error(question) for question in bundle.open_questions] + errors,
-            fact_count=0,
             reason="the corpus answers none of the task's questions; nothing was written",
         )
     elif bundle is None or bundle.result_status == "failed" or not bundle.facts:
@@ -77,27 +74,23 @@ def conclude(call: NodeCall) -> NodeResult:
                     detail="research produced no usable facts",
                 )
             )
-        outcome = RunOutcome(
-            thread_id=call.step.thread_id,
-            task_id=call.task.task_id,
-            state=TaskState.FAILED,
-            result_status="failed",
+        outcome = call.outcome(
+            TaskState.FAILED,
+            "failed",
+            bundle=bundle,
             errors=errors,
             retryable=bundle.retryable if bundle else False,
             missing_inputs=list(bundle.missing_inputs) if bundle else [],
-            fact_count=len(bundle.facts) if bundle else 0,
             reason=f"research failed: {errors[0].detail}",
         )
     elif draft is not None and draft.result_status == "failed":
-        outcome = RunOutcome(
-            thread_id=call.step.thread_id,
-            task_id=call.task.task_id,
-            state=TaskState.FAILED,
-            result_status="failed",
+        outcome = call.outcome(
+            TaskState.FAILED,
+            "failed",
+            draft=draft,
+            bundle=bundle,
             errors=errors + list(draft.errors),
-            draft=draft.body,
             review_rounds=draft.revision - 1,
-            fact_count=len(bundle.facts),
             reason="the writer could not write a draft"
             + (f": {draft.errors[0].detail}" if draft.errors else ""),
         )
@@ -105,15 +98,12 @@ def conclude(call: NodeCall) -> NodeResult:
         errors.append(
             ErrorDetail(code=ErrorCode.REVIEW_REJECTED, detail="the reviewer rejected the draft")
         )
-        outcome = RunOutcome(
-            thread_id=call.step.thread_id,
-            task_id=call.task.task_id,
-            state=TaskState.FAILED,
-            result_status="failed",
+        outcome = call.outcome(
+            TaskState.FAILED,
+            "failed",
+            draft=draft,
+            bundle=bundle,
             errors=errors + [change_error(change) for change in review.required_changes],
-            draft=draft.body if draft else None,
-            review_rounds=draft.revision if draft else 0,
-            fact_count=len(bundle.facts),
             reason="the reviewer rejected the draft",
         )
     else:
@@ -126,16 +116,13 @@ def conclude(call: NodeCall) -> NodeResult:
             )
         )
         pending = review.required_changes if review else []
-        outcome = RunOutcome(
-            thread_id=call.step.thread_id,
-            task_id=call.task.task_id,
-            state=TaskState.COMPLETED,
-            result_status="partial",
+        outcome = call.outcome(
+            TaskState.COMPLETED,
+            "partial",
+            draft=draft,
+            bundle=bundle,
             errors=errors + [change_error(change) for change in pending],
             retryable=True,
-            draft=draft.body if draft else None,
-            review_rounds=rounds,
-            fact_count=len(bundle.facts),
             reason="the draft was not approved within the review-round budget",
         )
     return NodeResult(update={"outcome": outcome})

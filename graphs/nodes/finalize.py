@@ -14,25 +14,21 @@ from contracts import (
     ResearchBundle,
     ReviewResult,
     RunOutcome,
-    TaskSpec,
     TaskState,
 )
 from graphs.approval import prove_approval
 from graphs.declare import node
 from graphs.freshness import summary
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.nodes.draft_reads import DraftReads
 from graphs.nodes.reviewer import reviewer
 from graphs.ports import ref_id
 from graphs.stale import adopt_head, guard, only_revised_draft
 
 
-class FinalizeInput(TypedDict):
+class FinalizeInput(DraftReads):
     """The approved draft, its review, and the envelope pinning it."""
 
-    task: TaskSpec
-    handoff: Handoff | None
-    research: ResearchBundle | None
-    draft: DraftArticle | None
     review: ReviewResult | None
     freshness: FreshnessReport | None
 
@@ -90,19 +86,16 @@ def finalize(call: NodeCall) -> NodeResult:
         if question.answer is None
     ]
     unanswered = [unanswered_error(question) for question in waiting]
-    outcome = RunOutcome(
-        thread_id=call.step.thread_id,
-        task_id=call.task.task_id,
-        state=TaskState.COMPLETED,
-        result_status="partial" if waiting else "completed",
+    outcome = call.outcome(
+        TaskState.COMPLETED,
+        "partial" if waiting else "completed",
+        draft=draft,
+        bundle=bundle,
         errors=list(bundle.errors) + unanswered,
         reason=f"published without an answer to {len(waiting)} of the task's questions"
         if waiting
         else None,
         article=article,
-        draft=draft.body,
-        review_rounds=draft.revision,
-        fact_count=len(bundle.facts),
     )
     return NodeResult(
         update={"outcome": outcome, "freshness": report},

@@ -60,19 +60,11 @@ def research(call: NodeCall) -> NodeResult:
     earlier: ResearchBundle | None = call.read("research")
     widen = earlier is not None and earlier.result_status == "failed" and not earlier.widened
     step = replace(call.step, widen=widen) if widen else call.step
-    request = call.request(
-        ResearchRequest,
-        task=call.task,
-        store=call.ctx.store,
-        step=step,
-        question_id=call.step.branch,
+    bundle: ResearchBundle
+    bundle, output = call.delegate(
+        ResearchRequest, "research", task=call.task, step=step, question_id=call.step.branch
     )
-    output = call.agent.run(request)
-    bundle: ResearchBundle = call.accept("research", output.result)
     written = [source.snapshot for source in bundle.sources] + list(bundle.artifact_refs)
-    return NodeResult(
-        update={"research": bundle},
-        usage=output.usage,
-        artifact_ids=[ref_id(ref) for ref in written],
-        receipts=output.receipts,
+    return NodeResult.of_agent(
+        output, {"research": bundle}, artifact_ids=[ref_id(ref) for ref in written]
     )

@@ -9,17 +9,16 @@ from contracts import (
     DraftArticle,
     ErrorCode,
     ErrorDetail,
-    Handoff,
     ResearchBundle,
     ReviewResult,
     RunOutcome,
-    TaskSpec,
     TaskState,
 )
 from graphs.declare import node
 from graphs.human import ask, recorded, review_request
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.nodes.conclude import change_error
+from graphs.nodes.draft_reads import DraftReads
 from graphs.pauses import Action, Pause
 
 REVIEW_EXHAUSTED = Pause(
@@ -30,13 +29,9 @@ REVIEW_EXHAUSTED = Pause(
 """Accept an unapproved draft as partial, grant another review round, or abort."""
 
 
-class ReviewDecisionInput(TypedDict):
+class ReviewDecisionInput(DraftReads):
     """The unapproved draft, its review, and the envelope."""
 
-    task: TaskSpec
-    handoff: Handoff | None
-    research: ResearchBundle | None
-    draft: DraftArticle | None
     review: ReviewResult | None
     decisions: DecisionLog | None
 
@@ -77,30 +72,24 @@ def review_decision(call: NodeCall) -> NodeResult:
         return NodeResult({"decisions": log})
     pending = [change_error(change) for change in review.required_changes]
     if decision.action == "accept_partial":
-        outcome = RunOutcome(
-            thread_id=call.step.thread_id,
-            task_id=call.task.task_id,
-            state=TaskState.COMPLETED,
-            result_status="partial",
+        outcome = call.outcome(
+            TaskState.COMPLETED,
+            "partial",
+            draft=draft,
+            bundle=bundle,
             errors=pending,
-            draft=draft.body,
-            review_rounds=draft.revision,
-            fact_count=len(bundle.facts),
             reason=f"accepted as partial by {decision.decided_by}",
         )
     else:
-        outcome = RunOutcome(
-            thread_id=call.step.thread_id,
-            task_id=call.task.task_id,
-            state=TaskState.CANCELED,
-            result_status="failed",
+        outcome = call.outcome(
+            TaskState.CANCELED,
+            "failed",
+            draft=draft,
+            bundle=bundle,
             errors=[
                 ErrorDetail(code=ErrorCode.HUMAN_ABORTED, detail=decision.reason or ""),
                 *pending,
             ],
-            draft=draft.body,
-            review_rounds=draft.revision,
-            fact_count=len(bundle.facts),
             reason=decision.reason,
         )
     return NodeResult({"decisions": log, "outcome": outcome})

@@ -12,23 +12,19 @@ from contracts import (
     ResearchBundle,
     ReviewResult,
     RunOutcome,
-    TaskSpec,
 )
 from graphs.constraints import task_in_force
 from graphs.declare import node
 from graphs.freshness import summary
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.nodes.draft_reads import DraftReads
 from graphs.ports import ReviewerAgent, ReviewRequest, ref_id
 from graphs.stale import adopt_head, guard, only_revised_draft
 
 
-class ReviewerInput(TypedDict):
+class ReviewerInput(DraftReads):
     """The draft, the facts it cites, and the envelope."""
 
-    task: TaskSpec
-    handoff: Handoff | None
-    research: ResearchBundle | None
-    draft: DraftArticle | None
     freshness: FreshnessReport | None
     decisions: DecisionLog | None
 
@@ -62,23 +58,15 @@ def reviewer(call: NodeCall) -> NodeResult:
         report, stop = guard(call, bundle=bundle, handoff=handoff, draft=draft)
         if stop is not None:
             return stop
-    request = call.request(
-        ReviewRequest,
-        task=task_in_force(call.task, handoff),
-        handoff=handoff,
-        bundle=bundle,
-        draft=draft,
-        store=call.ctx.store,
-        step=call.step,
+    review: ReviewResult
+    review, output = call.delegate(
+        ReviewRequest, "review", task=task_in_force(call.task, handoff), draft=draft
     )
-    output = call.agent.run(request)
-    review: ReviewResult = call.accept("review", output.result)
     # The node, not the agent, names the bytes reviewed: finalize publishes only those.
     review = review.model_copy(update={"draft_sha256": draft.body.sha256})
-    return NodeResult(
-        update={"review": review, "draft": draft, "freshness": report},
-        usage=output.usage,
+    return NodeResult.of_agent(
+        output,
+        {"review": review, "draft": draft, "freshness": report},
         artifact_ids=[ref_id(review.report)] if review.report else [],
         checked_inputs=summary(report),
-        receipts=output.receipts,
     )

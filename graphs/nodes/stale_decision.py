@@ -59,11 +59,9 @@ def stale_decision(call: NodeCall) -> NodeResult:
         repins(report) if accepted else [],
     )
     if decision.action == "abort":
-        outcome = RunOutcome(
-            thread_id=call.step.thread_id,
-            task_id=call.task.task_id,
-            state=TaskState.CANCELED,
-            result_status="failed",
+        outcome = call.outcome(
+            TaskState.CANCELED,
+            "failed",
             errors=[ErrorDetail(code=ErrorCode.STALE_INPUT, detail=report.describe()[:2000])],
             reason=decision.reason,
         )

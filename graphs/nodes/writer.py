@@ -12,23 +12,19 @@ from contracts import (
     ResearchBundle,
     ReviewResult,
     RunOutcome,
-    TaskSpec,
 )
 from graphs.constraints import task_in_force
 from graphs.declare import node
 from graphs.freshness import summary
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.nodes.draft_reads import DraftReads
 from graphs.ports import WriterAgent, WriteRequest, ref_id
 from graphs.stale import guard
 
 
-class WriterInput(TypedDict):
+class WriterInput(DraftReads):
     """The facts, the envelope, and the last round's draft and review."""
 
-    task: TaskSpec
-    handoff: Handoff | None
-    research: ResearchBundle | None
-    draft: DraftArticle | None
     review: ReviewResult | None
     freshness: FreshnessReport | None
     decisions: DecisionLog | None
@@ -50,20 +46,11 @@ def writer(call: NodeCall) -> NodeResult:
     report, stop = guard(call, bundle=bundle, handoff=handoff, draft=None)
     if stop is not None:
         return stop
-    request = call.request(
-        WriteRequest,
-        task=task_in_force(call.task, handoff),
-        handoff=handoff,
-        bundle=bundle,
-        store=call.ctx.store,
-        step=call.step,
-    )
-    output = call.agent.run(request)
-    draft: DraftArticle = call.accept("draft", output.result)
-    return NodeResult(
-        update={"draft": draft, "freshness": report},
-        usage=output.usage,
+    draft: DraftArticle
+    draft, output = call.delegate(WriteRequest, "draft", task=task_in_force(call.task, handoff))
+    return NodeResult.of_agent(
+        output,
+        {"draft": draft, "freshness": report},
         artifact_ids=[ref_id(draft.body)],
         checked_inputs=summary(report),
-        receipts=output.receipts,
     )
