@@ -38,15 +38,15 @@ class Retry:
     """Attempts given to an agent whose output broke its contract."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Declaration:
     """What a node declares besides its body, checked as soon as it is made.
 
     Each field and its default is written here only, for the decorator (:data:`node`) and
-    the :class:`NodeSpec` alike.
+    the :class:`NodeSpec` alike. Only the name is positional.
     """
 
-    name: str
+    name: str = field(kw_only=False)
     reads: type
     """A TypedDict of the channels the node reads (LangGraph's per-node ``input_schema``)."""
     writes: type
