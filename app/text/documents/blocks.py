@@ -8,10 +8,12 @@ line of tags is the code, table, media or HTML it really is.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from functools import cache
 from typing import Any, Literal, NamedTuple
 
+import mdurl
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
@@ -43,6 +45,9 @@ _INLINE_SYNTAX = re.compile(r"[\\`*_\[<&]")
 """Characters that can open CommonMark inline syntax; content without them is plain text."""
 
 
+_BUILDING = threading.Lock()
+
+
 @cache
 def _parser() -> MarkdownIt:
     """CommonMark with tables, built once per process; inline syntax is parsed on demand.
@@ -52,8 +57,17 @@ def _parser() -> MarkdownIt:
     ``text_join`` is off so escapes and entities stay their own tokens (``text_special``,
     source spelling in ``markup``): every ``text`` token is then verbatim source, which is
     how the reader's text is tied back to offsets.
+
+    mdurl (markdown-it's link normaliser) builds each lookup table on first use and
+    publishes it before filling it, so research branches parsing at once in their threads
+    could index a half-built table (IndexError). The tables markdown-it uses are built
+    here, under a lock, before any thread gets the parser.
     """
-    return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+    with _BUILDING:
+        mdurl.encode("")
+        mdurl.decode("")
+        mdurl.decode("", mdurl.DECODE_DEFAULT_CHARS + "%")
+        return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
 
 
 def _inline_tokens(content: str, env: dict[str, Any]) -> list[Token]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+
+import mdurl
 import pytest
 
-from app.text.documents import PROSE_KINDS, read_document
+from app.text.documents import PROSE_KINDS, blocks, read_document
 from tests.app.text.documents.sample import README, assert_exact, plains, texts
 
 
@@ -158,3 +162,43 @@ def test_prose_kinds_are_the_blocks_that_give_sentences() -> None:
 def test_only_markdown_and_plain_text_are_read() -> None:
     with pytest.raises(ValueError, match="text/html"):
         read_document("<p>Hi.</p>", "text/html")
+
+
+def read_at_once(text: str, readers: int) -> list[BaseException]:
+    """What ``readers`` threads reading ``text`` at the same moment raised."""
+    start = threading.Barrier(readers)
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        start.wait()
+        try:
+            read_document(text)
+        except BaseException as error:  # every thread's failure is kept, none is lost
+            errors.append(error)
+
+    threads = [threading.Thread(target=read) for _ in range(readers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+def test_research_branches_reading_link_references_at_once_never_meet_a_half_built_table() -> None:
+    """Each trial starts as a fresh process does: no parser yet and mdurl's tables unbuilt.
+
+    Without the parser building them first, about half of such trials raised IndexError
+    in one of the threads (mdurl publishes a table before filling it).
+    """
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for trial in range(60):
+            blocks._parser.cache_clear()
+            mdurl._encode.encode_cache.clear()
+            mdurl._decode.decode_cache.clear()
+            text = f"Trial {trial}.\n\n[ref]: https://example.com/a%20b?x=1#y\n\n[r2]: <http://é.org/>\n"
+            errors = read_at_once(text, readers=6)
+            assert errors == [], f"trial {trial}: {errors[0]!r}"
+    finally:
+        sys.setswitchinterval(before)
