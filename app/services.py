@@ -13,7 +13,7 @@ from app.faults.rules import parse_faults
 from app.settings import Settings
 from app.storage.backends import artifact_store_for, ledger_for_url
 from graphs import WIRING, ArtifactStore, RunContext, RunLedger, Wiring
-from graphs.context import untracked, utc_now
+from graphs.context import provided, untracked, utc_now
 
 
 def build_context(
@@ -44,6 +44,12 @@ def build_context(
         sources=FileSourceProbe(settings.corpus_policy()),
         store=store if store is not None else artifact_store_for(settings),
         agents=agents,
+        tools={
+            name: code
+            for spec in nodes
+            if spec.name in agents
+            for name, code in provided(agents[spec.name], [t.name for t in spec.tools]).items()
+        },
         clock=clock,
         node_running=node_running,
     )

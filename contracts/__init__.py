@@ -16,7 +16,6 @@ from contracts.handoff import (
     Handoff,
     JoinedBranch,
     NextAction,
-    ToolReceipt,
 )
 from contracts.human import (
     ActionName,
@@ -41,6 +40,14 @@ from contracts.research import (
 )
 from contracts.review import RequiredChange, ReviewResult, Verdict
 from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolicy, TaskSpec
+from contracts.tools import (
+    ReadSourceInput,
+    ReadSourceOutput,
+    ToolError,
+    ToolErrorCode,
+    ToolReceipt,
+    ToolText,
+)
 from contracts.upgrades import upgrader
 
 __all__ = [
@@ -93,7 +100,12 @@ __all__ = [
     "StalePolicy",
     "TaskSpec",
     "TaskState",
+    "ReadSourceInput",
+    "ReadSourceOutput",
+    "ToolError",
+    "ToolErrorCode",
     "ToolReceipt",
+    "ToolText",
     "Usage",
     "Verdict",
     "VersionedContract",

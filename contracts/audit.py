@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
 from contracts.base import Contract, Sha256Hex, UtcDatetime, VersionedContract
 from contracts.errors import ErrorKind
+from contracts.tools import ToolReceipt
+from contracts.upgrades import upgrader
 
 NodeStatus = Literal["ready", "running", "waiting_user", "succeeded", "failed"]
 
@@ -29,7 +31,7 @@ class NodeError(Contract):
 class NodeRun(VersionedContract):
     """One attempt of one node; the thread's audit log is a list of these."""
 
-    VERSION: ClassVar[str] = "1.1"
+    VERSION: ClassVar[str] = "1.2"
 
     kind: Literal["node_run"] = Field(default="node_run", description="Discriminator.")
     task_version: int = Field(ge=1, description="Task version the attempt worked on.")
@@ -56,6 +58,11 @@ class NodeRun(VersionedContract):
         default_factory=list,
         description="Inputs whose revision and hash were checked before use (name: status).",
     )
+    tool_receipts: list[ToolReceipt] = Field(
+        default_factory=list,
+        description="Every tool call the attempt made, answered or refused (its cost is in "
+        "usage.tool_calls).",
+    )
     reused: bool = Field(
         default=False,
         description="True when the node did not run: a finished attempt with the same input "
@@ -76,3 +83,9 @@ class NodeRun(VersionedContract):
             "artifact_ids": ["draft-rosetta@2"],
         }
     ]
+
+    @upgrader(from_version="1.1", to_version="1.2")
+    @classmethod
+    def _records_tool_calls(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A 1.1 record is a 1.2 one whose attempt made no call through the tool boundary."""
+        return data

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -10,6 +10,8 @@ from contracts.artifacts import ArtifactRef, example_ref
 from contracts.base import Contract, Identifier, ProseText, Sha256Hex, VersionedContract
 from contracts.provenance import Provenance
 from contracts.research import Question
+from contracts.tools import ToolReceipt
+from contracts.upgrades import upgrader
 
 NextAction = Annotated[
     str,
@@ -46,16 +48,6 @@ class AuthoritativeInput(Contract):
     provenance: Provenance = Field(description="Who pinned it, where.")
 
 
-class ToolReceipt(Contract):
-    """Evidence that a tool call happened, and what it returned (by hash)."""
-
-    tool: str = Field(max_length=100, description="Tool name.")
-    call_id: Identifier = Field(description="Stable id of the call.")
-    input_summary: str = Field(max_length=500, description="Short description of the input.")
-    output_sha256: Sha256Hex | None = Field(default=None, description="Hash of the output.")
-    provenance: Provenance = Field(description="Who called it, where.")
-
-
 class JoinedBranch(Contract):
     """One branch a join waited for: what that branch was handed and which tools it called."""
 
@@ -75,7 +67,7 @@ class JoinedBranch(Contract):
 class Handoff(VersionedContract):
     """What a producer promises its consumer; the consumer checks it before use."""
 
-    VERSION: ClassVar[str] = "1.1"
+    VERSION: ClassVar[str] = "1.2"
 
     kind: Literal["handoff"] = Field(default="handoff", description="Discriminator.")
     task_id: Identifier = Field(description="Task this handoff serves.")
@@ -103,6 +95,16 @@ class Handoff(VersionedContract):
         "Source snapshots are pinned in the research bundle's sources.",
     )
     tool_receipts: list[ToolReceipt] = Field(default_factory=list, description="Tool calls made.")
+    allowed_tools: list[Identifier] = Field(
+        default_factory=list,
+        description="The tools the next node declares it may call (any other call is "
+        "refused as permission_denied); from its declaration.",
+    )
+    done_when: list[ProseText] = Field(
+        default_factory=list,
+        description="What the next node's work must meet to count as done (e.g. the "
+        "Reviewer's checks, for the Writer); from its declaration.",
+    )
     open_questions: list[Question] = Field(
         default_factory=list, description="Questions still open (or answered by a human)."
     )
@@ -155,7 +157,20 @@ class Handoff(VersionedContract):
                     "provenance": {"producer": "research", "node": "research", "step": 3},
                 }
             ],
+            "allowed_tools": [],
+            "done_when": ["Every sentence cites a claim whose quote is in its source."],
             "open_questions": [{"id": "q-2", "text": "Who deciphered the hieroglyphs, and how?"}],
             "provenance": {"producer": "research", "node": "research", "step": 3},
         }
     ]
+
+    @upgrader(from_version="1.1", to_version="1.2")
+    @classmethod
+    def _tells_the_next_node_its_limits(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A 1.1 handoff is a valid 1.2 one that states no limits: passed on as it is.
+
+        1.2 added ``allowed_tools`` and ``done_when`` (both default to empty) and the
+        timing, cost and error of each receipt (defaulted too); a thread checkpointed
+        under 1.1 resumes, and the next handoff it derives states them.
+        """
+        return data

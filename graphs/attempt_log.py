@@ -20,16 +20,18 @@ from contracts import ErrorKind, NodeError, NodeRun, Usage
 from graphs.ports import RunLedger, StepInfo
 
 if TYPE_CHECKING:
-    from graphs.node_call import NodeResult
+    from graphs.node_call import NodeCall, NodeResult
     from graphs.visit import Visit
 
 
 class Attempt:
     """One ledger entry: written as 'running' when it starts, finished exactly once."""
 
-    def __init__(self, visit: Visit, step: StepInfo) -> None:
+    def __init__(self, visit: Visit, step: StepInfo, call: NodeCall | None = None) -> None:
         self.visit = visit
         self.step = step
+        self.call = call
+        """The body's view, whose tool calls a failed attempt still records."""
         self.began = time.perf_counter()
         self.record = NodeRun(
             task_version=step.task_version,
@@ -51,7 +53,13 @@ class Attempt:
         error: tuple[ErrorKind, str] | None = None,
         reused: bool = False,
     ) -> None:
-        """Record how the attempt ended; a succeeded one stores the update it returns."""
+        """Record how the attempt ended; a succeeded one stores the update it returns.
+
+        A failed attempt is charged for the tool calls it made, and receipts them.
+        """
+        toolbox = self.call.opened_tools() if self.call and result is None else None
+        if toolbox is not None:
+            usage = toolbox.charged(usage or Usage())
         final = self.record.model_copy(
             update={
                 "status": "failed" if error else "succeeded",
@@ -60,6 +68,7 @@ class Attempt:
                 "usage": result.usage if result else usage or Usage(),
                 "artifact_ids": result.artifact_ids if result else [],
                 "checked_inputs": result.checked_inputs if result else [],
+                "tool_receipts": result.receipts if result else toolbox.receipts if toolbox else [],
                 "error": NodeError(kind=error[0], detail=error[1][:4000]) if error else None,
                 "reused": reused,
             }

@@ -28,8 +28,7 @@ def pause(visit: Visit) -> dict[str, Any]:
     decision arrives (the ``interrupt()`` inside the body raises until then).
     """
     with visit.ctx.store.batch():
-        result = visit.spec.body(visit.call(visit.step))
-        update = visit.hand_over(result)
+        result, update = visit.perform(visit.call(visit.step))
     Attempt(visit, visit.step).finish(result, update=update)
     return update
 
@@ -50,11 +49,11 @@ def attempts(visit: Visit) -> dict[str, Any]:
         else:
             calls, tokens = left(task.budget, tally.spent)
         step = replace(visit.step, attempt=attempt, tool_calls_left=calls, tokens_left=tokens)
-        current = Attempt(visit, step)
+        call = visit.call(step)
+        current = Attempt(visit, step, call)
         try:
             with ctx.store.batch():  # the attempt's puts, durable before its row names them
-                result = spec.body(visit.call(step))
-                update = visit.hand_over(result)
+                result, update = visit.perform(call)
         except TransientError as error:
             current.finish(usage=_spent(error), error=("transient", error.message))
             if rules and rules.transient and attempt < task.budget.max_attempts:

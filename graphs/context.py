@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from contracts import HumanRequest, RunChoices
 from graphs.errors import MissingContext
 from graphs.ports import ArtifactStore, RunLedger, SourceProbe, StepInfo
+from graphs.tools import ToolFn, ToolProvider
 
 if TYPE_CHECKING:
     from graphs.declare import NodeSpec
@@ -40,6 +41,9 @@ class RunContext:
     sleep: Callable[[float], None] = field(default=time.sleep)
     backoff_seconds: float = 0.2
     """First retry delay after a transient error; doubles per attempt (capped at 5 s)."""
+    tools: Mapping[str, ToolFn] = field(default_factory=dict)
+    """The code of declared tools that bring none of their own, by tool name: the app takes
+    it from the agents that provide it (``ToolProvider``), e.g. research's corpus read."""
     choices: RunChoices | None = None
     """Policies and limits the caller chose for this run (e.g. a Studio assistant's)."""
     node_running: Callable[[StepInfo], contextlib.AbstractContextManager[object]] = field(
@@ -70,4 +74,20 @@ class RunContext:
         """The same services with another agent doing one node's work."""
         if node not in self.agents:
             raise KeyError(f"no agent for node {node!r}; agents: {sorted(self.agents)}")
-        return replace(self, agents={**self.agents, node: agent})
+        return replace(
+            self,
+            agents={**self.agents, node: agent},
+            tools={**self.tools, **provided(agent, self.tools)},
+        )
+
+
+def provided(agent: object, names: Iterable[str]) -> dict[str, ToolFn]:
+    """The code ``agent`` provides of the tools named.
+
+    An agent that only wraps another (a test's, a fault's) provides none: the code the
+    run had stays.
+    """
+    if not isinstance(agent, ToolProvider):
+        return {}
+    found = {name: agent.tool(name) for name in names}
+    return {name: code for name, code in found.items() if code is not None}

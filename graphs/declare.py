@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from graphs.channels import Channel, channels_of
 from graphs.pauses import Pause
 from graphs.state import BranchInput, JoinInput
+from graphs.tools.declare import ToolSpec
 
 if TYPE_CHECKING:
     from graphs.node_call import NodeCall, NodeResult
@@ -77,6 +78,12 @@ class Declaration:
     reads their results (``NodeCall.branch_outputs``); a branch that stopped stops it.
     Several branch nodes are work of several kinds side by side: one route starts them all
     (it returns their names as a tuple)."""
+    tools: tuple[ToolSpec, ...] = ()
+    """The tools its body and agent may call (``NodeCall.tools``); any other is refused.
+    The handoff to this node names them (``allowed_tools``)."""
+    done_when: tuple[str, ...] = ()
+    """What this node's work must meet to count as done, in prose (e.g. the Reviewer's
+    checks, for the Writer); the handoff to this node states it (``done_when``)."""
 
     def __post_init__(self) -> None:
         if self.agent is not None and not getattr(self.agent, "_is_runtime_protocol", False):
@@ -99,6 +106,13 @@ class Declaration:
         if self.pauses:  # a pausing node runs once per answer: never retried
             object.__setattr__(self, "retry", None)
         object.__setattr__(self, "read_by", tuple(self.read_by))
+        names = [tool.name for tool in self.tools]
+        if len(set(names)) != len(names) or not all(isinstance(t, ToolSpec) for t in self.tools):
+            raise TypeError(
+                f"node {self.name!r}: tools= takes distinct ToolSpecs, not {self.tools!r}"
+            )
+        object.__setattr__(self, "tools", tuple(self.tools))
+        object.__setattr__(self, "done_when", tuple(self.done_when))
 
 
 @dataclass(frozen=True)

@@ -260,9 +260,11 @@ def build_graph(
     )
     branches = {spec.name: spec for spec, _ in built if spec.branch is not None}
     joins = {branch.name: spec for spec, _ in built for branch in spec.joins}
+    nodes = {spec.name: spec for spec, _ in built}
     for spec, route in built:
         # A join waits until no other task is left (defer): all its branches finished.
-        builder.add_node(spec.name, run_node(spec, route, default_context), defer=bool(spec.joins))
+        runner = run_node(spec, route, default_context, nodes)
+        builder.add_node(spec.name, runner, defer=bool(spec.joins))
         edge = fanning(route, branches, joins)
         builder.add_conditional_edges(spec.name, edge, list(ends[spec.name]))
     first = built[0][0].name

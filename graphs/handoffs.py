@@ -7,8 +7,8 @@ the contracts in state; the next allowed action is the node the graph runs next.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from contracts import (
     ArtifactRef,
@@ -27,6 +27,9 @@ from contracts import (
 )
 from graphs.boundary import read, require
 from graphs.ports import StepInfo
+
+if TYPE_CHECKING:
+    from graphs.declare import NodeSpec
 
 
 def task_constraints(task: TaskSpec, step: StepInfo) -> list[ConstraintItem]:
@@ -104,8 +107,13 @@ def derive_handoff(
     producer: StepInfo,
     next_node: str,
     receipts: list[ToolReceipt] | None = None,
+    next_specs: Sequence[NodeSpec] = (),
 ) -> Handoff:
-    """The envelope ``producer`` hands to ``next_node``, from the state it will read."""
+    """The envelope ``producer`` hands to ``next_node``, from the state it will read.
+
+    ``next_specs`` are the declarations of the nodes that run next (several when a route
+    starts branch nodes of several kinds): their tools and what they must meet, in order.
+    """
     node = producer.node
     task = require(state, "task", TaskSpec, node=node)
     bundle = read(state, "research", ResearchBundle, node=node)
@@ -129,6 +137,8 @@ def derive_handoff(
         authoritative_inputs=source_pins(bundle, log, producer),
         artifacts=handed_artifacts(state, node, bundle),
         tool_receipts=list(receipts or []),
+        allowed_tools=list(dict.fromkeys(t.name for spec in next_specs for t in spec.tools)),
+        done_when=list(dict.fromkeys(text for spec in next_specs for text in spec.done_when)),
         open_questions=open_questions(bundle, log),
         granted_review_rounds=log.granted_review_rounds() if log else 0,
         provenance=producer.provenance(),

@@ -7,6 +7,7 @@ validates, audits and hands over the rest.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_type_hints
 
@@ -18,6 +19,7 @@ from graphs.errors import ContractViolation
 from graphs.joins import branch_results, json_or_none
 from graphs.outcomes import run_outcome
 from graphs.ports import CONTRIBUTED, AgentOutput, StepInfo, request_channels
+from graphs.tools import Toolbox, ToolEnv
 
 RequestT = TypeVar("RequestT")
 
@@ -123,6 +125,26 @@ class NodeCall:
     def outcome(self, state: TaskState, result_status: ResultStatus, **fields: Any) -> RunOutcome:
         """How this run ends, on this thread and task (see ``graphs.outcomes.run_outcome``)."""
         return run_outcome(self.task, self.step, state, result_status, **fields)
+
+    @functools.cached_property
+    def tools(self) -> Toolbox:
+        """The tools this node declared, behind the boundary; one toolbox per attempt.
+
+        Calls that run are charged against what the budget leaves this attempt; the
+        runner adds them, with every call's receipt, to the attempt's result.
+        """
+        return Toolbox(
+            node=self.spec.name,
+            tools=self.spec.tools,
+            env=ToolEnv(store=self.ctx.store, step=self.step, clock=self.ctx.clock),
+            code=self.ctx.tools,
+            budget=self.step.tool_calls_left,
+        )
+
+    def opened_tools(self) -> Toolbox | None:
+        """The toolbox, if the body asked for it (so a node without tools needs none)."""
+        toolbox = self.__dict__.get("tools")
+        return toolbox if isinstance(toolbox, Toolbox) else None
 
     @property
     def agent(self) -> Any:

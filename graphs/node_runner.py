@@ -23,7 +23,7 @@ body's attempts and pauses in ``graphs.attempts``; branches and joins in ``graph
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -124,12 +124,16 @@ def visit_update(visit: Visit) -> dict[str, Any]:
 
 
 def run_node(
-    spec: NodeSpec, route: Router, default_context: ContextFactory | None = None
+    spec: NodeSpec,
+    route: Router,
+    default_context: ContextFactory | None = None,
+    nodes: Mapping[str, NodeSpec] | None = None,
 ) -> Callable[..., dict[str, Any]]:
     """A LangGraph node for a declared one.
 
     Every read and write is validated, every attempt audited, and the route ``route`` will
-    take is recorded in the handoff the node returns.
+    take is recorded in the handoff the node returns, with the limits the next node
+    declares (``nodes``: the graph's, by name).
     """
 
     def node(
@@ -154,6 +158,7 @@ def run_node(
                 key=input_hash(spec, checked, ctx, task),
                 agent=agent_name(ctx, spec),
                 branch=branch,
+                nodes=nodes or {},
             )
             update = visit_update(visit)
         if branch is not None:  # the join writes the task, once, if choices changed it

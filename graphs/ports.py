@@ -23,6 +23,7 @@ from contracts import (
     VersionedContract,
 )
 from graphs.budget import Tally
+from graphs.tools.toolbox import Toolbox
 
 T = TypeVar("T")
 
@@ -225,6 +226,9 @@ class ResearchRequest:
     step: StepInfo = field()
     inputs: Mapping[str, VersionedContract | None] = contributed_inputs()
     question_id: str | None = None
+    tools: Toolbox | None = None
+    """The node's tools behind the boundary (the corpus read); None outside a node, where
+    the agent stands up the same boundary itself and reports its calls."""
 
 
 @dataclass(frozen=True)

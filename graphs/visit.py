@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from langgraph.graph import END
 
 from contracts import (
     BranchTask,
@@ -54,6 +56,8 @@ class Visit:
     agent: str | None
     branch: BranchTask | None = None
     """The branch a fanned-out task runs (its key, and how many tasks share the budget)."""
+    nodes: Mapping[str, NodeSpec] = field(default_factory=dict)
+    """Every node of the graph by name: the handoff states the next one's limits."""
 
     @functools.cached_property
     def tally(self) -> Tally:
@@ -77,14 +81,27 @@ class Visit:
             for channel, value in update.items()
         }
 
+    def perform(self, call: NodeCall) -> tuple[NodeResult, dict[str, Any]]:
+        """Run the body: its result, with the tool calls it made, and the update handed over."""
+        result = call.spec.body(call)
+        toolbox = call.opened_tools()
+        if toolbox is not None:
+            result = toolbox.settle(result)
+        return result, self.hand_over(result)
+
     def hand_over(self, result: NodeResult) -> dict[str, Any]:
         """The validated update plus the envelope for the node the route picks next."""
         update = self.validate(result.update)
         after = self.state.updated(update)
         target = self.route(after)
         first = target if isinstance(target, str) else target[0]
+        names = (target,) if isinstance(target, str) else target
         handoff = derive_handoff(
-            after, producer=self.step, next_node=first, receipts=result.receipts
+            after,
+            producer=self.step,
+            next_node=first,
+            receipts=result.receipts,
+            next_specs=[self.nodes[name] for name in names if name != END],
         )
         if not isinstance(target, str):  # branch nodes of several kinds, side by side
             handoff = handoff.model_copy(update={"next_nodes": list(target)})

@@ -2,8 +2,10 @@
 
 The envelope a node records is derived from state and the route the graph took. After each
 test, every checkpoint of every thread the test made is walked: the handoff in it must name
-exactly the node the checkpoint says runs next (``__end__`` when nothing does). The edges
-seen are collected, so the session can report which of the graph's edges the suite walked.
+exactly the node the checkpoint says runs next (``__end__`` when nothing does), and state
+that node's limits as its declaration has them (``allowed_tools``, ``done_when``; none for
+``__end__``). The edges seen are collected, so the session can report which of the graph's
+edges the suite walked.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 from app.workflow import Workflow
 from contracts import BranchResults, Handoff
-from graphs import build_graph
+from graphs import NodeSpec, build_graph
 
 WALKED: set[tuple[str, str]] = set()
 """(from_node, next node) pairs seen in handoffs during this session."""
@@ -24,10 +26,19 @@ def graph_edges() -> set[tuple[str, str]]:
     return {(edge.source, edge.target) for edge in drawn.edges if edge.source != "__start__"}
 
 
+def check_limits(handoff: Handoff, following: list[NodeSpec]) -> None:
+    """The handoff states what the nodes that run next declare, in their order."""
+    tools = [tool.name for spec in following for tool in spec.tools]
+    texts = [text for spec in following for text in spec.done_when]
+    assert handoff.allowed_tools == list(dict.fromkeys(tools)), (handoff.from_node, following)
+    assert handoff.done_when == list(dict.fromkeys(texts)), (handoff.from_node, following)
+
+
 def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
     """Assert the invariant on every checkpoint of every thread; returns the edges walked."""
     edges: set[tuple[str, str]] = set()
-    joins = {spec.name: spec for spec, _ in workflow.wiring if spec.joins}
+    nodes = {spec.name: spec for spec, _ in workflow.wiring}
+    joins = {spec.name: spec for spec in nodes.values() if spec.joins}
     for thread_id in workflow.threads():
         config = workflow.config(thread_id)
         for snapshot in workflow.graph.get_state_history(config):
@@ -39,6 +50,7 @@ def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
                 for branch in joins[ran_next].joins:
                     for result in results.of(branch.name).values():
                         assert result.handoff.next_allowed_action == ran_next
+                        check_limits(result.handoff, [nodes[ran_next]])
                         edges.add((result.node, ran_next))
                 continue
             raw: Any = snapshot.values.get("handoff")
@@ -47,12 +59,14 @@ def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
             handoff = Handoff.model_validate(raw)
             if handoff.next_nodes:  # branch nodes of several kinds, started side by side
                 assert set(snapshot.next) == set(handoff.next_nodes), (handoff, snapshot.next)
+                check_limits(handoff, [nodes[name] for name in handoff.next_nodes])
                 edges.update((handoff.from_node, started) for started in handoff.next_nodes)
                 continue
             assert handoff.next_allowed_action == ran_next, (
                 f"thread {thread_id} step {snapshot.metadata.get('step')}: {handoff.from_node} "
                 f"handed over to {handoff.next_allowed_action!r} but {ran_next!r} ran next"
             )
+            check_limits(handoff, [] if ran_next == "__end__" else [nodes[ran_next]])
             edges.add((handoff.from_node, ran_next))
     WALKED.update(edges)
     return edges

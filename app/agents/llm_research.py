@@ -22,6 +22,7 @@ from app.corpus.reading import CorpusNotFound
 from app.text.primitives import terms
 from contracts import ErrorCode, ErrorDetail, Fact, ResearchBundle, Span, TaskSpec, Usage
 from graphs import AgentOutput, ResearchRequest, StepInfo
+from graphs.tools import ToolFn
 
 MAX_PASSAGES = 16
 """Passages shown to the model, taken round-robin over the questions' rankings."""
@@ -44,6 +45,10 @@ class LLMResearchAgent(ModelBacked):
     retrieval: OfflineResearchAgent
     max_passages: int = MAX_PASSAGES
 
+    def tool(self, name: str) -> ToolFn | None:
+        """The code of the tools its retrieval reads with."""
+        return self.retrieval.tool(name)
+
     def fingerprint(self, task: TaskSpec) -> str:
         """The corpus fingerprint of the retrieval it wraps."""
         return self.retrieval.fingerprint(task)
@@ -52,7 +57,7 @@ class LLMResearchAgent(ModelBacked):
         """Retrieve, ask the model for claims, keep the verified ones as facts."""
         task, store, step = request.task, request.store, request.step
         try:
-            found = self.retrieval.retrieve(task, store, step, request.question_id)
+            found = self.retrieval.retrieve(task, store, step, request.question_id, request.tools)
         except CorpusNotFound as error:
             return AgentOutput(self.retrieval.missing_corpus(task, error))
         shown = self._shown(found)

@@ -21,7 +21,7 @@ from pathlib import Path
 from app.agents.passages import Passage, Retrieval, claim_id, passages_of, source_number
 from app.agents.ranking import rank_passages
 from app.agents.research_notes import research_notes
-from app.agents.source_reading import corpus_fingerprint, read_sources
+from app.agents.source_reading import ReadsSources, corpus_fingerprint, read_sources, standing_tools
 from app.corpus.discovery import discover
 from app.corpus.reading import CorpusNotFound, CorpusPolicy
 from app.text.key_terms import heading_keys
@@ -40,13 +40,14 @@ from contracts import (
 )
 from contracts.research import Confidence
 from graphs import AgentOutput, ArtifactStore, ResearchRequest, StepInfo
+from graphs.tools import Toolbox
 
 CORROBORATION_OVERLAP = 0.5
 """Share of a claim's content terms another source's sentence must contain to agree."""
 
 
 @dataclass
-class OfflineResearchAgent:
+class OfflineResearchAgent(ReadsSources):
     """Deterministic research: same corpus and task, same bundle, byte for byte.
 
     ``policy`` decides which files may be read at all (roots, regular files, size and time
@@ -75,15 +76,14 @@ class OfflineResearchAgent:
         """Read every source, rank sentences per question, keep the best as facts."""
         task, store, step = request.task, request.store, request.step
         try:
-            found = self.retrieve(task, store, step, request.question_id)
+            found = self.retrieve(task, store, step, request.question_id, request.tools)
         except CorpusNotFound as error:
             return AgentOutput(self.missing_corpus(task, error))
         facts = self._facts(found, step)
         open_questions = [question for question in found.questions if not found.ranked[question.id]]
         bundle = self.bundle(task, found, facts, open_questions, store, step)
-        return AgentOutput(
-            bundle, usage=Usage(tool_calls=found.tool_calls), receipts=found.receipts
-        )
+        usage = Usage(tool_calls=found.tool_calls)
+        return AgentOutput(bundle, usage=usage, receipts=found.receipts)
 
     def retrieve(
         self,
@@ -91,6 +91,7 @@ class OfflineResearchAgent:
         store: ArtifactStore,
         step: StepInfo,
         question_id: str | None = None,
+        tools: Toolbox | None = None,
     ) -> Retrieval:
         """The deterministic part of research: read, split into passages, rank with BM25.
 
@@ -100,8 +101,10 @@ class OfflineResearchAgent:
         are ranked under), up to ``max_facts`` of its own; every question is still
         ranked, so a fact names all the questions it also answers.
         Raises CorpusNotFound when the corpus is missing (see ``missing_corpus``), and
-        SourceRefused when the policy refuses a corpus path.
+        SourceRefused when the policy refuses a corpus path. Files are read through the
+        node's ``tools``; outside a node, through the same boundary, reported here.
         """
+        toolbox = tools or standing_tools(self, store, step, self.clock)
         documents = discover(self.locations(task), self.policy)
         every = research_questions(task)
         questions = every
@@ -130,9 +133,7 @@ class OfflineResearchAgent:
                         field="budget.max_tool_calls",
                     )
                 )
-        sources, parsed, read_errors, receipts = read_sources(
-            documents, store, step, self.policy, self.clock
-        )
+        sources, parsed, read_errors = read_sources(documents, toolbox, self.clock)
         passages = [
             passage for source in sources for passage in passages_of(source, parsed[source.id])
         ]
@@ -162,8 +163,8 @@ class OfflineResearchAgent:
             sections=by_section,
             rarity=rarity,
             errors=errors + read_errors,
-            receipts=receipts,
-            tool_calls=len(documents) + len(questions),
+            receipts=[] if tools else toolbox.receipts,
+            tool_calls=len(questions) + (0 if tools else toolbox.spent),
         )
 
     def bundle(

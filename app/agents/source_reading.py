@@ -3,76 +3,117 @@
 The corpus fingerprint hashes the same files without parsing them, so a changed corpus
 means new research.
 
-The bytes read are stored as the source's snapshot (what the Reviewer walks quotes back
-to), hashed, parsed as a document once, and receipted; a file that cannot be read is an
-error detail, not the end of the run.
+Each file is read through the declared ``read_source`` tool (``graphs.tools.corpus``), so
+the boundary checks, bounds and receipts it: the bytes read are stored as the source's
+snapshot (what the Reviewer walks quotes back to), hashed, and parsed as a document once;
+a file that cannot be read is an error detail, not the end of the run.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from app.corpus.discovery import CorpusDocument, discover
 from app.corpus.reading import CorpusNotFound, CorpusPolicy, decode, sha256_of
 from app.text.documents import Document, read_document
-from contracts import ErrorCode, ErrorDetail, Source, ToolReceipt
+from contracts import ErrorCode, ErrorDetail, ReadSourceInput, ReadSourceOutput, Source
 from graphs import ArtifactStore, StepInfo
+from graphs.context import provided
 from graphs.errors import SourceRefused
+from graphs.nodes.research import research
+from graphs.tools import READ_SOURCE, Toolbox, ToolEnv, ToolFn
+
+
+@dataclass(frozen=True)
+class SourceReader:
+    """The code of the ``read_source`` tool: one file, as far as the corpus policy allows.
+
+    The bytes read are stored as the source's snapshot before the tool answers, so the
+    receipt's hash is of exactly what the snapshot holds.
+    """
+
+    policy: CorpusPolicy
+
+    def __call__(self, args: ReadSourceInput, env: ToolEnv) -> ReadSourceOutput:
+        """Read, decode and store one file (OSError, SourceRefused: the tool's errors)."""
+        path = Path(args.path)
+        data = self.policy.read(path, "corpus file")
+        text = decode(data, path)
+        snapshot = env.store.put(
+            env.step.artifact_id(args.source_id), "source", data, args.media_type
+        )
+        return ReadSourceOutput(snapshot=snapshot, sha256=sha256_of(data), text=text)
+
+
+class ReadsSources:
+    """An agent that provides the code of ``read_source``, bounded by its corpus policy."""
+
+    policy: CorpusPolicy
+
+    def tool(self, name: str) -> ToolFn | None:
+        """The code of the corpus read (ToolProvider); no other tool's."""
+        return SourceReader(self.policy) if name == READ_SOURCE.name else None
+
+
+def standing_tools(
+    provider: ReadsSources, store: ArtifactStore, step: StepInfo, clock: Callable[[], datetime]
+) -> Toolbox:
+    """The research node's tools outside a node (a test, a benchmark).
+
+    The same boundary; no runner settles its calls, so the caller reports them itself.
+    """
+    env = ToolEnv(store=store, step=step, clock=clock)
+    return Toolbox(
+        node=research.name,
+        tools=research.tools,
+        env=env,
+        code=provided(provider, [READ_SOURCE.name]),
+        budget=step.tool_calls_left,
+    )
 
 
 def read_sources(
-    documents: list[CorpusDocument],
-    store: ArtifactStore,
-    step: StepInfo,
-    policy: CorpusPolicy,
-    clock: Callable[[], datetime],
-) -> tuple[list[Source], dict[str, Document], list[ErrorDetail], list[ToolReceipt]]:
-    """The sources read, their parsed documents by source id, read errors and receipts."""
+    documents: list[CorpusDocument], tools: Toolbox, clock: Callable[[], datetime]
+) -> tuple[list[Source], dict[str, Document], list[ErrorDetail]]:
+    """The sources read through the ``read_source`` tool, their parsed documents, errors."""
     sources: list[Source] = []
     parsed: dict[str, Document] = {}
     errors: list[ErrorDetail] = []
-    receipts: list[ToolReceipt] = []
     for document in documents:
-        try:
-            data = policy.read(document.path, "corpus file")
-            text = decode(data, document.path)
-        except (OSError, SourceRefused) as error:
+        args = ReadSourceInput(
+            path=str(document.path),
+            source_id=document.source_id,
+            media_type=document.media_type,
+        )
+        answer = tools.call(READ_SOURCE.name, args, call_id=f"read-{document.source_id}")
+        if answer.error is not None:
+            spent = answer.error.code == "budget_exhausted"
             errors.append(
                 ErrorDetail(
-                    code=ErrorCode.SOURCE_UNREADABLE,
+                    code=ErrorCode.BUDGET_EXHAUSTED if spent else ErrorCode.SOURCE_UNREADABLE,
                     source_id=document.source_id,
-                    detail=f"could not read {document.path.name}: {error}"[:2000],
+                    detail=f"could not read {document.path.name}: {answer.error.message}"[:2000],
+                    field=answer.error.field,
                 )
             )
             continue
-        digest = sha256_of(data)
-        document_read = read_document(text, document.media_type)
-        snapshot = store.put(
-            step.artifact_id(document.source_id), "source", data, document.media_type
-        )
+        read: ReadSourceOutput = answer.output
+        document_read = read_document(read.text, document.media_type)
         source = Source(
             id=document.source_id,
             uri=document.path.as_uri(),
             title=(document_read.title or document.path.stem)[:300],
             retrieved_at=clock(),
-            sha256=digest,
-            snapshot=snapshot,
+            sha256=read.sha256,
+            snapshot=read.snapshot,
         )
         sources.append(source)
         parsed[source.id] = document_read
-        receipts.append(
-            ToolReceipt(
-                tool="read_source",
-                call_id=f"read-{document.source_id}",
-                input_summary=document.path.name,
-                output_sha256=digest,
-                provenance=step.provenance(),
-            )
-        )
-    return sources, parsed, errors, receipts
+    return sources, parsed, errors
 
 
 def corpus_fingerprint(locations: list[Path], policy: CorpusPolicy) -> str:

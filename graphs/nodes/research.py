@@ -18,6 +18,7 @@ from graphs.boundary import require
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import ResearchAgent, ResearchRequest, ref_id
+from graphs.tools import READ_SOURCE
 
 
 class ResearchInput(TypedDict):
@@ -54,6 +55,11 @@ def question_keys(state: Mapping[str, Any]) -> list[str]:
     stores_artifacts=True,
     fingerprint=corpus_fingerprint,
     branch=question_keys,
+    tools=(READ_SOURCE,),
+    done_when=(
+        "Every fact quotes its source verbatim, with the span it was found at.",
+        "Each question no sentence of the corpus addresses is left open, not guessed.",
+    ),
 )
 def research(call: NodeCall) -> NodeResult:
     """Research one question; widened once when the joined first pass found too little."""
@@ -62,7 +68,12 @@ def research(call: NodeCall) -> NodeResult:
     step = replace(call.step, widen=widen) if widen else call.step
     bundle: ResearchBundle
     bundle, output = call.delegate(
-        ResearchRequest, "research", task=call.task, step=step, question_id=call.step.branch
+        ResearchRequest,
+        "research",
+        task=call.task,
+        step=step,
+        question_id=call.step.branch,
+        tools=call.tools,
     )
     written = [source.snapshot for source in bundle.sources] + list(bundle.artifact_refs)
     return NodeResult.of_agent(

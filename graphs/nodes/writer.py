@@ -38,7 +38,19 @@ class WriterOutput(TypedDict, total=False):
     outcome: RunOutcome | None
 
 
-@node("writer", reads=WriterInput, writes=WriterOutput, agent=WriterAgent, stores_artifacts=True)
+@node(
+    "writer",
+    reads=WriterInput,
+    writes=WriterOutput,
+    agent=WriterAgent,
+    stores_artifacts=True,
+    done_when=(  # what the Reviewer checks
+        "Every sentence cites claims of the research bundle that support it.",
+        "Every quoted claim is verbatim in its source snapshot; every cited source is listed.",
+        "The task's constraints hold; each required section is present, on topic, not empty.",
+        "Each research question is addressed.",
+    ),
+)
 def writer(call: NodeCall) -> NodeResult:
     """One writing round, after checking the research it was handed is still current."""
     handoff: Handoff = call.require("handoff")

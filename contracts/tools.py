@@ -1,0 +1,76 @@
+"""What crosses the tool boundary: a call's receipt, its structured error, the corpus read.
+
+An agent (or a model) calling a tool gets either the tool's output contract or a
+``ToolError``; it never gets a stack trace. Every call, answered or refused, leaves a
+``ToolReceipt`` in the handoff and in the attempt's audit row.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from contracts.artifacts import ArtifactRef
+from contracts.base import Contract, Identifier, Sha256Hex
+from contracts.provenance import Provenance
+
+ToolErrorCode = Literal["retryable", "fix_arguments", "permission_denied", "budget_exhausted"]
+"""What the caller should do about a refused or failed call: try again later, correct the
+arguments (``field`` names which), stop asking for this tool, or stop calling tools."""
+
+
+class ToolError(Contract):
+    """Why a tool call gave no output, specific enough for an agent or a model to act on."""
+
+    code: ToolErrorCode = Field(description="What the caller should do about it.")
+    message: str = Field(max_length=2000, description="What happened, without input values.")
+    retryable: bool = Field(description="True when the same call may succeed later.")
+    field: str | None = Field(
+        default=None, max_length=200, description="The input field to fix (fix_arguments)."
+    )
+
+
+class ToolReceipt(Contract):
+    """Evidence that a tool call happened, and what it returned (by hash)."""
+
+    tool: str = Field(max_length=100, description="Tool name.")
+    call_id: Identifier = Field(description="Stable id of the call.")
+    input_summary: str = Field(
+        max_length=500,
+        description="Short description of the input; fields the tool declares sensitive "
+        "are never in it.",
+    )
+    output_sha256: Sha256Hex | None = Field(default=None, description="Hash of the output.")
+    provenance: Provenance = Field(description="Who called it, where.")
+    duration_ms: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Wall time of the call."
+    )
+    cost: int = Field(
+        default=0, ge=0, description="Tool calls charged to the task budget (0: refused)."
+    )
+    error: ToolError | None = Field(
+        default=None, description="Why the call gave no output (None: it answered)."
+    )
+
+
+class ReadSourceInput(Contract):
+    """One corpus file research may read, as discovery found it."""
+
+    path: str = Field(min_length=1, max_length=4000, description="The file's path.")
+    source_id: Identifier = Field(description="The source id it is read as (src-N).")
+    media_type: str = Field(max_length=100, description="How it is parsed (text/markdown…).")
+
+
+class ReadSourceOutput(Contract):
+    """The bytes read, as the source's snapshot in the artifact store, and their hash."""
+
+    snapshot: ArtifactRef = Field(description="The snapshot of exactly the bytes read.")
+    sha256: Sha256Hex = Field(description="Hash of the bytes read.")
+    text: str = Field(description="The decoded text (what the snapshot holds).")
+
+
+class ToolText(Contract):
+    """The output of a tool that answers in text (a LangChain tool without an output model)."""
+
+    content: str = Field(description="What the tool returned, as text (JSON for data).")

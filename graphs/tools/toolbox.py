@@ -1,0 +1,236 @@
+"""The tool boundary: every call a node's agent makes is checked, bounded and receipted.
+
+A call to a tool the node did not declare, with arguments its input contract refuses,
+beyond the tool's rate or the task's tool-call budget, or running past its timeout, is
+answered with a ``ToolError``; the caller decides what it means for its work. Each call,
+answered or refused, leaves one receipt; the runner puts them in the handoff and in the
+attempt's audit row, and charges the calls that ran to the budget (``settle``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from contracts import ArtifactRef, ToolError, ToolErrorCode, ToolReceipt, Usage
+from graphs.errors import MissingContext
+from graphs.tools.declare import ToolEnv, ToolFn, ToolSpec
+
+if TYPE_CHECKING:
+    from graphs.node_call import NodeResult
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a caller gets back: the output (or its ref, when trimmed), or the error."""
+
+    receipt: ToolReceipt
+    output: Any = None
+    """The output contract; None when there is an error or the output was trimmed."""
+    ref: ArtifactRef | None = None
+    """Where a trimmed output is (its JSON), when it was larger than the tool allows."""
+
+    @property
+    def error(self) -> ToolError | None:
+        """Why the call gave no output, or None."""
+        return self.receipt.error
+
+
+@dataclass
+class Toolbox:
+    """The tools one attempt of one node may call, with what it has called so far."""
+
+    node: str
+    tools: tuple[ToolSpec, ...]
+    env: ToolEnv
+    code: Mapping[str, ToolFn] = field(default_factory=dict)
+    """The code of declared tools that bring none of their own, by name (the run's)."""
+    budget: int | None = None
+    """Tool calls this attempt may still charge (the task's budget left); None: unlimited."""
+    receipts: list[ToolReceipt] = field(default_factory=list)
+    spent: int = 0
+    """Tool calls charged so far (calls that ran)."""
+    _counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        """The names of the tools the node declared."""
+        return tuple(spec.name for spec in self.tools)
+
+    def call(
+        self, name: str, args: Mapping[str, Any] | BaseModel, *, call_id: str | None = None
+    ) -> ToolResult:
+        """Call a declared tool; any refusal or failure the tool declares comes back as an error."""
+        call_id = call_id or f"{name}-{len(self.receipts) + 1}"[:128]
+        spec = next((spec for spec in self.tools if spec.name == name), None)
+        if spec is None:
+            return self._refuse(
+                name,
+                call_id,
+                "",
+                "permission_denied",
+                f"node {self.node!r} may not call {name!r}; it may call {list(self.allowed)}",
+            )
+        raw = args.model_dump() if isinstance(args, BaseModel) else dict(args)
+        shown = _summary_of(spec, raw)
+        if spec.kind == "write":
+            return self._refuse(
+                name,
+                call_id,
+                shown,
+                "permission_denied",
+                f"{name!r} writes; a write tool runs only once a person confirmed the call, "
+                "which this runner does not offer",
+            )
+        try:
+            valid = spec.input.model_validate(raw)
+        except ValidationError as error:
+            return self._refuse(name, call_id, shown, "fix_arguments", *_first_problem(error))
+        shown = _summary_of(spec, valid)
+        used = self._counts.get(name, 0)
+        if spec.max_calls is not None and used >= spec.max_calls:
+            limit = f"{name!r} may be called {spec.max_calls} times per attempt of {self.node!r}"
+            return self._refuse(name, call_id, shown, "budget_exhausted", limit)
+        if self.budget is not None and self.spent >= self.budget:
+            spent = f"the task's tool-call budget is spent ({self.budget} left to this attempt)"
+            return self._refuse(
+                name, call_id, shown, "budget_exhausted", spent, "budget.max_tool_calls"
+            )
+        self._counts[name] = used + 1
+        self.spent += 1
+        return self._run(spec, self._code(spec), valid, call_id, shown)
+
+    def settle(self, result: NodeResult) -> NodeResult:
+        """The body's result with this attempt's calls: receipts first, their cost added."""
+        receipts = [*self.receipts, *result.receipts]
+        return replace(result, usage=self.charged(result.usage), receipts=receipts)
+
+    def charged(self, usage: Usage) -> Usage:
+        """``usage`` plus the tool calls that ran through this toolbox."""
+        return Usage(tool_calls=usage.tool_calls + self.spent, tokens=usage.tokens)
+
+    def _code(self, spec: ToolSpec) -> ToolFn:
+        code = spec.run or self.code.get(spec.name)
+        if code is None:
+            raise MissingContext(
+                f"node {self.node!r} declares tool {spec.name!r}, which brings no code of its "
+                f"own, and the run context has none (RunContext.tools: {sorted(self.code)})"
+            )
+        return code
+
+    def _run(
+        self, spec: ToolSpec, code: ToolFn, valid: BaseModel, call_id: str, shown: str
+    ) -> ToolResult:
+        began = time.perf_counter()
+        try:
+            output = _within(spec, code, valid, self.env)
+        except TimeoutError:
+            message = f"{spec.name!r} did not answer within {spec.timeout_seconds} s"
+            return self._failed(spec, call_id, shown, began, "retryable", message)
+        except Exception as error:
+            code_of = next((c for t, c in spec.errors.items() if isinstance(error, t)), None)
+            if code_of is None:
+                raise
+            return self._failed(spec, call_id, shown, began, code_of, str(error))
+        checked = spec.output.model_validate(output)
+        data = checked.model_dump_json().encode()
+        digest = spec.digest(checked) if spec.digest else hashlib.sha256(data).hexdigest()
+        ref = None
+        if spec.trim_bytes is not None and len(data) > spec.trim_bytes:
+            artifact = self.env.step.artifact_id(f"tool-{call_id}")
+            ref = self.env.store.put(artifact, "notes", data, "application/json")
+        receipt = self._receipt(spec.name, call_id, shown, began, cost=1, sha256=digest)
+        return ToolResult(receipt, output=None if ref else checked, ref=ref)
+
+    def _failed(
+        self,
+        spec: ToolSpec,
+        call_id: str,
+        shown: str,
+        began: float,
+        code: ToolErrorCode,
+        message: str,
+    ) -> ToolResult:
+        error = _error(code, message)
+        return ToolResult(self._receipt(spec.name, call_id, shown, began, cost=1, error=error))
+
+    def _refuse(
+        self,
+        name: str,
+        call_id: str,
+        shown: str,
+        code: ToolErrorCode,
+        message: str,
+        problem_field: str | None = None,
+    ) -> ToolResult:
+        error = _error(code, message, problem_field)
+        began = time.perf_counter()
+        return ToolResult(self._receipt(name[:100], call_id, shown, began, cost=0, error=error))
+
+    def _receipt(
+        self,
+        name: str,
+        call_id: str,
+        shown: str,
+        began: float,
+        *,
+        cost: int,
+        sha256: str | None = None,
+        error: ToolError | None = None,
+    ) -> ToolReceipt:
+        receipt = ToolReceipt(
+            tool=name,
+            call_id=call_id,
+            input_summary=shown[:500],
+            output_sha256=sha256,
+            provenance=self.env.step.provenance(),
+            duration_ms=round((time.perf_counter() - began) * 1000, 3),
+            cost=cost,
+            error=error,
+        )
+        self.receipts.append(receipt)
+        return receipt
+
+
+def _within(spec: ToolSpec, code: ToolFn, valid: BaseModel, env: ToolEnv) -> BaseModel:
+    """The code's output; past the timeout, TimeoutError (the late result is dropped)."""
+    if spec.timeout_seconds is None:
+        return code(valid, env)
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"tool-{spec.name}")
+    try:
+        context = contextvars.copy_context()  # fault injection knows the node by these
+        return pool.submit(context.run, code, valid, env).result(timeout=spec.timeout_seconds)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _error(code: ToolErrorCode, message: str, problem_field: str | None = None) -> ToolError:
+    return ToolError(
+        code=code, message=message[:2000], retryable=code == "retryable", field=problem_field
+    )
+
+
+def _first_problem(error: ValidationError) -> tuple[str, str]:
+    """The message (every problem, no input values) and the field of the first problem."""
+    problems = error.errors(include_input=False, include_url=False)
+    where = [".".join(str(part) for part in problem["loc"]) or "(input)" for problem in problems]
+    pairs = zip(where, problems, strict=True)
+    message = "; ".join(f"{at}: {problem['msg']}" for at, problem in pairs)
+    return f"invalid arguments: {message}", where[0][:200]
+
+
+def _summary_of(spec: ToolSpec, args: BaseModel | Mapping[str, Any]) -> str:
+    """The receipt's input summary; sensitive fields never appear in it."""
+    if isinstance(args, BaseModel) and spec.summary is not None:
+        return spec.summary(args)
+    values = args.model_dump(mode="json") if isinstance(args, BaseModel) else dict(args)
+    kept = {key: value for key, value in values.items() if key not in spec.sensitive}
+    return json.dumps(kept, sort_keys=True, default=str)[:500]
