@@ -68,6 +68,10 @@ def content_offsets(
     text_starts: list[int] = []
     text_ends: list[int] = []
     position = 0
+    # markdown-it strips a paragraph's content with str.strip(), which takes a form feed or
+    # vertical tab for a space: lines holding only those went with it.
+    while first_line < len(starts) - 1 and not text[starts[first_line] : ends[first_line]].strip():
+        first_line += 1
     for number, piece in enumerate(content.split("\n")):
         line = min(first_line + number, len(starts) - 1)
         source = text[starts[line] : ends[line]]

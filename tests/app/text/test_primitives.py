@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.text.documents import read_document
@@ -25,7 +25,16 @@ def test_text_without_end_punctuation_is_still_a_sentence() -> None:
     ]
 
 
+def test_a_paragraph_after_a_line_of_form_feed_is_addressed_where_it_is() -> None:
+    """markdown-it strips a form feed or vertical tab line off a paragraph; offsets follow."""
+    for text in ("\x0c\nHello there.", "\x0b\r\x0c\n  Hello there."):
+        [sentence] = read_document(text).sentences
+        assert (sentence.text, sentence.plain) == ("Hello there.", "Hello there.")
+        assert text[sentence.start : sentence.end] == sentence.text
+
+
 @given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=400))
+@example("\x0c\r0")
 def test_sentence_offsets_always_address_their_text(text: str) -> None:
     for sentence in read_document(text).sentences:
         assert text[sentence.start : sentence.end] == sentence.text
