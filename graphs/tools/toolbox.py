@@ -80,12 +80,11 @@ class Toolbox:
                 f"node {self.node!r} may not call {name!r}; it may call {list(self.allowed)}",
             )
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args)
-        shown = _summary_of(spec, raw)
         if spec.kind == "write":
             return self._refuse(
                 name,
                 call_id,
-                shown,
+                _summary_of(spec, raw),
                 "permission_denied",
                 f"{name!r} writes; a write tool runs only once a person confirmed the call, "
                 "which this runner does not offer",
@@ -93,6 +92,7 @@ class Toolbox:
         try:
             valid = spec.input.model_validate(raw)
         except ValidationError as error:
+            shown = _summary_of(spec, raw)  # as given: it did not validate
             return self._refuse(name, call_id, shown, "fix_arguments", *_first_problem(error))
         shown = _summary_of(spec, valid)
         used = self._counts.get(name, 0)
