@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from contracts.artifacts import ArtifactRef
-from contracts.base import Contract, Identifier, Sha256Hex
+from contracts.base import Contract, Identifier, ProseText, Sha256Hex
 from contracts.provenance import Provenance
 
 ToolErrorCode = Literal["retryable", "fix_arguments", "permission_denied", "budget_exhausted"]
@@ -74,3 +74,31 @@ class ToolText(Contract):
     """The output of a tool that answers in text (a LangChain tool without an output model)."""
 
     content: str = Field(description="What the tool returned, as text (JSON for data).")
+
+
+class SearchCorpusInput(Contract):
+    """A search of the sources research has read, for the sentences that address a query."""
+
+    query: ProseText = Field(description="What to look for, in plain words.")
+    limit: int = Field(default=10, ge=1, le=100, description="Hits to return at the most.")
+    together: bool = Field(
+        default=False,
+        description="When no single sentence addresses the query: the few sentences of one "
+        "source that address it together.",
+    )
+
+
+class SearchHit(Contract):
+    """A sentence that addresses the query, where it stands in its source."""
+
+    source_id: Identifier = Field(description="The source it is in (src-N).")
+    start: int = Field(ge=0, description="Character offset of the sentence in the source.")
+    end: int = Field(ge=0, description="Character offset just past the sentence.")
+    score: float = Field(allow_inf_nan=False, description="BM25 score; higher is better.")
+    text: str = Field(max_length=20_000, description="The sentence, as the source has it.")
+
+
+class SearchCorpusOutput(Contract):
+    """The hits, best answer first; none when nothing read addresses the query."""
+
+    hits: list[SearchHit] = Field(default_factory=list, max_length=100, description="Hits.")

@@ -75,8 +75,8 @@ class Retrieval:
     receipts: list[ToolReceipt]
     """Receipts the agent reports itself: the reads, when no node's toolbox made them."""
     tool_calls: int
-    """Calls the agent reports itself: one search per question ranked, and the reads when no
-    node's toolbox made them (a node's runner charges those)."""
+    """Calls the agent reports itself: its reads and searches when no node's toolbox made
+    them (a node's runner charges those)."""
     all_ranked: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     """Per question of the task (not only those researched): what addresses it, so a fact
     names every question it also answers (defaults to ``ranked``)."""

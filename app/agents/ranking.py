@@ -7,6 +7,8 @@ corpus does not.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import bm25s
 import numpy as np
 
@@ -19,15 +21,84 @@ Ranked = dict[str, list[tuple[int, float]]]
 """Per question id (or section title): passage indexes with BM25 scores, best first."""
 
 
+@dataclass
+class CorpusIndex:
+    """BM25 over the usable passages research read; what ``search_corpus`` searches.
+
+    A sentence is indexed with its section headings (widened, with its document's context
+    too); ``addressing`` keeps only the candidates that address the query.
+    """
+
+    passages: list[Passage]
+    rarity: Rarity
+    min_shared_terms: int
+    widen: bool = False
+    usable: list[int] = field(init=False)
+    indexed: list[frozenset[str]] = field(init=False)
+    retriever: bm25s.BM25 | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.usable = [index for index, passage in enumerate(self.passages) if passage.usable]
+        self.indexed = [
+            self.passages[index].terms
+            | self.passages[index].headings
+            | (self.passages[index].context if self.widen else frozenset())
+            for index in self.usable
+        ]
+        if self.usable:
+            self.retriever = bm25s.BM25()
+            self.retriever.index(
+                [sorted(found) or ["\x00"] for found in self.indexed], show_progress=False
+            )
+
+    def best(
+        self, query: frozenset[str], topic: frozenset[str] = frozenset()
+    ) -> list[tuple[int, float, frozenset[str]]]:
+        """Every passage BM25 scores above zero for ``query``: (index, score, its terms)."""
+        if self.retriever is None:
+            return []
+        scores = np.asarray(self.retriever.get_scores(sorted(query)))
+        if topic:  # among sentences on the query's topic, those about the topic first
+            boost = np.asarray(self.retriever.get_scores(sorted(topic)))
+            scores = scores * (1 + boost / max(float(boost.max()), 1e-9))
+        order = sorted(range(len(self.usable)), key=lambda at: (-float(scores[at]), at))
+        return [
+            (self.usable[at], round(float(scores[at]), 6), self.indexed[at])
+            for at in order
+            if scores[at] > 0
+        ]
+
+    def addressing(self, text: str, limit: int, *, together: bool) -> list[tuple[int, float]]:
+        """The passages that address ``text``, best answer first (by coverage, then BM25).
+
+        ``together``: when no single sentence addresses it, the few sentences of one source
+        that address it together.
+        """
+        query = query_keys(text)
+        if not query:
+            return []
+        needed = 1 if self.widen else min(self.min_shared_terms, len(query))
+        candidates = self.best(query)
+        addressing = [
+            (round(self.rarity.coverage(query, self.passages[index].context), 2), score, index)
+            for index, score, found in candidates
+            if len(found & query) >= needed
+            and self.rarity.addresses(query, self.passages[index].context)
+        ]
+        addressing.sort(key=lambda item: (-item[0], -item[1], item[2]))  # best answer first
+        hits = [(index, score) for _, score, index in addressing[:limit]]
+        if together and not hits:
+            return _together(query, candidates, self.passages, self.rarity)
+        return hits
+
+
 def rank_passages(
     questions: list[Question],
     sections: list[str],
-    passages: list[Passage],
-    rarity: Rarity,
+    index: CorpusIndex,
     *,
     per_query: int,
-    min_shared_terms: int,
-    widen: bool = False,
+    searched: Ranked | None = None,
 ) -> tuple[Ranked, Ranked]:
     """Per question, the passages that address it; per section, those on its topic.
 
@@ -36,59 +107,29 @@ def rank_passages(
     they cover, then by BM25. A first pass also asks a sentence to share two of a question's
     terms; the widened pass asks one. Neither pass admits a sentence that does not
     address the question (``app/text/relevance.py``): widening finds more, never answers
-    what the corpus does not. ``per_query`` candidates at most are kept for each.
+    what the corpus does not. ``per_query`` candidates at most are kept for each; the
+    objective (the first question) may be addressed by sentences of one source together.
+    ``searched``: rankings already found for some questions (through ``search_corpus``).
     """
-    ranked: dict[str, list[tuple[int, float]]] = {question.id: [] for question in questions}
-    by_section: dict[str, list[tuple[int, float]]] = {title: [] for title in sections}
-    usable = [index for index, passage in enumerate(passages) if passage.usable]
-    if not usable:
+    ranked: Ranked = {question.id: [] for question in questions}
+    by_section: Ranked = {title: [] for title in sections}
+    if index.retriever is None:
         return ranked, by_section
-    indexed = [
-        passages[index].terms
-        | passages[index].headings
-        | (passages[index].context if widen else frozenset())
-        for index in usable
-    ]
-    retriever = bm25s.BM25()
-    retriever.index([sorted(found) or ["\x00"] for found in indexed], show_progress=False)
-
-    def best(
-        query: frozenset[str], topic: frozenset[str] = frozenset()
-    ) -> list[tuple[int, float, frozenset[str]]]:
-        scores = np.asarray(retriever.get_scores(sorted(query)))
-        if topic:  # among sentences on the query's topic, those about the topic first
-            boost = np.asarray(retriever.get_scores(sorted(topic)))
-            scores = scores * (1 + boost / max(float(boost.max()), 1e-9))
-        order = sorted(range(len(usable)), key=lambda at: (-float(scores[at]), at))
-        return [
-            (usable[at], round(float(scores[at]), 6), indexed[at]) for at in order if scores[at] > 0
-        ]
-
     for position, question in enumerate(questions):
-        query = query_keys(question.text)
-        if not query:
+        if searched is not None and question.id in searched:
+            ranked[question.id] = searched[question.id]
             continue
-        needed = 1 if widen else min(min_shared_terms, len(query))
-        candidates = best(query)
-        addressing = [
-            (round(rarity.coverage(query, passages[index].context), 2), score, index)
-            for index, score, found in candidates
-            if len(found & query) >= needed and rarity.addresses(query, passages[index].context)
-        ]
-        addressing.sort(key=lambda item: (-item[0], -item[1], item[2]))  # best answer first
-        ranked[question.id] = [(index, score) for _, score, index in addressing[:per_query]]
-        if position == 0 and not ranked[question.id]:
-            ranked[question.id] = _together(query, candidates, passages, rarity)
+        ranked[question.id] = index.addressing(question.text, per_query, together=position == 0)
     topic = query_keys(questions[0].text) if questions else frozenset()
-    anchors = rarity.anchors(topic)
-    about = {passage.source.id for passage in passages if anchors & passage.context}
+    anchors = index.rarity.anchors(topic)
+    about = {passage.source.id for passage in index.passages if anchors & passage.context}
     for title in sections:  # on the title's topic, from documents about the objective
-        for index, score, _ in best(query_keys(title), topic):
+        for at, score, _ in index.best(query_keys(title), topic):
             if len(by_section[title]) >= per_query:
                 break
-            source = passages[index].source.id
-            if on_topic(title, passages[index].context) and (not anchors or source in about):
-                by_section[title].append((index, score))
+            source = index.passages[at].source.id
+            if on_topic(title, index.passages[at].context) and (not anchors or source in about):
+                by_section[title].append((at, score))
     return ranked, by_section
 
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from app.agents.corpus_search import search_questions
 from app.agents.passages import Passage, Retrieval, claim_id, passages_of, source_number
-from app.agents.ranking import rank_passages
+from app.agents.ranking import CorpusIndex, rank_passages
 from app.agents.research_notes import research_notes
 from app.agents.source_reading import ReadsSources, corpus_fingerprint, read_sources, standing_tools
 from app.corpus.discovery import discover
@@ -101,8 +102,9 @@ class OfflineResearchAgent(ReadsSources):
         are ranked under), up to ``max_facts`` of its own; every question is still
         ranked, so a fact names all the questions it also answers.
         Raises CorpusNotFound when the corpus is missing (see ``missing_corpus``), and
-        SourceRefused when the policy refuses a corpus path. Files are read through the
-        node's ``tools``; outside a node, through the same boundary, reported here.
+        SourceRefused when the policy refuses a corpus path. Files are read, and each
+        question researched is searched for, through the node's ``tools`` (``read_source``,
+        ``search_corpus``); outside a node, through the same boundary, reported here.
         """
         toolbox = tools or standing_tools(self, store, step, self.clock)
         documents = discover(self.locations(task), self.policy)
@@ -144,14 +146,13 @@ class OfflineResearchAgent(ReadsSources):
         rarity = Rarity.of(
             (passage.terms for passage in passages), map(frozenset, by_source.values()), titles
         )
+        index = CorpusIndex(passages, rarity, self.min_shared_terms, widen=step.widen)
+        per_query = 2 * self.max_facts  # candidates; facts are taken round-robin
+        searched, search_errors = search_questions(
+            questions, every[0], index, toolbox, per_query=per_query
+        )
         ranked, by_section = rank_passages(
-            every,
-            sections,
-            passages,
-            rarity,
-            per_query=2 * self.max_facts,  # candidates; facts are taken round-robin
-            min_shared_terms=self.min_shared_terms,
-            widen=step.widen,
+            every, sections, index, per_query=per_query, searched=searched
         )
         return Retrieval(
             questions=questions,
@@ -162,9 +163,9 @@ class OfflineResearchAgent(ReadsSources):
             all_ranked=ranked,
             sections=by_section,
             rarity=rarity,
-            errors=errors + read_errors,
+            errors=errors + read_errors + search_errors,
             receipts=[] if tools else toolbox.receipts,
-            tool_calls=len(questions) + (0 if tools else toolbox.spent),
+            tool_calls=0 if tools else toolbox.spent,
         )
 
     def bundle(

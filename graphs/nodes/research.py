@@ -18,7 +18,7 @@ from graphs.boundary import require
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import ResearchAgent, ResearchRequest, ref_id
-from graphs.tools import READ_SOURCE
+from graphs.tools import READ_SOURCE, SEARCH_CORPUS
 
 
 class ResearchInput(TypedDict):
@@ -55,7 +55,7 @@ def question_keys(state: Mapping[str, Any]) -> list[str]:
     stores_artifacts=True,
     fingerprint=corpus_fingerprint,
     branch=question_keys,
-    tools=(READ_SOURCE,),
+    tools=(READ_SOURCE, SEARCH_CORPUS),
     done_when=(
         "Every fact quotes its source verbatim, with the span it was found at.",
         "Each question no sentence of the corpus addresses is left open, not guessed.",

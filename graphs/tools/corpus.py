@@ -1,15 +1,15 @@
-"""The corpus read research makes, as a declared read tool.
+"""The corpus reads and searches research makes, as declared read tools.
 
-Its code is the research agent's (it knows which files its corpus policy lets it read);
-the declaration is the graph's, so the runner checks and receipts every read the same way
-whichever agent does research.
+Their code is the research agent's: it knows which files its corpus policy lets it read,
+and it searches the index of what it read. The declarations are the graph's, so the runner
+checks and receipts every read and search the same way whichever agent does research.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from contracts import ReadSourceInput, ReadSourceOutput
+from contracts import ReadSourceInput, ReadSourceOutput, SearchCorpusInput, SearchCorpusOutput
 from graphs.errors import SourceRefused
 from graphs.tools.declare import ToolSpec
 
@@ -33,3 +33,14 @@ READ_SOURCE = ToolSpec(
     digest=_bytes_read,
 )
 """Read one corpus file; its snapshot is stored and its receipt names the file."""
+
+
+SEARCH_CORPUS = ToolSpec(
+    name="search_corpus",
+    input=SearchCorpusInput,
+    output=SearchCorpusOutput,
+    kind="read",
+    timeout_seconds=None,  # an in-memory index over what was read: bounded by the corpus
+    summary=lambda args: f"{args.query} (limit {args.limit})",
+)
+"""Search the sources read so far for the sentences that address a query."""

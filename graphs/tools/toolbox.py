@@ -108,6 +108,23 @@ class Toolbox:
         self.spent += 1
         return self._run(spec, self._code(spec), valid, call_id, shown)
 
+    def provide(self, name: str, code: ToolFn) -> None:
+        """Give a declared tool its code for this attempt, once the agent has what it needs.
+
+        A search can only run over an index of what was read; the agent builds the index,
+        then provides the search. The declaration still decides everything else, so only
+        a declared tool without code of its own may be given code.
+        """
+        spec = next((spec for spec in self.tools if spec.name == name), None)
+        if spec is None:
+            raise TypeError(
+                f"node {self.node!r} does not declare tool {name!r}; it declares "
+                f"{list(self.allowed)}"
+            )
+        if spec.run is not None:
+            raise TypeError(f"tool {name!r} brings its own code; it cannot be given other code")
+        self.code = {**self.code, name: code}
+
     def settle(self, result: NodeResult) -> NodeResult:
         """The body's result with this attempt's calls: receipts first, their cost added."""
         receipts = [*self.receipts, *result.receipts]

@@ -202,7 +202,7 @@ def test_the_handoff_to_a_node_states_the_tools_and_the_checks_it_declares(
     assert handoff.done_when == list(inspect.done_when)
 
 
-def test_research_reads_the_corpus_through_the_boundary_with_its_receipts_audited(
+def test_research_reads_and_searches_the_corpus_through_the_boundary_with_its_receipts_audited(
     settings: Settings,
 ) -> None:
     with Workflow(settings) as workflow:
@@ -211,12 +211,16 @@ def test_research_reads_the_corpus_through_the_boundary_with_its_receipts_audite
         stored = workflow.context.ledger.latest_result("t-reads", "join_research")
         check_handoffs_follow_the_route(workflow)
     assert runs and stored is not None
-    for run in runs:  # one branch per question: each read charged, plus its one search
-        reads = run.tool_receipts
-        assert reads and {receipt.tool for receipt in reads} == {"read_source"}
+    for run in runs:  # one branch per question: each read charged, then its one search
+        reads = [r for r in run.tool_receipts if r.tool == "read_source"]
+        searches = [r for r in run.tool_receipts if r.tool == "search_corpus"]
+        assert reads and len(reads) + len(searches) == len(run.tool_receipts)
         assert all(
             r.error is None and r.cost == 1 and r.call_id.startswith("read-src-") for r in reads
         )
-        assert run.usage.tool_calls == len(reads) + 1
+        assert [(r.call_id, r.cost, r.error) for r in searches] == [("search-q-1", 1, None)]
+        assert searches[0].input_summary.startswith(OBJECTIVE)
+        assert run.tool_receipts[-1] == searches[0]  # it searches what it has read
+        assert run.usage.tool_calls == len(run.tool_receipts)
     joined = Handoff.model_validate(json.loads(stored)["handoff"])
     assert joined.tool_receipts == [receipt for run in runs for receipt in run.tool_receipts]
