@@ -1,11 +1,13 @@
 """Model-backed Research: deterministic retrieval, model-proposed claims, verified quotes.
 
 Retrieval is the offline agent's (corpus reading within the tool-call budget, BM25 per
-question). The model sees the top passages and proposes claims with a source id and a
-quote. A claim becomes a Fact only when its quote is found verbatim in a passage of that
-source shown to the model (whitespace runs may differ; the Fact keeps the exact source
-text and span) and the claim's content terms are at least half covered by its quote.
-Every other claim is dropped and recorded in the bundle's errors, never turned into a fact.
+question). The model sees the top passages, may search for more through the node's
+``search_corpus`` tool (``app/agents/tool_talk.py``), and proposes claims with a source id
+and a quote. A claim becomes a Fact only when its quote is found verbatim in a passage of
+that source shown to the model or returned by its searches (whitespace runs may differ;
+the Fact keeps the exact source text and span) and the claim's content terms are at least
+half covered by its quote. Every other claim is dropped and recorded in the bundle's
+errors, never turned into a fact.
 """
 
 from __future__ import annotations
@@ -20,9 +22,18 @@ from app.agents.research import OfflineResearchAgent
 from app.agents.structured import ModelBacked
 from app.corpus.reading import CorpusNotFound
 from app.text.primitives import terms
-from contracts import ErrorCode, ErrorDetail, Fact, ResearchBundle, Span, TaskSpec, Usage
+from contracts import (
+    ErrorCode,
+    ErrorDetail,
+    Fact,
+    ResearchBundle,
+    SearchCorpusOutput,
+    Span,
+    TaskSpec,
+    Usage,
+)
 from graphs import AgentOutput, ResearchRequest, StepInfo
-from graphs.tools import ToolFn
+from graphs.tools import ToolFn, ToolResult
 
 MAX_PASSAGES = 16
 """Passages shown to the model, taken round-robin over the questions' rankings."""
@@ -75,7 +86,8 @@ class LLMResearchAgent(ModelBacked):
             max_claims=self.retrieval.max_facts,
             inputs=prompt_inputs.request_inputs(request, prompt_inputs.RESEARCH_LAYS_OUT),
         )
-        reply = self.ask_model(prompt, replies.ResearchReply, step, "research")
+        reply = self.ask_model(prompt, replies.ResearchReply, step, "research", request.tools)
+        shown = _with_found(shown, reply.consulted, found)
         facts, errors, log = self._admit(reply.value.claims, shown, found, step)
         answered = {question_id for fact in facts for question_id in fact.answers}
         open_questions = [question for question in found.questions if question.id not in answered]
@@ -195,3 +207,19 @@ def _locate(proposed: replies.ProposedClaim, shown: list[Shown]) -> tuple[Shown,
             offset = item.passage.sentence.start
             return item, offset + match.start(), offset + match.end()
     return None
+
+
+def _with_found(shown: list[Shown], consulted: list[ToolResult], found: Retrieval) -> list[Shown]:
+    """The passages shown, then those the model's own searches returned (in its order)."""
+    where = {(passage.source.id, passage.sentence.start): passage for passage in found.passages}
+    seen = {(item.passage.source.id, item.passage.sentence.start) for item in shown}
+    more: list[Shown] = []
+    for result in consulted:
+        if not isinstance(result.output, SearchCorpusOutput):
+            continue
+        for rank, hit in enumerate(result.output.hits):
+            key = (hit.source_id, hit.start)
+            if key not in seen and key in where:
+                seen.add(key)
+                more.append(Shown(where[key], None, rank))
+    return [*shown, *more]

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from app.agents.prompt_inputs import clip, constraint_lines, line
 from app.agents.replies import DraftReply, ResearchReply, ReviewReply, reply_format
 from contracts import Decision, Fact, Question, RequiredChange, TaskSpec
+from graphs.tools import SEARCH_CORPUS
 
 Prompt = list[BaseMessage]
 
@@ -37,7 +38,9 @@ From the passages below, propose claims that help answer the questions.
 - source_id is the [src-N] tag of the passage the quote comes from.
 - quote is copied exactly, character for character, from that one passage. A claim whose
   quote is not found verbatim in the passage is discarded, never used.
-- Prefer claims that cover different questions and sources; propose at most {max_claims}."""
+- Prefer claims that cover different questions and sources; propose at most {max_claims}.
+- If you are offered tools, you may call {search} first to find passages not shown
+  here; a quote may come from a passage a search returned (its source_id and text)."""
 
 WRITER_SYSTEM = """You are the Writer of a research -> write -> review workflow.
 Write a markdown article that meets the objective, from the facts listed only.
@@ -91,7 +94,7 @@ def research_prompt(
     lines += list(inputs)
     lines += ["", "Passages:"]
     lines += [f"[{excerpt.source_id}] {line(excerpt.text)}" for excerpt in excerpts]
-    system = RESEARCH_SYSTEM.format(max_claims=max_claims)
+    system = RESEARCH_SYSTEM.format(max_claims=max_claims, search=SEARCH_CORPUS.name)
     return [SystemMessage(f"{system}\n\n{reply_format(ResearchReply)}"), _human(lines)]
 
 

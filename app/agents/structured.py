@@ -7,6 +7,10 @@ and the invalid reply. Still invalid: ``InvalidAgentOutput``, a ContractViolatio
 node runner records as ``invalid_output`` (and handles: one fresh attempt, then an
 INVALID_OUTPUT outcome). Every call's tokens are counted, repairs included.
 
+Given the step's toolbox, the model is first offered the node's declared tools
+(``app/agents/tool_talk.py``): its tool calls are answered through the boundary and it is
+asked again, a few rounds at most, before its reply is parsed as above.
+
 Token budget: no call starts once this step has used ``tokens_left`` (the thread's budget
 left when the step began). A call in flight cannot be cut short, so a step can overrun the
 budget by the one reply that crossed it; the agent then still returns its result with the
@@ -19,18 +23,21 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ValidationError
 
 from app.agents import prompts
+from app.agents.tool_talk import MAX_TOOL_ROUNDS, ToolTalk
 from contracts import Usage
 from graphs import StepInfo
 from graphs.boundary import describe_validation_error
 from graphs.errors import ContractViolation, TransientError
+from graphs.tools import Toolbox, ToolResult
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -74,6 +81,8 @@ class Reply(Generic[S]):
     value: S
     tokens: int
     calls: int
+    consulted: list[ToolResult] = field(default_factory=list)
+    """The tool calls the model made before it answered, answered or refused."""
 
 
 def ask(
@@ -85,42 +94,55 @@ def ask(
     channel: str,
     tokens_left: int | None,
     repairs: int = MAX_REPAIRS,
+    tools: Toolbox | None = None,
 ) -> Reply[S]:
-    """Ask for a reply validating as ``schema``; repair at most ``repairs`` times."""
+    """Ask for a reply validating as ``schema``; repair at most ``repairs`` times.
+
+    With ``tools``, the model may call them first (``app/agents/tool_talk.py``): each round
+    of calls is answered through the boundary and the model asked again, within its tokens.
+    """
     tokens = 0
     calls = 0
+    repaired = 0
     messages = prompt
+    talk = ToolTalk.offer(model, tools)
+
+    def invalid(why: str, fields: list[str]) -> InvalidAgentOutput:
+        """The step's reply is unusable; it spent the tokens counted so far."""
+        usage = Usage(tokens=tokens)
+        return InvalidAgentOutput(
+            f"{node}: {why}", node=node, channel=channel, fields=fields, usage=usage
+        )
+
     while True:
         if tokens_left is not None and tokens >= tokens_left:
-            what = "a repair" if calls else "the model"
-            raise InvalidAgentOutput(
-                f"{node}: no tokens left to ask {what} ({tokens} used of the {tokens_left} "
-                "this step had)",
-                node=node,
-                channel=channel,
-                fields=["budget.max_tokens"],
-                usage=Usage(tokens=tokens),
-            )
-        response = _invoke(model, messages, node)
+            what = "a repair" if repaired else "the model"
+            spent = f"({tokens} used of the {tokens_left} this step had)"
+            raise invalid(f"no tokens left to ask {what} {spent}", ["budget.max_tokens"])
+        asking = talk.bound if talk is not None and not repaired else model
+        response = _invoke(asking, messages, node)
         calls += 1
         text = str(response.text)
         tokens += tokens_of(response, messages)
+        if talk is not None and response.tool_calls and not repaired:
+            if talk.rounds >= MAX_TOOL_ROUNDS:
+                rounds = f"after {MAX_TOOL_ROUNDS} rounds of calls instead of answering"
+                raise invalid(f"the model still called tools {rounds}", ["tool_calls"])
+            messages = talk.answer(messages, response)
+            continue
         try:
             value = schema.model_validate_json(json_text(text))
         except ValidationError as error:
             errors = describe_validation_error(error)
-            if calls > repairs:
-                raise InvalidAgentOutput(
-                    f"{node}: the model's reply is not a valid {schema.__name__} after "
-                    f"{calls - 1} repair(s): {_clip(errors)}",
-                    node=node,
-                    channel=channel,
-                    fields=[_location(item["loc"]) for item in error.errors()] or [channel],
-                    usage=Usage(tokens=tokens),
-                ) from error
+            if repaired >= repairs:
+                why = f"the model's reply is not a valid {schema.__name__} after {repaired} "
+                fields = [_location(item["loc"]) for item in error.errors()] or [channel]
+                raise invalid(f"{why}repair(s): {_clip(errors)}", fields) from error
+            repaired += 1
             messages = prompts.repair_prompt(schema, errors, text)
             continue
-        return Reply(value=value, tokens=tokens, calls=calls)
+        consulted = talk.results if talk is not None else []
+        return Reply(value=value, tokens=tokens, calls=calls, consulted=consulted)
 
 
 def tokens_of(response: AIMessage, prompt: list[BaseMessage]) -> int:
@@ -154,7 +176,7 @@ def is_transient(error: BaseException) -> bool:
     return any(part in cls.__name__ for cls in type(error).__mro__ for part in _TRANSIENT_NAMES)
 
 
-def _invoke(model: BaseChatModel, messages: list[BaseMessage], node: str) -> AIMessage:
+def _invoke(model: Runnable[Any, Any], messages: list[BaseMessage], node: str) -> AIMessage:
     try:
         response = model.invoke(messages)
     except Exception as error:
@@ -199,9 +221,17 @@ class ModelBacked:
         return f"{type(self).__name__}({model_name(self.model)})"
 
     def ask_model(
-        self, prompt: list[BaseMessage], schema: type[S], step: StepInfo, channel: str
+        self,
+        prompt: list[BaseMessage],
+        schema: type[S],
+        step: StepInfo,
+        channel: str,
+        tools: Toolbox | None = None,
     ) -> Reply[S]:
-        """``ask`` this agent's model for the channel its step writes, within its tokens."""
+        """``ask`` this agent's model for the channel its step writes, within its tokens.
+
+        ``tools``: the step's toolbox, whose tools the model may call before it answers.
+        """
         return ask(
             self.model,
             prompt,
@@ -209,4 +239,5 @@ class ModelBacked:
             node=step.node,
             channel=channel,
             tokens_left=step.tokens_left,
+            tools=tools,
         )

@@ -48,6 +48,36 @@ def scripted(*replies: AIMessage) -> tuple[FakeMessagesListChatModel, PromptLog]
     return FakeMessagesListChatModel(responses=list(replies), callbacks=[log]), log
 
 
+class ToolCallingFake(FakeMessagesListChatModel):
+    """A scripted model that takes tools as a provider's would, and keeps what it was offered.
+
+    langchain-core's fake chat models do not implement ``bind_tools``; the scripted replies
+    carry the tool calls, so binding only has to record the tools and return the model.
+    """
+
+    offered: list[Any] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFake:  # type: ignore[override]
+        self.offered = list(tools)
+        return self
+
+
+def scripted_with_tools(*replies: AIMessage) -> tuple[ToolCallingFake, PromptLog]:
+    """``scripted``, by a model that can be offered tools."""
+    log = PromptLog()
+    return ToolCallingFake(responses=list(replies), callbacks=[log]), log
+
+
+def calling(*calls: tuple[str, dict[str, Any]], tokens: int = 50) -> AIMessage:
+    """A model reply that calls tools (name, arguments) instead of answering."""
+    usage = {"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens}
+    tool_calls = [
+        {"name": name, "args": args, "id": f"call_{number}", "type": "tool_call"}
+        for number, (name, args) in enumerate(calls, start=1)
+    ]
+    return AIMessage("", tool_calls=tool_calls, usage_metadata=usage)  # type: ignore[arg-type]
+
+
 # The bundled corpus, as the scripted models quote it.
 STONE = {
     "claim": "The Rosetta Stone carries one decree in hieroglyphs, Demotic and Ancient Greek.",
