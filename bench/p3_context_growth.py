@@ -18,8 +18,9 @@ Sizes are characters (tokens ~ chars / 4); deterministic, so one run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from app.workflow import Workflow
 from bench._common import (
@@ -43,12 +44,16 @@ from contracts import (
     ReviewResult,
     TaskSpec,
 )
-from graphs import AgentOutput, ReviewerAgent, ReviewRequest, WriterAgent, WriteRequest
+from graphs import AgentOutput, ReviewRequest, WriteRequest
 
 ROUNDS = 8
 QUICK_ROUNDS = 3
 TARGET = 1.2
 CONSTRAINTS = Constraints(max_words=250, required_sections=["The Stone", "Decipherment"])
+
+RequestT = TypeVar("RequestT")
+ResultT = TypeVar("ResultT")
+CallT = TypeVar("CallT")
 
 
 @dataclass
@@ -59,6 +64,12 @@ class WriterCall:
     bundle: ResearchBundle
     review: ReviewResult | None
     body: str
+
+    @classmethod
+    def of(cls, request: WriteRequest, draft: DraftArticle) -> WriterCall:
+        """The call, with the draft's body read back from the store it was written to."""
+        body = request.store.get(draft.body).decode()
+        return cls(request.handoff, request.bundle, request.review, body)
 
 
 @dataclass
@@ -71,34 +82,27 @@ class ReviewerCall:
     body: str
     review: ReviewResult
 
-
-@dataclass
-class RecordingWriter:
-    """Records every Writer call; the work is the inner writer's."""
-
-    inner: WriterAgent
-    calls: list[WriterCall] = field(default_factory=list)
-
-    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
-        output = self.inner.run(request)
-        body = request.store.get(output.result.body).decode()
-        self.calls.append(WriterCall(request.handoff, request.bundle, request.review, body))
-        return output
-
-
-@dataclass
-class RecordingReviewer:
-    """Records every Reviewer call; the work is the inner reviewer's."""
-
-    inner: ReviewerAgent
-    calls: list[ReviewerCall] = field(default_factory=list)
-
-    def run(self, request: ReviewRequest) -> AgentOutput[ReviewResult]:
-        output = self.inner.run(request)
+    @classmethod
+    def of(cls, request: ReviewRequest, review: ReviewResult) -> ReviewerCall:
+        """The call, with the body of the draft under review read from the store."""
         body = request.store.get(request.draft.body).decode()
-        self.calls.append(
-            ReviewerCall(request.handoff, request.bundle, request.draft, body, output.result)
-        )
+        return cls(request.handoff, request.bundle, request.draft, body, review)
+
+
+@dataclass
+class Recording(Generic[RequestT, ResultT, CallT]):
+    """An agent that records every call it passes on; the work is the inner agent's.
+
+    The record is taken after the inner agent ran, so it can read what that call wrote.
+    """
+
+    inner: Callable[[RequestT], AgentOutput[ResultT]]
+    record: Callable[[RequestT, ResultT], CallT]
+    calls: list[CallT] = field(default_factory=list)
+
+    def run(self, request: RequestT) -> AgentOutput[ResultT]:
+        output = self.inner(request)
+        self.calls.append(self.record(request, output.result))
         return output
 
 
@@ -166,13 +170,23 @@ def transcript_prompts(
     return writer_prompts, reviewer_prompts
 
 
+def with_tokens(count: int) -> str:
+    """A character count with its rough token count beside it."""
+    return f"{chars(count)} (~{count // 4:,})"
+
+
+def exact(name: str, count: int) -> tuple[str, Measure]:
+    """A named side of a row whose value is counted, not sampled."""
+    return name, Measure.exact(count)
+
+
 def main(argv: Sequence[str] | None = None) -> list[Row]:
     """Measure and print P3; returns the rows."""
     args = parse_args(argv, "P3 context per review round", repeats=1, quick_repeats=1)
     rounds = QUICK_ROUNDS if args.quick else ROUNDS
     with scratch_dir("p3") as root, Workflow(workflow_settings(root)) as workflow:
-        writer = RecordingWriter(StubbornWriter(workflow.context.agents["writer"]))
-        reviewer = RecordingReviewer(workflow.context.agents["reviewer"])
+        writer = Recording(StubbornWriter(workflow.context.agents["writer"]).run, WriterCall.of)
+        reviewer = Recording(workflow.context.agents["reviewer"].run, ReviewerCall.of)
         context = workflow.context.with_agent("writer", writer).with_agent("reviewer", reviewer)
         with Workflow(workflow.settings, context=context) as recorded:
             task = TaskSpec(
@@ -194,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         [len(prompt) for prompt in prompts]
         for prompts in transcript_prompts(writer.calls, reviewer.calls)
     )
+    columns = (ours_writer, replay_writer, ours_reviewer, replay_reviewer)
     print_table(
         f"P3 prompt characters per round (~tokens = chars/4), {rounds} rounds",
         [
@@ -204,13 +219,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
             "reviewer transcript",
         ],
         [
-            [
-                str(index + 1),
-                f"{chars(ours_writer[index])} (~{ours_writer[index] // 4:,})",
-                f"{chars(replay_writer[index])} (~{replay_writer[index] // 4:,})",
-                f"{chars(ours_reviewer[index])} (~{ours_reviewer[index] // 4:,})",
-                f"{chars(replay_reviewer[index])} (~{replay_reviewer[index] // 4:,})",
-            ]
+            [str(index + 1), *(with_tokens(sizes[index]) for sizes in columns)]
             for index in range(rounds)
         ],
     )
@@ -219,29 +228,23 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         ("writer", ours_writer, replay_writer),
         ("reviewer", ours_reviewer, replay_reviewer),
     ):
-        rows.append(
-            Row(
-                bench="P3",
-                case=f"{role}, contract-built",
-                unit="chars",
-                baseline_name="round 1",
-                baseline=Measure.exact(ours[0]),
-                candidate_name=f"largest of 1-{rounds}",
-                candidate=Measure.exact(max(ours)),
+        rows += [
+            Row.of(
+                "P3",
+                f"{role}, contract-built",
+                exact("round 1", ours[0]),
+                exact(f"largest of 1-{rounds}", max(ours)),
                 max_ratio=TARGET,
-            )
-        )
-        rows.append(
-            Row(
-                bench="P3",
-                case=f"{role}, transcript replay",
                 unit="chars",
-                baseline_name="round 1",
-                baseline=Measure.exact(replay[0]),
-                candidate_name=f"round {rounds}",
-                candidate=Measure.exact(replay[-1]),
-            )
-        )
+            ),
+            Row.of(
+                "P3",
+                f"{role}, transcript replay",
+                exact("round 1", replay[0]),
+                exact(f"round {rounds}", replay[-1]),
+                unit="chars",
+            ),
+        ]
     print_rows("P3 prompt growth over the review rounds, characters", rows, chars)
     return rows
 
