@@ -126,6 +126,17 @@ class BareAgents:
     reviewer: ReviewerAgent
 
 
+class _Given(TypedDict):
+    """What the Writer and the Reviewer are both given: the task, no envelope, the merged
+    facts, the store and their step (each request adds its own draft and review)."""
+
+    task: TaskSpec
+    handoff: Handoff
+    bundle: ResearchBundle
+    store: MemoryStore
+    step: StepInfo
+
+
 def _step(config: RunnableConfig, node: str, task: TaskSpec) -> StepInfo:
     thread_id = str((config.get("configurable") or {}).get("thread_id"))
     step = (config.get("metadata") or {}).get("langgraph_step")
@@ -173,34 +184,27 @@ def build_bare_graph(
             update["notes"] = store.get(bundle.artifact_refs[0]).decode()
         return update
 
-    def writer(state: BareState, config: RunnableConfig) -> dict[str, Any]:
+    def given(state: BareState, config: RunnableConfig, node: str) -> _Given:
         task = state["task"]
-        output = agents.writer.run(
-            WriteRequest(
-                task,
-                NO_HANDOFF,
-                state["research"],
-                state.get("draft"),
-                state.get("review"),
-                store,
-                _step(config, "writer", task),
-            )
+        return _Given(
+            task=task,
+            handoff=NO_HANDOFF,
+            bundle=state["research"],
+            store=store,
+            step=_step(config, node, task),
         )
-        return {"draft": output.result}
+
+    def writer(state: BareState, config: RunnableConfig) -> dict[str, Any]:
+        request = WriteRequest(
+            **given(state, config, "writer"),
+            previous=state.get("draft"),
+            review=state.get("review"),
+        )
+        return {"draft": agents.writer.run(request).result}
 
     def reviewer(state: BareState, config: RunnableConfig) -> dict[str, Any]:
-        task = state["task"]
-        output = agents.reviewer.run(
-            ReviewRequest(
-                task,
-                NO_HANDOFF,
-                state["research"],
-                state["draft"],
-                store,
-                _step(config, "reviewer", task),
-            )
-        )
-        return {"review": output.result}
+        request = ReviewRequest(**given(state, config, "reviewer"), draft=state["draft"])
+        return {"review": agents.reviewer.run(request).result}
 
     def finalize(state: BareState) -> dict[str, Any]:
         return {"article": store.get(state["draft"].body).decode()}
