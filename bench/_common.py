@@ -244,12 +244,13 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]
         print(line(row))
 
 
-def print_rows(title: str, rows: Sequence[Row], fmt: Callable[[float], str]) -> None:
-    """The standard summary table of comparison rows."""
+def print_rows(title: str, rows: Sequence[Row]) -> None:
+    """The standard summary table of comparison rows, each in the unit it states."""
     headers = ["case", "baseline", "median", "IQR", "candidate", "median", "IQR", "ratio"]
     headers += ["target", "verdict"]
     table = []
     for row in rows:
+        fmt = unit_format(row.unit)
         table.append(
             [
                 row.case,
@@ -302,6 +303,15 @@ def size(count: float) -> str:
 def chars(count: float) -> str:
     """A character count."""
     return f"{count:,.0f}"
+
+
+def unit_format(unit: str) -> Callable[[float], str]:
+    """How a value in ``unit`` is printed; a unit without its own format prints plainly.
+
+    Read from the row, so a table cannot print a row in another unit than it was measured in.
+    """
+    formats: dict[str, Callable[[float], str]] = {"s": ms, "bytes": size, "chars": chars}
+    return formats.get(unit, lambda value: f"{value:g} {unit}")
 
 
 def machine_description() -> list[str]:

@@ -29,7 +29,6 @@ from bench._common import (
     Measure,
     Row,
     interleaved,
-    ms,
     parse_args,
     print_rows,
     scratch_dir,
@@ -175,9 +174,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         ),
     ]
     print_rows(
-        f"P1 control-plane overhead: {args.repeats} interleaved runs per side, median and IQR",
-        rows,
-        ms,
+        f"P1 control-plane overhead: {args.repeats} interleaved runs per side, median and IQR", rows
     )
     extra = measures["ours graph"].median - measures["bare graph"].median
     print(

@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
                 unit="chars",
             ),
         ]
-    print_rows("P3 prompt growth over the review rounds, characters", rows, chars)
+    print_rows("P3 prompt growth over the review rounds, characters", rows)
     return rows
 
 

@@ -31,7 +31,6 @@ from bench._common import (
     OBJECTIVE,
     Row,
     interleaved,
-    ms,
     parse_args,
     print_rows,
     scratch_dir,
@@ -196,7 +195,6 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         f"P4 resume and status cost vs history: {args.repeats} interleaved samples per side, "
         "median and IQR",
         rows,
-        ms,
     )
     print(
         f"history before the resume: short {example.short_checkpoints} checkpoints, "

@@ -38,7 +38,6 @@ from bench._common import (
     OBJECTIVE,
     Row,
     interleaved,
-    ms,
     parse_args,
     print_rows,
     print_table,
@@ -203,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
             ("full state + list", full["full"]),
         ),
     ]
-    print_rows("P7 threads and status beside a big-corpus thread (SQLite)", rows, ms)
+    print_rows("P7 threads and status beside a big-corpus thread (SQLite)", rows)
     print_table(
         "P7 the big thread",
         ["files", "run", "checkpoints", "largest checkpoint", "result"],
