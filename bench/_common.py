@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from app.settings import BUNDLED_CORPUS, Settings
+from app.workflow import Workflow
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 QUESTIONS = ("Who found the Rosetta Stone?", "What scripts does the stone carry?")
@@ -200,6 +201,13 @@ def workflow_settings(root: Path, name: str = "ours") -> Settings:
         artifact_dir=data / "artifacts",
         corpus=[BUNDLED_CORPUS],
     )
+
+
+@contextmanager
+def scratch_workflow(prefix: str) -> Iterator[Workflow]:
+    """A Workflow on a scratch folder of its own, for a benchmark that needs nothing beside it."""
+    with scratch_dir(prefix) as root, Workflow(workflow_settings(root)) as workflow:
+        yield workflow
 
 
 def parse_args(

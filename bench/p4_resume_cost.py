@@ -26,16 +26,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.workflow import Workflow
 from bench._common import (
     OBJECTIVE,
     Row,
     interleaved,
     parse_args,
     print_rows,
-    scratch_dir,
+    scratch_workflow,
     timed,
-    workflow_settings,
 )
 from bench._variants import StubbornWriter
 from contracts import ArtifactRef, Budget, DraftArticle, ResearchBundle, TaskSpec
@@ -47,6 +45,8 @@ LONG = 200
 LONG_ROUNDS = 49
 QUICK_LONG = 20
 QUICK_ROUNDS = 3
+RESUME = "get_state + resume one step"
+STATUS = "Workflow.status"
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     long_length = QUICK_LONG if args.quick else LONG
     rounds = QUICK_ROUNDS if args.quick else LONG_ROUNDS
     task = TaskSpec(task_id="p4", objective=OBJECTIVE, budget=Budget(max_review_rounds=rounds + 1))
-    with scratch_dir("p4") as root, Workflow(workflow_settings(root)) as workflow:
+    with scratch_workflow("p4") as workflow:
         context = workflow.context.with_agent(
             "writer", StubbornWriter(workflow.context.agents["writer"])
         )
@@ -157,39 +157,25 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
 
             return run
 
-        status_samples = interleaved(
-            {
-                "short status": status(lambda pair: pair.short),
-                "long status": status(lambda pair: pair.long),
-            },
-            repeats=args.repeats,
-            warmup=warmup,
-        )
-        resume_samples = interleaved(
-            {
-                "short": resume(lambda pair: pair.short),
-                "long": resume(lambda pair: pair.long),
-            },
-            repeats=args.repeats,
-            warmup=warmup,
-        )
+        samples = {  # status first: a resume consumes the pair both read
+            case: interleaved(
+                {"short": probe(lambda pair: pair.short), "long": probe(lambda pair: pair.long)},
+                repeats=args.repeats,
+                warmup=warmup,
+            )
+            for case, probe in ((STATUS, status), (RESUME, resume))
+        }
         example = pairs[max(pairs)]
 
     rows = [
         Row.of(
             "P4",
-            "get_state + resume one step",
-            (f"{example.short_checkpoints} checkpoints", resume_samples["short"]),
-            (f"{example.long_checkpoints} checkpoints", resume_samples["long"]),
+            case,
+            (f"{example.short_checkpoints} checkpoints", samples[case]["short"]),
+            (f"{example.long_checkpoints} checkpoints", samples[case]["long"]),
             max_ratio=TARGET,
-        ),
-        Row.of(
-            "P4",
-            "Workflow.status",
-            (f"{example.short_checkpoints} checkpoints", status_samples["short status"]),
-            (f"{example.long_checkpoints} checkpoints", status_samples["long status"]),
-            max_ratio=TARGET,
-        ),
+        )
+        for case in (RESUME, STATUS)
     ]
     print_rows(
         f"P4 resume and status cost vs history: {args.repeats} interleaved samples per side, "
