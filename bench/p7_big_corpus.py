@@ -102,47 +102,37 @@ def checkpoint_bytes(database: Path, thread_id: str) -> tuple[int, int]:
     return len(sizes), max(sizes)
 
 
-def list_threads(settings: Settings) -> Callable[[int], float]:
-    """One sample of ``handoff threads``: open, list ids, read each thread's row."""
+def timed_read(settings: Settings, read: Callable[[Workflow], object]) -> Callable[[int], float]:
+    """One sample of a read-only CLI command: opening the Workflow is timed with the read."""
 
-    def sample(_: int) -> float:
-        def command() -> None:
-            with Workflow(settings, read_only=True) as workflow:
-                rows = [workflow.summary(thread) for thread in workflow.threads()]
-            if not rows:
-                raise RuntimeError("no threads listed")
+    def command() -> None:
+        with Workflow(settings, read_only=True) as workflow:
+            read(workflow)
 
-        return timed(command)
-
-    return sample
+    return lambda _: timed(command)
 
 
-def show_status(settings: Settings, thread_id: str) -> Callable[[int], float]:
-    """One sample of ``handoff status THREAD``: open, then status."""
-
-    def sample(_: int) -> float:
-        def command() -> None:
-            with Workflow(settings, read_only=True) as workflow:
-                workflow.status(thread_id)
-
-        return timed(command)
-
-    return sample
+def list_threads(workflow: Workflow) -> None:
+    """``handoff threads`` after start-up: list the ids, read each thread's row."""
+    rows = [workflow.summary(thread) for thread in workflow.threads()]
+    if not rows:
+        raise RuntimeError("no threads listed")
 
 
-def full_read(settings: Settings, thread_id: str) -> Callable[[int], float]:
-    """One sample of a thread read LangGraph's way: the full state and every checkpoint."""
+def show_status(thread_id: str) -> Callable[[Workflow], object]:
+    """``handoff status THREAD`` after start-up."""
+    return lambda workflow: workflow.status(thread_id)
 
-    def sample(_: int) -> float:
-        def command() -> None:
-            with Workflow(settings, read_only=True) as workflow:
-                config = workflow.config(thread_id)
-                workflow.graph.get_state(config)
-                sum(1 for _ in workflow.saver.list(config))
 
-        return timed(command)
+def full_read(thread_id: str) -> Callable[[Workflow], object]:
+    """A thread read LangGraph's way: the full state and every checkpoint."""
 
-    return sample
+    def read(workflow: Workflow) -> None:
+        config = workflow.config(thread_id)
+        workflow.graph.get_state(config)
+        sum(1 for _ in workflow.saver.list(config))
+
+    return read
 
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
@@ -169,15 +159,18 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
 
         samples = interleaved(
             {
-                "threads without": list_threads(plain),
-                "threads with": list_threads(loaded),
-                "status small": show_status(loaded, small[0]),
-                "status big": show_status(loaded, "big"),
+                "threads without": timed_read(plain, list_threads),
+                "threads with": timed_read(loaded, list_threads),
+                "status small": timed_read(loaded, show_status(small[0])),
+                "status big": timed_read(loaded, show_status("big")),
             },
             repeats=args.repeats,
         )
         full = interleaved(
-            {"full": full_read(loaded, "big"), "glance": show_status(loaded, "big")},
+            {
+                "full": timed_read(loaded, full_read("big")),
+                "glance": timed_read(loaded, show_status("big")),
+            },
             repeats=max(1, args.repeats // 3),
         )
     rows = [
