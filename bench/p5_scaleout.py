@@ -34,14 +34,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
 
@@ -56,9 +53,9 @@ from bench._common import (
     scratch_dir,
     workflow_settings,
 )
+from bench._postgres import fresh_schema, postgres_problem, postgres_url, schema_settings
 from contracts import TaskSpec
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 WORKER_COUNTS = (1, 2, 4)
 THREADS = 40
 QUICK_THREADS = 8
@@ -69,64 +66,6 @@ POLL = 0.02
 KILL_WORKERS = 2
 """Workers in the pass where one is SIGKILLed."""
 """Seconds between looks at the queue while waiting."""
-
-
-def postgres_url(explicit: str | None = None) -> str:
-    """The server P5 uses."""
-    return (
-        explicit
-        or os.environ.get("HANDOFF_BENCH_POSTGRES_URL")
-        or os.environ.get("HANDOFF_TEST_POSTGRES_URL")
-        or DEFAULT_POSTGRES_URL
-    )
-
-
-def postgres_problem(url: str) -> str | None:
-    """Why the server cannot be used, or None when it can."""
-    try:
-        with psycopg.connect(url, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as error:  # any failure to reach it is reported, not raised
-        return " ".join(str(error).split()) or type(error).__name__
-    return None
-
-
-def with_search_path(url: str, schema: str) -> str:
-    """``url`` whose sessions resolve unqualified names in ``schema``."""
-    separator = "&" if "?" in url else "?"
-    return f"{url}{separator}options={quote(f'-csearch_path={schema}')}"
-
-
-@contextmanager
-def fresh_schema(url: str, prefix: str = "handoff_p5") -> Iterator[str]:
-    """A new schema on the server; yields a URL that uses it, then drops it."""
-    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield with_search_path(url, schema)
-    finally:
-        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-            conn.execute("SET lock_timeout = '20s'")
-            # A worker killed on an error must not block the drop with its session.
-            conn.execute(
-                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
-                "JOIN pg_class c ON c.oid = l.relation "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND l.pid <> pg_backend_pid()",
-                (schema,),
-            )
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-def schema_settings(url: str, root: Path) -> Settings:
-    """Settings for a Workflow whose checkpoints, ledger and artifacts live in one schema."""
-    return Settings(
-        data_dir=root,
-        database_url=url,
-        artifact_store="database",
-        corpus=[BUNDLED_CORPUS],
-    )
 
 
 # -- worker processes ---------------------------------------------------------------------
@@ -241,7 +180,7 @@ def double_executions(workflow: Workflow, thread_id: str) -> tuple[int, bool]:
 
 def measure(url: str, workers: int, threads: int, root: Path, *, kill: bool = False) -> Sample:
     """Run ``threads`` threads through ``workers`` fleet workers on a fresh schema; verify."""
-    with fresh_schema(url) as schema_url:
+    with fresh_schema(url, prefix="handoff_p5") as schema_url:
         settings = schema_settings(schema_url, root)
         fleet = Fleet(settings)
         with Workflow(settings) as setup:  # tables created once, outside the timing

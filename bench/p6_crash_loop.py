@@ -70,7 +70,7 @@ from bench._common import (
     scratch_dir,
     workflow_settings,
 )
-from bench.p5_scaleout import fresh_schema, postgres_problem, postgres_url, schema_settings
+from bench._postgres import fresh_schema, postgres_problem, postgres_url, schema_settings
 
 BACKENDS = ("sqlite", "postgres")
 TRIALS = 30
