@@ -31,8 +31,7 @@ from bench._common import (
     parse_args,
     print_rows,
     print_table,
-    scratch_dir,
-    workflow_settings,
+    scratch_workflow,
 )
 from bench._variants import StubbornWriter
 from contracts import (
@@ -184,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     """Measure and print P3; returns the rows."""
     args = parse_args(argv, "P3 context per review round", repeats=1, quick_repeats=1)
     rounds = QUICK_ROUNDS if args.quick else ROUNDS
-    with scratch_dir("p3") as root, Workflow(workflow_settings(root)) as workflow:
+    with scratch_workflow("p3") as workflow:
         writer = Recording(StubbornWriter(workflow.context.agents["writer"]).run, WriterCall.of)
         reviewer = Recording(workflow.context.agents["reviewer"].run, ReviewerCall.of)
         context = workflow.context.with_agent("writer", writer).with_agent("reviewer", reviewer)
