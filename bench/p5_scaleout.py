@@ -49,9 +49,10 @@ from bench._common import (
     OBJECTIVE,
     Measure,
     Row,
+    iqr_text,
     print_table,
     scratch_dir,
-    workflow_settings,
+    scratch_workflow,
 )
 from bench._postgres import fresh_schema, postgres_problem, postgres_url, schema_settings
 from contracts import TaskSpec
@@ -137,32 +138,24 @@ def wait_until(check: Any, what: str, processes: list[subprocess.Popen[bytes]]) 
 
 @dataclass(frozen=True)
 class Sample:
-    """One timed pass: N threads through ``workers`` processes."""
+    """One timed pass of the run's threads through a number of workers."""
 
-    workers: int
     wall: float
     double_executions: int
-    threads: int
     recovery: float | None = None
-
-    @property
-    def rate(self) -> float:
-        """Threads per second."""
-        return self.threads / self.wall
 
 
 @functools.cache
 def nodes_of_one_run() -> frozenset[str]:
     """The nodes one process runs for P5's task, start to finish, on SQLite: what every
     fleet thread must have finished (derived, so a node added to the graph counts)."""
-    with scratch_dir("p5-reference") as root:
-        with Workflow(workflow_settings(root)) as workflow:
-            outcome = workflow.run(TaskSpec(task_id="task-p5", objective=OBJECTIVE), "reference")
-            if outcome.result_status != "completed":
-                raise RuntimeError(f"P5: the reference run ended {outcome.result_status}")
-            return frozenset(
-                run.node_id for run in workflow.history("reference") if run.status == "succeeded"
-            )
+    with scratch_workflow("p5-reference") as workflow:
+        outcome = workflow.run(TaskSpec(task_id="task-p5", objective=OBJECTIVE), "reference")
+        if outcome.result_status != "completed":
+            raise RuntimeError(f"P5: the reference run ended {outcome.result_status}")
+        return frozenset(
+            run.node_id for run in workflow.history("reference") if run.status == "succeeded"
+        )
 
 
 def double_executions(workflow: Workflow, thread_id: str) -> tuple[int, bool]:
@@ -231,7 +224,7 @@ def measure(url: str, workers: int, threads: int, root: Path, *, kill: bool = Fa
                 doubles += extra
                 if not complete or workflow.outcome(thread_id).result_status != "completed":
                     raise RuntimeError(f"P5: thread {thread_id} did not complete every node")
-        return Sample(workers, wall, doubles, threads, recovery)
+        return Sample(wall, doubles, recovery)
 
 
 def lock_holder(
@@ -320,37 +313,31 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     load_after = os.getloadavg()
 
     walls = {workers: Measure.of([s.wall for s in runs]) for workers, runs in samples.items()}
-    rates = {workers: Measure.of([s.rate for s in runs]) for workers, runs in samples.items()}
+    rates = {
+        workers: Measure.of([args.threads / s.wall for s in runs])
+        for workers, runs in samples.items()
+    }
     doubles = {w: sum(s.double_executions for s in runs) for w, runs in samples.items()}
     base = rates[WORKER_COUNTS[0]].median
-    table = []
-    for workers in WORKER_COUNTS:
-        wall = walls[workers]
-        spread = f"{wall.q1:.2f}-{wall.q3:.2f} ({wall.spread:.0%})" if wall.n > 1 else "-"
-        table.append(
-            [
-                str(workers),
-                f"{wall.median:.2f}",
-                spread,
-                f"{rates[workers].median:.2f}",
-                f"{rates[workers].median / base:.2f}x",
-                str(doubles[workers]),
-            ]
-        )
     kill_wall = Measure.of([s.wall for s in killed])
     recovery = Measure.of([s.recovery or 0.0 for s in killed])
     kill_doubles = sum(s.double_executions for s in killed)
+
+    def table_row(label: str, wall: Measure, rate: float, double: int) -> list[str]:
+        cells = [label, f"{wall.median:.2f}", iqr_text(wall, lambda value: f"{value:.2f}")]
+        return [*cells, f"{rate:.2f}", f"{rate / base:.2f}x", str(double)]
+
+    table = [
+        table_row(str(workers), walls[workers], rates[workers].median, doubles[workers])
+        for workers in WORKER_COUNTS
+    ]
     table.append(
-        [
+        table_row(
             f"{KILL_WORKERS}, one killed",
-            f"{kill_wall.median:.2f}",
-            f"{kill_wall.q1:.2f}-{kill_wall.q3:.2f} ({kill_wall.spread:.0%})"
-            if kill_wall.n > 1
-            else "-",
-            f"{args.threads / kill_wall.median:.2f}",
-            f"{args.threads / kill_wall.median / base:.2f}x",
-            str(kill_doubles),
-        ]
+            kill_wall,
+            args.threads / kill_wall.median,
+            kill_doubles,
+        )
     )
     print_table(
         f"P5 worker fleet (handoff worker, Procrastinate): {args.threads} threads per pass, "
