@@ -12,8 +12,10 @@ from app.faults.points import NodeRunning, with_faults
 from app.faults.rules import parse_faults
 from app.settings import Settings
 from app.storage.backends import artifact_store_for, ledger_for_url
+from app.tools import ArticleExport
 from graphs import WIRING, ArtifactStore, RunContext, RunLedger, Wiring
 from graphs.context import provided, untracked, utc_now
+from graphs.tools.export import EXPORT_ARTICLE
 
 
 def build_context(
@@ -45,10 +47,13 @@ def build_context(
         store=store if store is not None else artifact_store_for(settings),
         agents=agents,
         tools={
-            name: code
-            for spec in nodes
-            if spec.name in agents
-            for name, code in provided(agents[spec.name], [t.name for t in spec.tools]).items()
+            EXPORT_ARTICLE.name: ArticleExport(settings.resolved_export_dir()),
+            **{
+                name: code
+                for spec in nodes
+                if spec.name in agents
+                for name, code in provided(agents[spec.name], [t.name for t in spec.tools]).items()
+            },
         },
         clock=clock,
         node_running=node_running,

@@ -38,6 +38,11 @@ class Settings(BaseSettings):
     artifact_dir: Path | None = Field(
         default=None, description="Artifact store folder. Default: <data_dir>/artifacts."
     )
+    export_dir: Path | None = Field(
+        default=None,
+        description="Where a task that asks for an export (--export) writes its article, "
+        "once a person confirmed the write. Default: <data_dir>/exports.",
+    )
     artifact_store: Literal["auto", "database", "filesystem"] = Field(
         default="auto",
         description="Where artifacts live: 'database' (PostgreSQL tables beside the "
@@ -164,3 +169,7 @@ class Settings(BaseSettings):
     def resolved_artifact_dir(self) -> Path:
         """The artifact folder in force."""
         return self.artifact_dir or self.data_dir / "artifacts"
+
+    def resolved_export_dir(self) -> Path:
+        """The export folder in force."""
+        return self.export_dir or self.data_dir / "exports"

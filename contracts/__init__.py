@@ -41,6 +41,8 @@ from contracts.research import (
 from contracts.review import RequiredChange, ReviewResult, Verdict
 from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolicy, TaskSpec
 from contracts.tools import (
+    ExportArticleInput,
+    ExportArticleOutput,
     ReadSourceInput,
     ReadSourceOutput,
     SearchCorpusInput,
@@ -50,6 +52,7 @@ from contracts.tools import (
     ToolErrorCode,
     ToolReceipt,
     ToolText,
+    WriteConfirmation,
 )
 from contracts.upgrades import upgrader
 
@@ -103,6 +106,8 @@ __all__ = [
     "StalePolicy",
     "TaskSpec",
     "TaskState",
+    "ExportArticleInput",
+    "ExportArticleOutput",
     "ReadSourceInput",
     "ReadSourceOutput",
     "SearchCorpusInput",
@@ -112,6 +117,7 @@ __all__ = [
     "ToolErrorCode",
     "ToolReceipt",
     "ToolText",
+    "WriteConfirmation",
     "Usage",
     "Verdict",
     "VersionedContract",

@@ -116,6 +116,11 @@ class Policies(Contract):
         description="When the reviewer rejects or review rounds run out: end the run "
         "(partial or failed), or ask a human (accept as partial, grant a round, abort).",
     )
+    export_article: bool = Field(
+        default=False,
+        description="After publishing, write the article to the export folder, once a "
+        "person confirmed the write.",
+    )
 
 
 class TaskSpec(VersionedContract):

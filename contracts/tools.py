@@ -102,3 +102,32 @@ class SearchCorpusOutput(Contract):
     """The hits, best answer first; none when nothing read addresses the query."""
 
     hits: list[SearchHit] = Field(default_factory=list, max_length=100, description="Hits.")
+
+
+class ExportArticleInput(Contract):
+    """Write the published article to a file in the export folder."""
+
+    article: ArtifactRef = Field(description="The published article, at its revision.")
+    file_name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.md$",
+        description="The file it becomes, inside the export folder (no folders).",
+    )
+
+
+class ExportArticleOutput(Contract):
+    """Where the article was written, and the hash of the bytes there."""
+
+    path: str = Field(max_length=4000, description="The file written.")
+    sha256: Sha256Hex = Field(description="Hash of the file's bytes.")
+
+
+class WriteConfirmation(Contract):
+    """What a person confirms before a write tool runs: the call exactly as it would run."""
+
+    tool: str = Field(max_length=100, description="The write tool.")
+    call_id: Identifier = Field(description="The call's id: it runs at most once.")
+    arguments: str = Field(
+        max_length=2000,
+        description="The call's arguments (fields the tool declares sensitive left out).",
+    )
+    target: str = Field(max_length=4000, description="What the call changes, e.g. a file.")

@@ -25,7 +25,14 @@ if TYPE_CHECKING:
 BranchKeys = Callable[[Mapping[str, Any]], list[str]]
 """The keys a fan-out starts one branch task for, from the state it fans out from."""
 
-FAULT_POINTS = ("start", "attempt", "after_artifact", "before_return")
+FAULT_POINTS = (
+    "start",
+    "attempt",
+    "after_artifact",
+    "before_write",
+    "after_write",
+    "before_return",
+)
 """Named points of a node where fault injection may act (``<node>:<point>``)."""
 
 
@@ -145,6 +152,8 @@ class NodeSpec(Declaration):
             points += ["attempt", "before_return"]
         if self.stores_artifacts:
             points.append("after_artifact")
+        if any(tool.kind == "write" for tool in self.tools):
+            points += ["before_write", "after_write"]
         return tuple(point for point in FAULT_POINTS if point in points)
 
 

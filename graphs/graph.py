@@ -20,6 +20,7 @@ from contracts import (
     FreshnessReport,
     ResearchBundle,
     ReviewResult,
+    RunOutcome,
     TaskSpec,
 )
 from graphs.boundary import read, require
@@ -30,6 +31,7 @@ from graphs.fan_out import fanning
 from graphs.node_runner import ContextFactory, Router, run_node
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.conclude import conclude
+from graphs.nodes.export_article import export_article, wants_export
 from graphs.nodes.finalize import finalize
 from graphs.nodes.join_research import join_research
 from graphs.nodes.research import research
@@ -140,9 +142,16 @@ FinalizeStale = Literal["reviewer", "writer", "stale_decision"]
 """Finalize checks the draft only: a newer one is reviewed, a missing one written again."""
 
 
-def route_after_finalize(state: Mapping[str, Any]) -> FinalizeStale | Literal["__end__"]:
-    """Finalize ends the run, unless its input changed and must be reviewed again."""
+def route_after_finalize(
+    state: Mapping[str, Any],
+) -> FinalizeStale | Literal["export_article", "__end__"]:
+    """Finalize ends the run, or exports first; a changed input is reviewed again."""
     report = refused(state, "finalize")
+    if report is None and wants_export(
+        require(state, "task", TaskSpec, node="route_after_finalize"),
+        read(state, "outcome", RunOutcome, node="route_after_finalize"),
+    ):
+        return "export_article"
     if stopped(state) or report is None:
         return STOP
     return cast(FinalizeStale, route_stale(state, report, FinalizeStale))
@@ -198,6 +207,11 @@ def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
     ]
 
 
+def route_after_export(state: Mapping[str, Any]) -> Literal["__end__"]:
+    """The export, written or refused, is the last step."""
+    return STOP
+
+
 def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
     """Conclude records the end."""
     return STOP
@@ -212,6 +226,7 @@ WIRING: Wiring = (
     (review_decision, route_after_review_decision),
     (stale_decision, route_after_stale_decision),
     (finalize, route_after_finalize),
+    (export_article, route_after_export),
     (conclude, route_after_conclude),
 )
 """Every node of the workflow with its router; the first one is where a run starts."""

@@ -139,6 +139,7 @@ class NodeCall:
             env=ToolEnv(store=self.ctx.store, step=self.step, clock=self.ctx.clock),
             code=self.ctx.tools,
             budget=self.step.tool_calls_left,
+            effects=self.ctx.ledger,
         )
 
     def opened_tools(self) -> Toolbox | None:

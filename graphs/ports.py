@@ -106,6 +106,14 @@ class RunLedger(Protocol):
         """
         ...
 
+    def tool_effect(self, thread_id: str, call_id: str) -> str | None:
+        """What the thread's write call ``call_id`` did (receipt, output as JSON), if it ran."""
+        ...
+
+    def record_tool_effect(self, thread_id: str, call_id: str, effect: str) -> None:
+        """Record, durably, that the write call ran; the first record of a call stands."""
+        ...
+
     def tally(
         self, thread_id: str, node_id: str, input_hash: str, fanned: Sequence[str] = ()
     ) -> Tally:

@@ -22,7 +22,13 @@ from app.agents.corpus_search import search_questions
 from app.agents.passages import Passage, Retrieval, claim_id, passages_of, source_number
 from app.agents.ranking import CorpusIndex, rank_passages
 from app.agents.research_notes import research_notes
-from app.agents.source_reading import ReadsSources, corpus_fingerprint, read_sources, standing_tools
+from app.agents.source_reading import (
+    ReadsSources,
+    affordable,
+    corpus_fingerprint,
+    read_sources,
+    standing_tools,
+)
 from app.corpus.discovery import discover
 from app.corpus.reading import CorpusNotFound, CorpusPolicy
 from app.text.key_terms import heading_keys
@@ -120,21 +126,7 @@ class OfflineResearchAgent(ReadsSources):
         sections = task.constraints.required_sections
         if questions[0] is not every[0]:
             sections = []  # ranked under the objective's topic: its branch covers them
-        errors: list[ErrorDetail] = []
-        if step.tool_calls_left is not None:
-            affordable = max(0, step.tool_calls_left - len(questions))
-            if affordable < len(documents):
-                skipped = documents[affordable:]
-                documents = documents[:affordable]
-                errors.append(
-                    ErrorDetail(
-                        code=ErrorCode.BUDGET_EXHAUSTED,
-                        detail=f"tool-call budget allows reading {affordable} of "
-                        f"{affordable + len(skipped)} sources; skipped "
-                        + ", ".join(document.source_id for document in skipped),
-                        field="budget.max_tool_calls",
-                    )
-                )
+        documents, errors = affordable(documents, step.tool_calls_left, searches=len(questions))
         sources, parsed, read_errors = read_sources(documents, toolbox, self.clock)
         passages = [
             passage for source in sources for passage in passages_of(source, parsed[source.id])

@@ -76,6 +76,28 @@ def standing_tools(
     )
 
 
+def affordable(
+    documents: list[CorpusDocument], calls_left: int | None, *, searches: int
+) -> tuple[list[CorpusDocument], list[ErrorDetail]]:
+    """The documents the tool-call budget lets research read, and an error naming the rest.
+
+    ``searches`` calls are kept for research's searches, one per question it researches.
+    """
+    if calls_left is None:
+        return documents, []
+    reads = max(0, calls_left - searches)
+    if reads >= len(documents):
+        return documents, []
+    skipped = documents[reads:]
+    error = ErrorDetail(
+        code=ErrorCode.BUDGET_EXHAUSTED,
+        detail=f"tool-call budget allows reading {reads} of {len(documents)} sources; skipped "
+        + ", ".join(document.source_id for document in skipped),
+        field="budget.max_tool_calls",
+    )
+    return documents[:reads], [error]
+
+
 def read_sources(
     documents: list[CorpusDocument], tools: Toolbox, clock: Callable[[], datetime]
 ) -> tuple[list[Source], dict[str, Document], list[ErrorDetail]]:

@@ -40,6 +40,12 @@ QuestionOpt = Annotated[
 ApprovalOpt = Annotated[
     bool, typer.Option("--require-approval", help="Pause for approval after research.")
 ]
+ExportOpt = Annotated[
+    bool,
+    typer.Option(
+        "--export", help="Write the article to the export folder once a person confirms it."
+    ),
+]
 AskOnReviewOpt = Annotated[
     bool, typer.Option("--ask-on-review", help="Ask a human when review cannot approve in budget.")
 ]
@@ -88,6 +94,7 @@ TASK_OPTIONS: dict[str, tuple[Any, Any]] = {
     "question": (QuestionOpt, None),
     "require_approval": (ApprovalOpt, False),
     "ask_on_review": (AskOnReviewOpt, False),
+    "export": (ExportOpt, False),
 }
 """A task's options (``run``, ``submit``): name → (annotated type, default)."""
 
@@ -170,5 +177,6 @@ def task_of(workflow: Workflow, objective: str, params: dict[str, Any]) -> TaskS
         policies={
             "require_approval": params["require_approval"],
             "on_review_exhausted": "ask" if params["ask_on_review"] else "end",
+            "export_article": params["export"],
         },
     )

@@ -10,6 +10,9 @@ when the setting is present), and the hook rides on those calls:
 * ``attempt``: an attempt's work begins, right after its ledger row says it is running
   (the runner opens the store's batch for the attempt's puts);
 * ``after_artifact``: the node has stored an artifact (each ``put`` that returns);
+* ``before_write`` and ``after_write``: a confirmed write tool call is about to run (the
+  ledger has no record of it), and it ran but is not recorded yet (the ledger's
+  ``tool_effect`` and ``record_tool_effect``);
 * ``before_return``: the node's attempt is recorded as succeeded (the ledger's ``finish``
   of its own, not reused, record returned), before LangGraph sees the result.
 
@@ -165,6 +168,18 @@ class FaultingLedger:
     def latest_result(self, thread_id: str, node_id: str) -> str | None:
         """The stored update of the node's latest succeeded attempt."""
         return self._inner.latest_result(thread_id, node_id)
+
+    def tool_effect(self, thread_id: str, call_id: str) -> str | None:
+        """What a write call that ran did; none yet reaches ``before_write`` (it runs next)."""
+        effect = self._inner.tool_effect(thread_id, call_id)
+        if effect is None:
+            self._points.reached("before_write")
+        return effect
+
+    def record_tool_effect(self, thread_id: str, call_id: str, effect: str) -> None:
+        """Reach ``after_write`` (the call ran), then record it."""
+        self._points.reached("after_write")
+        self._inner.record_tool_effect(thread_id, call_id, effect)
 
     def tally(
         self, thread_id: str, node_id: str, input_hash: str, fanned: Sequence[str] = ()

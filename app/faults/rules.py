@@ -5,8 +5,10 @@
 * ``kill:<node>:<point>`` — SIGKILL this process when ``<node>`` reaches ``<point>``; a
   branch node's task also by key: ``kill:research[q-2]:before_return`` kills only there.
   Points: ``start`` (before the node does anything), ``after_artifact`` (inside the node,
-  once it has written an artifact: the first it writes), ``before_return`` (after its
-  attempt was recorded as done, before LangGraph saw the result).
+  once it has written an artifact: the first it writes), ``before_write`` (a confirmed
+  write tool call is about to run: it has no record yet), ``after_write`` (it ran, and is
+  not recorded yet), ``before_return`` (after its attempt was recorded as done, before
+  LangGraph saw the result).
 * ``transient:<node>:<count>`` — raise a TransientError at the start of the first
   ``<count>`` attempts of ``<node>`` in this process (to exercise retries with backoff).
 * ``wait:<node>:<file>`` — at the start of every attempt of ``<node>``, wait until
@@ -32,7 +34,7 @@ from graphs.errors import TransientError, UsageError
 
 GATE_SECONDS = 120.0
 """Longest a ``wait`` rule holds a node: a test that never opens the gate still ends."""
-KILL_POINTS = ("start", "after_artifact", "before_return")
+KILL_POINTS = ("start", "after_artifact", "before_write", "after_write", "before_return")
 """Where a kill rule may act; ``attempt`` is where transient faults are raised."""
 
 

@@ -122,10 +122,15 @@ class ThreadReading(OpenWorkflow):
         """The outcome ``snapshot`` reports; ``facts`` is its fact count if already read."""
         values = snapshot.values
         ended = read(values, "outcome", RunOutcome, node="workflow")
+        request = self._request(snapshot)
+        if ended is not None and request is not None:  # after its end, e.g. confirm an export
+            update = {"state": TaskState.INPUT_REQUIRED, "result_status": None}
+            return ended.model_copy(
+                update={**update, "human_request": request, "reason": request.question}
+            )
         if ended is not None:
             return ended
         task = read(values, "task", TaskSpec, node="workflow")
-        request = self._request(snapshot)
         if request is not None:
             if facts is None:
                 facts = self._fact_count(snapshot)

@@ -56,8 +56,8 @@ class ToolSpec:
     input: type[BaseModel]
     output: type[BaseModel]
     kind: ToolKind = "read"
-    """A write tool changes something outside the run; the boundary refuses it until a
-    person can confirm each call (not built yet)."""
+    """A write tool changes something outside the run: it runs only once a person confirmed
+    the call, and at most once per call id (``graphs.tools.writes``)."""
     timeout_seconds: float | None = 30.0
     """A call still running after this is answered ``retryable`` and its result dropped
     (the call runs in a worker thread). None: it runs in the node's own thread, so what it
@@ -87,6 +87,12 @@ class ToolSpec:
             raise TypeError(
                 f"tool {self.name!r}: sensitive fields {unknown} are not fields of "
                 f"{self.input.__name__}; it has {sorted(self.input.model_fields)}"
+            )
+        if self.kind == "write" and self.timeout_seconds is not None:
+            raise TypeError(
+                f"tool {self.name!r} writes: give it timeout_seconds=None (it runs in the "
+                "node's thread), since a write cut short by a timeout could still land "
+                "after its caller was told it failed"
             )
         if self.timeout_seconds is not None and self.timeout_seconds <= 0:
             raise TypeError(f"tool {self.name!r}: timeout_seconds must be positive or None")

@@ -9,8 +9,6 @@ attempt's audit row, and charges the calls that ran to the budget (``settle``).
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextvars
 import hashlib
 import json
 import time
@@ -22,10 +20,12 @@ from pydantic import BaseModel, ValidationError
 
 from contracts import ArtifactRef, ToolError, ToolErrorCode, ToolReceipt, Usage
 from graphs.errors import MissingContext
+from graphs.tools.bounds import first_problem, summary_of, tool_error, within
 from graphs.tools.declare import ToolEnv, ToolFn, ToolSpec
 
 if TYPE_CHECKING:
     from graphs.node_call import NodeResult
+    from graphs.ports import RunLedger
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class Toolbox:
     """The code of declared tools that bring none of their own, by name (the run's)."""
     budget: int | None = None
     """Tool calls this attempt may still charge (the task's budget left); None: unlimited."""
+    effects: RunLedger | None = None
+    """Where the write calls that ran are recorded (the run's ledger); writes need it."""
     receipts: list[ToolReceipt] = field(default_factory=list)
     spent: int = 0
     """Tool calls charged so far (calls that ran)."""
@@ -66,9 +68,20 @@ class Toolbox:
         return tuple(spec.name for spec in self.tools)
 
     def call(
-        self, name: str, args: Mapping[str, Any] | BaseModel, *, call_id: str | None = None
+        self,
+        name: str,
+        args: Mapping[str, Any] | BaseModel,
+        *,
+        call_id: str | None = None,
+        confirmed: bool = False,
     ) -> ToolResult:
-        """Call a declared tool; any refusal or failure the tool declares comes back as an error."""
+        """Call a declared tool; any refusal or failure the tool declares comes back as an error.
+
+        A write tool runs only ``confirmed`` (a person approved this very call), and at most
+        once per thread and ``call_id``: what a call that ran did is recorded in the ledger
+        (``effects``) before the caller gets it, and a call recorded there is answered from
+        the record without running again.
+        """
         call_id = call_id or f"{name}-{len(self.receipts) + 1}"[:128]
         spec = next((spec for spec in self.tools if spec.name == name), None)
         if spec is None:
@@ -80,21 +93,25 @@ class Toolbox:
                 f"node {self.node!r} may not call {name!r}; it may call {list(self.allowed)}",
             )
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args)
-        if spec.kind == "write":
+        if spec.kind == "write" and not confirmed:
             return self._refuse(
                 name,
                 call_id,
-                _summary_of(spec, raw),
+                summary_of(spec, raw),
                 "permission_denied",
-                f"{name!r} writes; a write tool runs only once a person confirmed the call, "
-                "which this runner does not offer",
+                f"{name!r} writes; a write tool runs only once a person confirmed the call "
+                "(graphs.tools.writes.confirmed_write)",
             )
         try:
             valid = spec.input.model_validate(raw)
         except ValidationError as error:
-            shown = _summary_of(spec, raw)  # as given: it did not validate
-            return self._refuse(name, call_id, shown, "fix_arguments", *_first_problem(error))
-        shown = _summary_of(spec, valid)
+            shown = summary_of(spec, raw)  # as given: it did not validate
+            return self._refuse(name, call_id, shown, "fix_arguments", *first_problem(error))
+        shown = summary_of(spec, valid)
+        if spec.kind == "write":
+            ran = self._ran(spec, call_id)
+            if ran is not None:
+                return ran
         used = self._counts.get(name, 0)
         if spec.max_calls is not None and used >= spec.max_calls:
             limit = f"{name!r} may be called {spec.max_calls} times per attempt of {self.node!r}"
@@ -106,7 +123,32 @@ class Toolbox:
             )
         self._counts[name] = used + 1
         self.spent += 1
-        return self._run(spec, self._code(spec), valid, call_id, shown)
+        result = self._run(spec, self._code(spec), valid, call_id, shown)
+        if spec.kind == "write" and result.error is None:
+            self._record(result, call_id)
+        return result
+
+    def _ran(self, spec: ToolSpec, call_id: str) -> ToolResult | None:
+        """What a write call that ran did, from its record; None if it never ran."""
+        if self.effects is None:
+            raise MissingContext(
+                f"node {self.node!r} calls write tool {spec.name!r} without a ledger to record "
+                "it in: a write must be recorded to run at most once"
+            )
+        recorded = self.effects.tool_effect(self.env.step.thread_id, call_id)
+        if recorded is None:
+            return None
+        effect = json.loads(recorded)
+        receipt = ToolReceipt.model_validate(effect["receipt"])
+        self.receipts.append(receipt)
+        return ToolResult(receipt, output=spec.output.model_validate(effect["output"]))
+
+    def _record(self, result: ToolResult, call_id: str) -> None:
+        """Record, durably, what a write call did, before its caller learns it."""
+        assert self.effects is not None  # _ran checked it
+        output = None if result.output is None else result.output.model_dump(mode="json")
+        effect = {"receipt": result.receipt.model_dump(mode="json"), "output": output}
+        self.effects.record_tool_effect(self.env.step.thread_id, call_id, json.dumps(effect))
 
     def provide(self, name: str, code: ToolFn) -> None:
         """Give a declared tool its code for this attempt, once the agent has what it needs.
@@ -124,6 +166,13 @@ class Toolbox:
         if spec.run is not None:
             raise TypeError(f"tool {name!r} brings its own code; it cannot be given other code")
         self.code = {**self.code, name: code}
+
+    def target_of(self, name: str, args: BaseModel) -> str | None:
+        """What a call of ``name`` would change, if its code can say (``target(args)``)."""
+        spec = next((spec for spec in self.tools if spec.name == name), None)
+        code = None if spec is None else spec.run or self.code.get(spec.name)
+        describe = getattr(code, "target", None)
+        return str(describe(args)) if callable(describe) else None
 
     def settle(self, result: NodeResult) -> NodeResult:
         """The body's result with this attempt's calls: receipts first, their cost added."""
@@ -148,7 +197,7 @@ class Toolbox:
     ) -> ToolResult:
         began = time.perf_counter()
         try:
-            output = _within(spec, code, valid, self.env)
+            output = within(spec, code, valid, self.env)
         except TimeoutError:
             message = f"{spec.name!r} did not answer within {spec.timeout_seconds} s"
             return self._failed(spec, call_id, shown, began, "retryable", message)
@@ -184,7 +233,7 @@ class Toolbox:
         code: ToolErrorCode,
         message: str,
     ) -> ToolResult:
-        error = _error(code, message)
+        error = tool_error(code, message)
         return ToolResult(self._receipt(spec.name, call_id, shown, began, cost=1, error=error))
 
     def _refuse(
@@ -196,7 +245,7 @@ class Toolbox:
         message: str,
         problem_field: str | None = None,
     ) -> ToolResult:
-        error = _error(code, message, problem_field)
+        error = tool_error(code, message, problem_field)
         began = time.perf_counter()
         return ToolResult(self._receipt(name[:100], call_id, shown, began, cost=0, error=error))
 
@@ -223,39 +272,3 @@ class Toolbox:
         )
         self.receipts.append(receipt)
         return receipt
-
-
-def _within(spec: ToolSpec, code: ToolFn, valid: BaseModel, env: ToolEnv) -> BaseModel:
-    """The code's output; past the timeout, TimeoutError (the late result is dropped)."""
-    if spec.timeout_seconds is None:
-        return code(valid, env)
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"tool-{spec.name}")
-    try:
-        context = contextvars.copy_context()  # fault injection knows the node by these
-        return pool.submit(context.run, code, valid, env).result(timeout=spec.timeout_seconds)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _error(code: ToolErrorCode, message: str, problem_field: str | None = None) -> ToolError:
-    return ToolError(
-        code=code, message=message[:2000], retryable=code == "retryable", field=problem_field
-    )
-
-
-def _first_problem(error: ValidationError) -> tuple[str, str]:
-    """The message (every problem, no input values) and the field of the first problem."""
-    problems = error.errors(include_input=False, include_url=False)
-    where = [".".join(str(part) for part in problem["loc"]) or "(input)" for problem in problems]
-    pairs = zip(where, problems, strict=True)
-    message = "; ".join(f"{at}: {problem['msg']}" for at, problem in pairs)
-    return f"invalid arguments: {message}", where[0][:200]
-
-
-def _summary_of(spec: ToolSpec, args: BaseModel | Mapping[str, Any]) -> str:
-    """The receipt's input summary; sensitive fields never appear in it."""
-    if isinstance(args, BaseModel) and spec.summary is not None:
-        return spec.summary(args)
-    values = args.model_dump(mode="json") if isinstance(args, BaseModel) else dict(args)
-    kept = {key: value for key, value in values.items() if key not in spec.sensitive}
-    return json.dumps(kept, sort_keys=True, default=str)[:500]

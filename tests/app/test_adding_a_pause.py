@@ -77,6 +77,7 @@ def test_the_new_pause_shows_its_own_request_and_the_cli_names_its_action(
             "approve_research",
             "review_exhausted",
             "stale_input",
+            "confirm_write",
             "edit_titles",
         }
         shown = io.StringIO()

@@ -166,7 +166,9 @@ def test_a_write_tool_is_refused_until_a_person_can_confirm_it(settings: Setting
     def write(args: EchoInput, env: Any) -> EchoOutput:
         raise AssertionError("a write tool ran unconfirmed")
 
-    writes = ToolSpec("export", EchoInput, EchoOutput, kind="write", run=write)
+    writes = ToolSpec(
+        "export", EchoInput, EchoOutput, kind="write", timeout_seconds=None, run=write
+    )
 
     @node("probe", reads=ProbeInput, writes=ProbeOutput, tools=(writes,))
     def exporting(call: NodeCall) -> NodeResult:
@@ -179,9 +181,12 @@ def test_a_write_tool_is_refused_until_a_person_can_confirm_it(settings: Setting
         workflow.run(TaskSpec(task_id="t-write", objective="Export"), "t-write")
         [receipt] = receipts_of(workflow.history("t-write"))
     assert receipt.error is not None and receipt.error.code == "permission_denied"
+    assert "confirmed_write" in receipt.error.message
 
 
 def test_a_tool_declaration_is_checked_when_it_is_made() -> None:
+    with pytest.raises(TypeError, match="writes: give it timeout_seconds=None"):
+        ToolSpec("export", EchoInput, EchoOutput, kind="write")
     with pytest.raises(TypeError, match="sensitive fields"):
         ToolSpec("echo", EchoInput, EchoOutput, sensitive=("password",))
     with pytest.raises(TypeError, match="lower_snake_case"):

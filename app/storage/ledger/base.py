@@ -45,7 +45,10 @@ class Cursor(Protocol):
 
 
 class SqlRunLedger(ABC):
-    """The ``handoff_node_runs`` table, whichever SQL database holds it.
+    """The ledger's tables, whichever SQL database holds them.
+
+    ``handoff_node_runs`` holds the attempts, ``handoff_tool_effects`` the write calls that
+    ran.
 
     The statements are shared and written with ``?`` placeholders; a database supplies its
     placeholder style, how a statement (or a transaction) gets a cursor, and how an attempt
@@ -153,6 +156,28 @@ class SqlRunLedger(ABC):
                 (thread_id, node_id),
             ).fetchone()
         return None if row is None else str(row[0])
+
+    def tool_effect(self, thread_id: str, call_id: str) -> str | None:
+        """What the thread's write call ``call_id`` did (receipt, output as JSON), if it ran."""
+        with self._cursor() as cursor:
+            row = cursor.execute(
+                self._sql(
+                    "SELECT effect FROM handoff_tool_effects WHERE thread_id = ? AND call_id = ?"
+                ),
+                (thread_id, call_id),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def record_tool_effect(self, thread_id: str, call_id: str, effect: str) -> None:
+        """Record, durably, that the write call ran; the first record of a call stands."""
+        with self._cursor() as cursor:
+            cursor.execute(
+                self._sql(
+                    "INSERT INTO handoff_tool_effects (thread_id, call_id, effect) "
+                    "VALUES (?, ?, ?) ON CONFLICT (thread_id, call_id) DO NOTHING"
+                ),
+                (thread_id, call_id, effect),
+            )
 
     def tally(
         self, thread_id: str, node_id: str, input_hash: str, fanned: Sequence[str] = ()

@@ -22,7 +22,18 @@ class MemoryRunLedger:
 
     def __init__(self) -> None:
         self._entries: dict[str, list[_Entry]] = {}
+        self._effects: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
+
+    def tool_effect(self, thread_id: str, call_id: str) -> str | None:
+        """What the thread's write call ``call_id`` did (receipt, output as JSON), if it ran."""
+        with self._lock:
+            return self._effects.get((thread_id, call_id))
+
+    def record_tool_effect(self, thread_id: str, call_id: str, effect: str) -> None:
+        """Record that the write call ran; the first record of a call stands."""
+        with self._lock:
+            self._effects.setdefault((thread_id, call_id), effect)
 
     def start(self, thread_id: str, run: NodeRun) -> int:
         """Record an attempt that is starting; returns its sequence number."""

@@ -20,6 +20,13 @@ CREATE TABLE IF NOT EXISTS handoff_node_runs (
     result TEXT,
     recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (thread_id, seq)
+);
+CREATE TABLE IF NOT EXISTS handoff_tool_effects (
+    thread_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    effect TEXT NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (thread_id, call_id)
 )
 """
 

@@ -24,6 +24,14 @@ CREATE TABLE IF NOT EXISTS handoff_node_runs (
     PRIMARY KEY (thread_id, seq)
 )
 """
+SQLITE_EFFECTS = """
+CREATE TABLE IF NOT EXISTS handoff_tool_effects (
+    thread_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    effect TEXT NOT NULL,
+    PRIMARY KEY (thread_id, call_id)
+)
+"""
 
 
 class SqliteRunLedger(SqlRunLedger):
@@ -69,6 +77,7 @@ class SqliteRunLedger(SqlRunLedger):
             if not isinstance(conn, sqlite_files.ReadOnlyConnection):
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(SQLITE_SCHEMA)
+                conn.execute(SQLITE_EFFECTS)
             self._conn = conn
         return self._conn
 
