@@ -15,7 +15,6 @@ from graphs import WIRING, NodeCall, NodeResult, NodeSpec
 from graphs.errors import ContractViolation
 from graphs.input_hash import input_hash
 from graphs.node_runner import NodeCall as RunnerCall
-from tests.conftest import OBJECTIVE
 from tests.contracts.examples import EXAMPLES
 
 SPECS = {spec.name: spec for spec, _ in WIRING}
@@ -94,18 +93,6 @@ def test_a_body_reading_a_channel_it_did_not_declare_is_refused(context: Any) ->
     call = RunnerCall(spec=spec, state=_state(), task=EXAMPLES[TaskSpec], ctx=context, step=None)  # type: ignore[arg-type]
     with pytest.raises(ContractViolation, match="reads 'handoff', which its input schema"):
         call.read("handoff")
-
-
-def test_the_audit_names_the_agent_implementation_of_each_result(workflow: Workflow) -> None:
-    workflow.run(OBJECTIVE, "t-agents")
-    named = {run.node_id: run.agent for run in workflow.history("t-agents")}
-    assert named == {
-        "research": "OfflineResearchAgent",
-        "join_research": None,
-        "writer": "OfflineWriterAgent",
-        "reviewer": "OfflineReviewerAgent",
-        "finalize": None,
-    }
 
 
 def test_plain_dicts_from_the_dev_server_hash_like_the_models_they_hold(context: Any) -> None:

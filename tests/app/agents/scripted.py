@@ -104,6 +104,8 @@ MOON = {
     "source_id": "src-4",
     "quote": "The Rosetta Stone was carried to the moon in 1850.",
 }
+GROUNDED = (STONE, LETTRE, YOUNG)
+"""The claims the bundled corpus quotes verbatim, in the order ARTICLE cites them."""
 ARTICLE = """# The Rosetta Stone and the decipherment of hieroglyphs
 
 ## The Stone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from graphs.ports import from_channel
 from tests.app.agents.scripted import (
     APPROVE,
     ARTICLE,
+    GROUNDED,
     LETTRE,
     MOON,
     STONE,
@@ -169,7 +171,7 @@ def test_research_without_relevant_passages_asks_no_model(tmp_path: Path) -> Non
 def _bundle_and_draft(
     store: FilesystemArtifactStore, body: str, revision: int = 1
 ) -> tuple[ResearchBundle, DraftArticle]:
-    bundle, _, _ = _research(store, STONE, LETTRE, YOUNG)
+    bundle, _, _ = _research(store, *GROUNDED)
     body += "\n" + apparatus(bundle, [], cited_claims(body))  # as every writer ends a draft
     ref = store.put("t-draft", "draft", body.encode(), "text/markdown")
     draft_ = DraftArticle(
@@ -286,19 +288,28 @@ class OutlinedWriteRequest(WriteRequest):
     outline: Outline | None = field(default=None, metadata=from_channel("outline"))
 
 
-def test_a_new_request_field_reaches_the_writer_prompt_under_its_descriptions(
-    tmp_path: Path,
-) -> None:
+def _first_draft_prompt(
+    tmp_path: Path, request: Callable[[ResearchBundle, FilesystemArtifactStore], WriteRequest]
+) -> str:
+    """The one prompt a model writer sends for a first draft, asked by ``request``."""
     store = FilesystemArtifactStore(tmp_path)
     bundle, _ = _bundle_and_draft(store, "# Old draft\n\nText [claim-2].\n")
     model, log = scripted(reply(draft(ARTICLE), tokens=5))
-    outline = Outline(sections=["Finding the stone", "Reading it"], audience="museum visitors")
-    LLMWriterAgent(model).run(
-        OutlinedWriteRequest(
-            TASK, HANDOFF, bundle, None, None, store, _step("writer"), outline=outline
-        )
-    )
+    LLMWriterAgent(model).run(request(bundle, store))
     [prompt] = log.texts()
+    return prompt
+
+
+def test_a_new_request_field_reaches_the_writer_prompt_under_its_descriptions(
+    tmp_path: Path,
+) -> None:
+    outline = Outline(sections=["Finding the stone", "Reading it"], audience="museum visitors")
+    prompt = _first_draft_prompt(
+        tmp_path,
+        lambda bundle, store: OutlinedWriteRequest(
+            TASK, HANDOFF, bundle, None, None, store, _step("writer"), outline=outline
+        ),
+    )
     assert "outline (The sections an article follows.):" in prompt
     assert (
         '- Section titles the article follows, in order: ["Finding the stone", "Reading it"]'
@@ -315,16 +326,13 @@ def test_a_prompt_that_lays_out_a_field_the_request_lacks_fails_at_once() -> Non
 def test_an_input_another_node_declared_the_writer_reads_reaches_its_prompt(
     tmp_path: Path,
 ) -> None:
-    store = FilesystemArtifactStore(tmp_path)
-    bundle, _ = _bundle_and_draft(store, "# Old draft\n\nText [claim-2].\n")
-    model, log = scripted(reply(draft(ARTICLE), tokens=5))
     outline = Outline(sections=["Finding the stone"], audience="museum visitors")
-    LLMWriterAgent(model).run(
-        WriteRequest(
+    prompt = _first_draft_prompt(
+        tmp_path,
+        lambda bundle, store: WriteRequest(
             TASK, HANDOFF, bundle, None, None, store, _step("writer"), inputs={"outline": outline}
-        )
+        ),
     )
-    [prompt] = log.texts()
     assert "outline (The sections an article follows.):" in prompt
     assert "- Who the article is written for: museum visitors" in prompt
 
@@ -336,14 +344,13 @@ class AudienceConstraints(Constraints):
 
 
 def test_a_constraint_added_to_the_contract_reaches_the_writer_prompt(tmp_path: Path) -> None:
-    store = FilesystemArtifactStore(tmp_path)
-    bundle, _ = _bundle_and_draft(store, "# Old draft\n\nText [claim-2].\n")
-    model, log = scripted(reply(draft(ARTICLE), tokens=5))
     constraints = AudienceConstraints(max_words=200, audience="museum visitors")
     task = TASK.model_copy(update={"constraints": constraints})
-    LLMWriterAgent(model).run(
-        WriteRequest(task, HANDOFF, bundle, None, None, store, _step("writer"))
+    prompt = _first_draft_prompt(
+        tmp_path,
+        lambda bundle, store: WriteRequest(
+            task, HANDOFF, bundle, None, None, store, _step("writer")
+        ),
     )
-    [prompt] = log.texts()
     assert "- at most 200 words in the body" in prompt
     assert "- Who the article is written for: museum visitors" in prompt

@@ -7,14 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from app.agents import (
-    LLMResearchAgent,
-    LLMReviewerAgent,
-    LLMWriterAgent,
-    OfflineResearchAgent,
-    OfflineReviewerAgent,
-    OfflineWriterAgent,
-)
+from app import agents
 from app.agents.models import ModelConfigError, chat_model_for, check_spec
 from app.agents.selection import select_agents
 from app.settings import Settings
@@ -53,11 +46,11 @@ def test_offline_is_the_default_and_means_no_model(monkeypatch: pytest.MonkeyPat
         "offline"
     ] * 3
     assert chat_model_for("offline") is None and chat_model_for(" OFFLINE ") is None
-    agents = select_agents(settings, utc_now)
-    research, writer, reviewer = agents["research"], agents["writer"], agents["reviewer"]
-    assert isinstance(research, OfflineResearchAgent)
-    assert isinstance(writer, OfflineWriterAgent)
-    assert isinstance(reviewer, OfflineReviewerAgent)
+    selected = select_agents(settings, utc_now)
+    research, writer, reviewer = selected["research"], selected["writer"], selected["reviewer"]
+    assert isinstance(research, agents.OfflineResearchAgent)
+    assert isinstance(writer, agents.OfflineWriterAgent)
+    assert isinstance(reviewer, agents.OfflineReviewerAgent)
 
 
 def test_environment_selects_a_model_and_per_agent_overrides(
@@ -70,12 +63,12 @@ def test_environment_selects_a_model_and_per_agent_overrides(
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert settings.model_for("research") == "ollama:llama3.1:8b"
     assert settings.model_for("writer") == "anthropic:claude-sonnet-4-5"
-    agents = select_agents(settings, utc_now)
-    research, writer, reviewer = agents["research"], agents["writer"], agents["reviewer"]
-    assert isinstance(research, LLMResearchAgent)
-    assert isinstance(research.retrieval, OfflineResearchAgent), "retrieval stays BM25"
-    assert isinstance(writer, LLMWriterAgent)
-    assert isinstance(reviewer, OfflineReviewerAgent)
+    selected = select_agents(settings, utc_now)
+    research, writer, reviewer = selected["research"], selected["writer"], selected["reviewer"]
+    assert isinstance(research, agents.LLMResearchAgent)
+    assert isinstance(research.retrieval, agents.OfflineResearchAgent), "retrieval stays BM25"
+    assert isinstance(writer, agents.LLMWriterAgent)
+    assert isinstance(reviewer, agents.OfflineReviewerAgent)
     assert init_calls == [("ollama", "llama3.1:8b"), ("anthropic", "claude-sonnet-4-5")]
 
 
@@ -85,10 +78,11 @@ def test_models_given_directly_override_settings(
     monkeypatch.delenv("HANDOFF_AGENT_MODELS", raising=False)
     settings = Settings(_env_file=None, model="openai:gpt-4.1-mini")  # type: ignore[call-arg]
     fake, _ = scripted()
-    agents = select_agents(settings, utc_now, {"reviewer": fake})
-    research, writer, reviewer = agents["research"], agents["writer"], agents["reviewer"]
-    assert isinstance(reviewer, LLMReviewerAgent) and reviewer.model is fake
-    assert isinstance(research, LLMResearchAgent) and isinstance(writer, LLMWriterAgent)
+    selected = select_agents(settings, utc_now, {"reviewer": fake})
+    research, writer, reviewer = selected["research"], selected["writer"], selected["reviewer"]
+    assert isinstance(reviewer, agents.LLMReviewerAgent) and reviewer.model is fake
+    assert isinstance(research, agents.LLMResearchAgent)
+    assert isinstance(writer, agents.LLMWriterAgent)
     assert init_calls == [("openai", "gpt-4.1-mini")] * 2
 
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any as Role
 from typing import cast
 
+import pytest
 from langchain_core.language_models import BaseChatModel
 
 from app.services import build_context
@@ -20,10 +21,8 @@ from contracts import DraftArticle, ErrorCode, NodeRun, ResearchBundle, ReviewRe
 from tests.app.agents.scripted import (
     APPROVE,
     ARTICLE,
-    LETTRE,
+    GROUNDED,
     MOON,
-    STONE,
-    YOUNG,
     claims,
     critique,
     draft,
@@ -51,7 +50,7 @@ def runs_of(workflow: Workflow, thread: str, node: str) -> list[NodeRun]:
 def test_happy_path_with_scripted_models_completes_and_records_tokens_per_node(
     workflow: Workflow,
 ) -> None:
-    research, research_log = scripted(reply(claims(STONE, LETTRE, YOUNG), tokens=900))
+    research, research_log = scripted(reply(claims(*GROUNDED), tokens=900))
     writer, writer_log = scripted(reply(draft(), tokens=700))
     reviewer, reviewer_log = scripted(reply(APPROVE, tokens=400))
     with with_models(workflow, research=research, writer=writer, reviewer=reviewer) as llm:
@@ -76,19 +75,50 @@ def test_happy_path_with_scripted_models_completes_and_records_tokens_per_node(
         "reviewer": 400,
         "finalize": 0,
     }
-    agents = {run.node_id: run.agent for run in workflow.history("t-llm")}
-    assert agents == {
-        "research": "LLMResearchAgent(FakeMessagesListChatModel)",
-        "join_research": None,
-        "writer": "LLMWriterAgent(FakeMessagesListChatModel)",
-        "reviewer": "LLMReviewerAgent(FakeMessagesListChatModel)",
-        "finalize": None,
-    }, "the audit names the implementation (and model) behind each result"
     assert [len(log.prompts) for log in (research_log, writer_log, reviewer_log)] == [1, 1, 1]
 
 
+@pytest.mark.parametrize(
+    ("replies", "research", "writer", "reviewer"),
+    [
+        pytest.param(
+            {},
+            "OfflineResearchAgent",
+            "OfflineWriterAgent",
+            "OfflineReviewerAgent",
+            id="offline",
+        ),
+        pytest.param(
+            {"research": claims(*GROUNDED), "writer": draft(), "reviewer": APPROVE},
+            "LLMResearchAgent(FakeMessagesListChatModel)",
+            "LLMWriterAgent(FakeMessagesListChatModel)",
+            "LLMReviewerAgent(FakeMessagesListChatModel)",
+            id="scripted-models",
+        ),
+    ],
+)
+def test_the_audit_names_the_implementation_and_model_behind_each_result(
+    workflow: Workflow,
+    replies: dict[str, object],
+    research: str,
+    writer: str,
+    reviewer: str,
+) -> None:
+    models = {role: scripted(reply(payload))[0] for role, payload in replies.items()}
+    with with_models(workflow, **models) as llm:
+        assert llm.run(OBJECTIVE, "t-agents").result_status == "completed"
+    named = {run.node_id: run.agent for run in workflow.history("t-agents")}
+    assert named == {
+        "research": research,
+        "join_research": None,
+        "writer": writer,
+        "reviewer": reviewer,
+        "finalize": None,
+    }
+
+
 def test_a_hallucinated_quote_is_dropped_and_recorded_never_a_fact(workflow: Workflow) -> None:
-    research, _ = scripted(reply(claims(STONE, MOON, LETTRE, YOUNG)))
+    research, _ = scripted(reply(claims(*GROUNDED, MOON)))
     writer, _ = scripted(reply(draft()))
     reviewer, _ = scripted(reply(APPROVE))
     with with_models(workflow, research=research, writer=writer, reviewer=reviewer) as llm:
@@ -110,7 +140,7 @@ def test_a_draft_citing_a_missing_claim_is_not_approved_though_the_model_approve
     workflow: Workflow,
 ) -> None:
     invented = ARTICLE + "\nThe stone was later carried to the moon [claim-99].\n"
-    research, _ = scripted(reply(claims(STONE, LETTRE, YOUNG)))
+    research, _ = scripted(reply(claims(*GROUNDED)))
     writer, writer_log = scripted(reply(draft(invented)), reply(draft()))
     reviewer, _ = scripted(reply(APPROVE), reply(APPROVE))
     with with_models(workflow, research=research, writer=writer, reviewer=reviewer) as llm:
@@ -135,7 +165,7 @@ def test_a_draft_citing_a_missing_claim_is_not_approved_though_the_model_approve
 
 
 def test_malformed_json_is_repaired_on_the_second_reply(workflow: Workflow) -> None:
-    research, _ = scripted(reply(claims(STONE, LETTRE, YOUNG)))
+    research, _ = scripted(reply(claims(*GROUNDED)))
     writer, writer_log = scripted(
         reply('{"markdown": "# Unfinished', tokens=300), reply(draft(), tokens=500)
     )
@@ -153,7 +183,7 @@ def test_malformed_json_is_repaired_on_the_second_reply(workflow: Workflow) -> N
 def test_malformed_twice_ends_invalid_output_without_crashing_the_thread(
     workflow: Workflow,
 ) -> None:
-    research, _ = scripted(reply(claims(STONE, LETTRE, YOUNG)))
+    research, _ = scripted(reply(claims(*GROUNDED)))
     writer, writer_log = scripted(reply("Sure! Here is your article: # Rosetta"))
     reviewer, reviewer_log = scripted(reply(APPROVE))
     with with_models(workflow, research=research, writer=writer, reviewer=reviewer) as llm:
@@ -174,7 +204,7 @@ def test_malformed_twice_ends_invalid_output_without_crashing_the_thread(
 def test_a_token_budget_smaller_than_the_usage_ends_the_run_budget_exhausted(
     workflow: Workflow,
 ) -> None:
-    research, _ = scripted(reply(claims(STONE, LETTRE, YOUNG), tokens=1500))
+    research, _ = scripted(reply(claims(*GROUNDED), tokens=1500))
     writer, writer_log = scripted(reply(draft()))
     reviewer, _ = scripted(reply(APPROVE))
     with with_models(workflow, research=research, writer=writer, reviewer=reviewer) as llm:
@@ -191,7 +221,7 @@ def test_a_token_budget_smaller_than_the_usage_ends_the_run_budget_exhausted(
 
 
 def test_a_budget_spent_by_the_writer_ends_partial_with_the_draft(workflow: Workflow) -> None:
-    research, _ = scripted(reply(claims(STONE, LETTRE, YOUNG), tokens=400))
+    research, _ = scripted(reply(claims(*GROUNDED), tokens=400))
     writer, _ = scripted(reply(draft(), tokens=400))
     reviewer, reviewer_log = scripted(reply(APPROVE))
     with with_models(workflow, research=research, writer=writer, reviewer=reviewer) as llm:
@@ -202,7 +232,7 @@ def test_a_budget_spent_by_the_writer_ends_partial_with_the_draft(workflow: Work
 
 
 def test_prompt_sizes_stay_flat_across_five_review_rounds(workflow: Workflow) -> None:
-    research, _ = scripted(reply(claims(STONE, LETTRE, YOUNG)))
+    research, _ = scripted(reply(claims(*GROUNDED)))
     drafts = [ARTICLE.replace("# The Rosetta", f"# Round {n}: The Rosetta") for n in range(5)]
     writer, writer_log = scripted(*(reply(draft(text)) for text in drafts))
     asks = [
