@@ -106,4 +106,9 @@ def write_corpus(folder: Path, documents: dict[str, str]) -> Path:
     return folder
 
 
-__all__ = ["OBJECTIVE", "build_context", "write_corpus"]
+def nodes_run(workflow: Workflow, thread: str) -> list[str]:
+    """The nodes of ``thread``'s audit in the order they ran: the path the graph took."""
+    return [run.node_id for run in workflow.history(thread)]
+
+
+__all__ = ["OBJECTIVE", "build_context", "nodes_run", "write_corpus"]

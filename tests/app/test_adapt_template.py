@@ -18,6 +18,7 @@ from app.workflow import Workflow
 from contracts import DraftArticle, ResearchBundle, TaskSpec
 from graphs import WIRING, NodeCall, NodeResult, build_graph, node
 from graphs.channels import ChannelError
+from tests.conftest import nodes_run
 from tests.extension_fact_check import (
     OBJECTIVE,
     WIRING_WITH_FACT_CHECK,
@@ -40,8 +41,7 @@ def test_the_added_node_runs_between_writer_and_reviewer_and_is_audited(
     with extended(settings) as workflow:
         outcome = workflow.run(OBJECTIVE, "t-ext")
         assert outcome.result_status == "completed"
-        nodes = [run.node_id for run in workflow.history("t-ext")]
-        assert nodes == [
+        assert nodes_run(workflow, "t-ext") == [
             "research",
             "join_research",
             "writer",

@@ -30,7 +30,7 @@ from graphs.errors import WiringError
 from graphs.human import pause_request
 from graphs.pauses import PauseDeclarationError
 from graphs.ports import StepInfo
-from tests.conftest import OBJECTIVE
+from tests.conftest import OBJECTIVE, nodes_run
 from tests.extension_edit_titles import (
     load,
     page_source,
@@ -167,8 +167,7 @@ def test_a_valid_decision_resumes_the_thread_and_renames_the_heading(
         assert outcome.article is not None
         article = workflow.context.store.get(outcome.article).decode("utf-8")
         assert article.splitlines()[0] == f"# {RENAMED}"
-        nodes = [run.node_id for run in workflow.history("t-renamed")]
-        assert nodes == [
+        assert nodes_run(workflow, "t-renamed") == [
             "research",
             "join_research",
             "writer",

@@ -33,7 +33,7 @@ from graphs import WriteRequest
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env
 from tests.cli import HANDOFF
-from tests.conftest import OBJECTIVE
+from tests.conftest import OBJECTIVE, nodes_run
 
 validate_resume = langgraph_types._validate_resume
 
@@ -69,8 +69,7 @@ def test_pause_in_one_process_and_decide_in_another(settings: Settings) -> None:
     decided = handoff(settings, "resume", "t-hitl", "--approve")
     assert decided.returncode == ExitCode.COMPLETED, decided.stderr
     with Workflow(settings) as workflow:
-        nodes = [run.node_id for run in workflow.history("t-hitl")]
-        assert nodes == [
+        assert nodes_run(workflow, "t-hitl") == [
             "research",
             "join_research",
             "approve_research",

@@ -23,7 +23,7 @@ from contracts import (
 )
 from graphs import AgentOutput, ReviewRequest, StepInfo, WriteRequest
 from tests.app.test_handoff_routes import stop_before
-from tests.conftest import OBJECTIVE
+from tests.conftest import OBJECTIVE, nodes_run
 
 
 @dataclass
@@ -81,8 +81,7 @@ def test_reviewer_requests_changes_and_the_writer_addresses_them_in_round_two(
     assert draft.body.revision == 2, "each round is a new revision of the draft artifact"
     article = workflow.artifact("t-loop", "article").decode()
     assert "claim-9999" not in article and "moon" not in article
-    nodes = [run.node_id for run in workflow.history("t-loop")]
-    assert nodes == [
+    assert nodes_run(workflow, "t-loop") == [
         "research",
         "join_research",
         "writer",
