@@ -13,7 +13,7 @@ import hashlib
 import json
 import multiprocessing
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from app.storage.artifacts import (
 from contracts import ArtifactRef
 from graphs.errors import ArtifactError, ArtifactNotFound, IntegrityError, InvalidArtifactId
 from graphs.ports import ArtifactStore
+from tests.app.storage.artifacts.spy import recorded_calls
 from tests.backends import postgres_schema
 
 MD = "text/markdown"
@@ -303,33 +304,61 @@ def test_get_of_a_tampered_blob_raises_integrity_error(harness: Harness) -> None
     assert hashlib.sha256(b"evil").hexdigest() in info.value.message
 
 
-def test_get_of_a_deleted_blob_raises_artifact_not_found(harness: Harness) -> None:
-    store = harness.store
-    ref = store.put("t1-draft", "draft", b"gone soon", MD)
+def _blob_deleted(harness: Harness, ref: ArtifactRef) -> ArtifactRef:
     harness.drop_blob(ref)
-    with pytest.raises(ArtifactNotFound, match=r"artifact://draft/t1-draft revision 1: blob"):
-        store.get(ref)
+    return ref
 
 
-def test_get_of_a_revision_the_store_never_recorded_raises_not_found(
+def _revision_never_recorded(harness: Harness, ref: ArtifactRef) -> ArtifactRef:
+    return ref.model_copy(update={"revision": 5})
+
+
+def _artifact_never_recorded(harness: Harness, ref: ArtifactRef) -> ArtifactRef:
+    return ref.model_copy(update={"artifact_id": "other", "uri": "artifact://draft/other"})
+
+
+def _hash_forged(harness: Harness, ref: ArtifactRef) -> ArtifactRef:
+    return ref.model_copy(update={"sha256": "0" * 64})
+
+
+@pytest.mark.parametrize(
+    ("spoil", "error", "match"),
+    [
+        pytest.param(
+            _blob_deleted,
+            ArtifactNotFound,
+            r"artifact://draft/t1-draft revision 1: blob",
+            id="deleted-blob-not-found",
+        ),
+        pytest.param(
+            _revision_never_recorded,
+            ArtifactNotFound,
+            "'t1-draft' has no revision 5",
+            id="revision-never-recorded-not-found",
+        ),
+        pytest.param(
+            _artifact_never_recorded,
+            ArtifactNotFound,
+            "'other' .* is not in the store",
+            id="artifact-never-recorded-not-found",
+        ),
+        pytest.param(
+            _hash_forged,
+            IntegrityError,
+            "'t1-draft' revision 1",
+            id="forged-hash-integrity-error",
+        ),
+    ],
+)
+def test_get_of_a_ref_the_store_cannot_serve_raises_naming_the_ref(
     harness: Harness,
+    spoil: Callable[[Harness, ArtifactRef], ArtifactRef],
+    error: type[ArtifactError],
+    match: str,
 ) -> None:
-    store = harness.store
-    ref = store.put("t1-draft", "draft", b"x", MD)
-    with pytest.raises(ArtifactNotFound, match="'t1-draft' has no revision 5"):
-        store.get(ref.model_copy(update={"revision": 5}))
-    with pytest.raises(ArtifactNotFound, match="'other' .* is not in the store"):
-        store.get(ref.model_copy(update={"artifact_id": "other", "uri": "artifact://draft/other"}))
-
-
-def test_get_of_a_ref_with_a_forged_hash_raises_integrity_error(
-    harness: Harness,
-) -> None:
-    store = harness.store
-    ref = store.put("t1-draft", "draft", b"x", MD)
-    forged = ref.model_copy(update={"sha256": "0" * 64})
-    with pytest.raises(IntegrityError, match="'t1-draft' revision 1"):
-        store.get(forged)
+    ref = harness.store.put("t1-draft", "draft", b"x", MD)
+    with pytest.raises(error, match=match):
+        harness.store.get(spoil(harness, ref))
 
 
 def test_repair_of_a_damaged_blob_by_putting_the_same_content(
@@ -414,17 +443,10 @@ def test_a_symlinked_history_file_cannot_redirect_a_write(
 
 
 def _count_dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every folder the store fsyncs from now on."""
     from app.storage.artifacts import files
 
-    synced: list[str] = []
-    real = files.fsync
-
-    def counting(directory: str) -> None:
-        synced.append(Path(directory).name)
-        real(directory)
-
-    monkeypatch.setattr(files, "fsync", counting)
-    return synced
+    return recorded_calls(monkeypatch, files, "fsync", lambda directory: Path(directory).name)
 
 
 def test_a_put_outside_a_batch_syncs_its_history_directory_before_returning(

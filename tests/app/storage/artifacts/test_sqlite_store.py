@@ -18,6 +18,7 @@ import pytest
 from app.storage.artifacts import FilesystemArtifactStore, SqliteArtifactStore
 from app.storage.artifacts import sqlite as sqlite_store
 from graphs.errors import IntegrityError
+from tests.app.storage.artifacts.spy import recorded_calls
 
 MD = "text/markdown"
 
@@ -110,15 +111,7 @@ def test_a_history_that_disagrees_with_the_database_is_refused_and_nothing_impor
 
 def _fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The path of every file or folder this process fsyncs from now on."""
-    synced: list[str] = []
-    real = os.fsync
-
-    def recording(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", recording)
-    return synced
+    return recorded_calls(monkeypatch, os, "fsync", lambda fd: os.readlink(f"/proc/self/fd/{fd}"))
 
 
 def test_a_batch_commits_its_puts_without_a_log_fsync_until_asked(
