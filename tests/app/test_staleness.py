@@ -14,6 +14,7 @@ from app.workflow import Workflow
 from contracts import ErrorCode, ResearchBundle, TaskState
 from graphs.errors import IntegrityError
 from tests.app.store_faults import delete, restore, tamper
+from tests.app.test_handoff_routes import stop_before
 from tests.conftest import OBJECTIVE
 
 POLICIES = ["reevaluate", "fail", "ask"]
@@ -54,6 +55,11 @@ def source_of(bundle: ResearchBundle, name: str) -> Any:
     return next(source for source in bundle.sources if source.uri.endswith(name))
 
 
+def waiting_source(workflow: Workflow, corpus: Path, policy: str, thread_id: str) -> Any:
+    """The edited source of a thread waiting for approval: its snapshot is what tests damage."""
+    return source_of(waiting(workflow, corpus, policy, thread_id), EDITED)
+
+
 def research_runs(workflow: Workflow, thread_id: str) -> int:
     return sum(
         1 for run in workflow.history(thread_id) if run.node_id == "research" and not run.reused
@@ -68,6 +74,18 @@ def edit_source(corpus: Path, bundle: ResearchBundle) -> tuple[str, str]:
     path = corpus / EDITED
     path.write_text(path.read_text(encoding="utf-8").replace(fact.quote, new), encoding="utf-8")
     return fact.quote, new
+
+
+def approved_after_an_edit(
+    workflow: Workflow, corpus: Path, policy: str, thread_id: str
+) -> tuple[ResearchBundle, Any]:
+    """A thread whose source is edited while it waits for approval, then approved.
+
+    Returns the bundle it waited with and what the approval led to.
+    """
+    bundle = waiting(workflow, corpus, policy, thread_id)
+    edit_source(corpus, bundle)
+    return bundle, answer(workflow, thread_id, "approve")
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -111,9 +129,7 @@ def test_edited_source_under_reevaluate_re_researches_and_old_facts_are_gone(
 def test_edited_source_under_fail_ends_stale_input_naming_the_source(
     workflow: Workflow, corpus: Path
 ) -> None:
-    bundle = waiting(workflow, corpus, "fail", "t-fail")
-    edit_source(corpus, bundle)
-    outcome = answer(workflow, "t-fail", "approve")
+    bundle, outcome = approved_after_an_edit(workflow, corpus, "fail", "t-fail")
     assert (outcome.state, outcome.result_status) == (TaskState.FAILED, "failed")
     [error] = outcome.errors
     assert error.code == ErrorCode.STALE_INPUT
@@ -127,9 +143,7 @@ def test_edited_source_under_fail_ends_stale_input_naming_the_source(
 def test_edited_source_under_ask_interrupts_listing_the_change(
     workflow: Workflow, corpus: Path
 ) -> None:
-    bundle = waiting(workflow, corpus, "ask", "t-ask")
-    edit_source(corpus, bundle)
-    outcome = answer(workflow, "t-ask", "approve")
+    bundle, outcome = approved_after_an_edit(workflow, corpus, "ask", "t-ask")
     request = outcome.human_request
     assert outcome.state == TaskState.INPUT_REQUIRED and request is not None
     assert request.request_kind == "stale_input"
@@ -147,9 +161,7 @@ def test_edited_source_under_ask_interrupts_listing_the_change(
 def test_accepting_a_changed_source_re_pins_it_and_continues(
     workflow: Workflow, corpus: Path
 ) -> None:
-    bundle = waiting(workflow, corpus, "ask", "t-accept")
-    edit_source(corpus, bundle)
-    answer(workflow, "t-accept", "approve")
+    approved_after_an_edit(workflow, corpus, "ask", "t-accept")
     outcome = answer(workflow, "t-accept", "accept_new_revision")
     assert outcome.result_status == "completed"
     assert research_runs(workflow, "t-accept") == 1
@@ -161,8 +173,7 @@ def test_accepting_a_changed_source_re_pins_it_and_continues(
 def test_a_tampered_snapshot_is_refused_under_every_policy(
     workflow: Workflow, corpus: Path, policy: str
 ) -> None:
-    bundle = waiting(workflow, corpus, policy, "t-tamper")
-    source = source_of(bundle, EDITED)
+    source = waiting_source(workflow, corpus, policy, "t-tamper")
     original = workflow.context.store.get(source.snapshot)
     tamper(workflow.context.store, source.snapshot)
     with pytest.raises(IntegrityError, match=f"snapshot of {source.id} is tampered"):
@@ -181,8 +192,7 @@ def test_a_tampered_snapshot_is_refused_under_every_policy(
 def test_a_deleted_snapshot_is_missing_and_handled_by_policy(
     workflow: Workflow, corpus: Path, policy: str
 ) -> None:
-    bundle = waiting(workflow, corpus, policy, "t-gone")
-    source = source_of(bundle, EDITED)
+    source = waiting_source(workflow, corpus, policy, "t-gone")
     delete(workflow.context.store, source.snapshot)
     outcome = answer(workflow, "t-gone", "approve")
     if policy == "fail":
@@ -201,19 +211,6 @@ def test_a_deleted_snapshot_is_missing_and_handled_by_policy(
         assert workflow.context.store.get(source.snapshot), "re-research restored the snapshot"
 
 
-def stopped_before_review(workflow: Workflow, corpus: Path, policy: str, thread_id: str) -> None:
-    """A thread whose process stopped after the writer (as after a crash)."""
-    task = workflow.task(OBJECTIVE, corpus=[str(corpus)], policies={"on_stale": policy})
-    workflow.graph.invoke(
-        {"task": task},
-        workflow.config(thread_id),
-        context=workflow.context,
-        durability="sync",
-        interrupt_before=["reviewer"],
-    )
-    assert workflow.status(thread_id).next_nodes == ("reviewer",)
-
-
 def human_revision(workflow: Workflow, thread_id: str) -> bytes:
     """The draft with the last paragraph of its text removed: still fully cited and listed."""
     body = workflow.artifact(thread_id, "draft").decode()
@@ -225,7 +222,7 @@ def human_revision(workflow: Workflow, thread_id: str) -> bytes:
 def test_a_draft_revised_by_a_person_is_reviewed_under_reevaluate(
     workflow: Workflow, corpus: Path
 ) -> None:
-    stopped_before_review(workflow, corpus, "reevaluate", "t-revised")
+    stop_before(workflow, "t-revised", "reviewer", corpus, "reevaluate")
     revised = human_revision(workflow, "t-revised")
     ref = workflow.put_artifact("t-revised", "draft", revised)
     assert ref.revision == 2
@@ -239,7 +236,7 @@ def test_a_draft_revised_by_a_person_is_reviewed_under_reevaluate(
 def test_a_draft_revised_by_a_person_under_fail_ends_stale_input(
     workflow: Workflow, corpus: Path
 ) -> None:
-    stopped_before_review(workflow, corpus, "fail", "t-revised-fail")
+    stop_before(workflow, "t-revised-fail", "reviewer", corpus, "fail")
     workflow.put_artifact("t-revised-fail", "draft", human_revision(workflow, "t-revised-fail"))
     outcome = workflow.resume("t-revised-fail")
     assert outcome.errors[0].code == ErrorCode.STALE_INPUT
@@ -249,7 +246,7 @@ def test_a_draft_revised_by_a_person_under_fail_ends_stale_input(
 def test_a_draft_revised_by_a_person_under_ask_can_be_accepted(
     workflow: Workflow, corpus: Path
 ) -> None:
-    stopped_before_review(workflow, corpus, "ask", "t-revised-ask")
+    stop_before(workflow, "t-revised-ask", "reviewer", corpus, "ask")
     revised = human_revision(workflow, "t-revised-ask")
     workflow.put_artifact("t-revised-ask", "draft", revised)
     outcome = workflow.resume("t-revised-ask")
