@@ -74,10 +74,24 @@ async def async_saver(path: Path) -> AsyncIterator[AsyncBlobSqliteSaver]:
         yield AsyncBlobSqliteSaver(conn)
 
 
+def count(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    """The counting graph run to its end on ``saver``."""
+    counting_graph(saver).invoke({"text": TEXT, "n": 0}, config(thread_id))
+
+
 async def count_async(path: Path, thread_id: str) -> None:
     """The counting graph run to its end on the async saver."""
     async with async_saver(path) as saver:
         await counting_graph(saver).ainvoke({"text": TEXT, "n": 0}, config(thread_id))
+
+
+@contextmanager
+def counted_both_ways(path: Path, async_thread: str, sync_thread: str) -> Iterator[SqliteSaver]:
+    """One file the async saver counted a thread in, then the sync one another; still open."""
+    asyncio.run(count_async(path, async_thread))
+    with sync_saver(path) as saver:
+        count(saver, sync_thread)
+        yield saver
 
 
 def rows(path: Path, query: str, *args: object) -> list[tuple[Any, ...]]:
@@ -102,7 +116,7 @@ def history(saver: BaseCheckpointSaver[Any], thread_id: str) -> list[dict[str, A
 def test_a_value_is_stored_once_however_many_checkpoints_carry_it(tmp_path: Path) -> None:
     path = tmp_path / "blobs.db"
     with sync_saver(path) as saver:
-        counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("t"))
+        count(saver, "t")
         states = history(saver, "t")
     assert len(states) == STEPS + 2 and all(state.get("text") == TEXT for state in states[:-1])
     assert rows(path, f"SELECT COUNT(*) FROM {BLOBS_TABLE} WHERE channel = 'text'") == [(1,)]
@@ -115,10 +129,8 @@ def test_the_async_saver_stores_what_the_sync_one_reads_and_the_other_way_round(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "both.db"
-    asyncio.run(count_async(path, "from-async"))
-    with sync_saver(path) as saver:
+    with counted_both_ways(path, "from-async", "from-sync") as saver:
         from_async = history(saver, "from-async")
-        counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("from-sync"))
         from_sync = history(saver, "from-sync")
 
     async def read_async() -> list[dict[str, Any]]:
@@ -139,9 +151,7 @@ def test_a_write_and_the_channel_version_it_becomes_share_one_value_sync_and_asy
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "shared.db"
-    asyncio.run(count_async(path, "async"))
-    with sync_saver(path) as saver:
-        counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("sync"))
+    with counted_both_ways(path, "async", "sync") as saver:
         assert history(saver, "sync") == history(saver, "async")
     for thread_id in ("sync", "async"):
         refs = rows(
@@ -190,7 +200,7 @@ def test_a_file_saved_before_values_were_shared_reads_and_resumes(tmp_path: Path
         assert history(saver, FINISHED) == finished
         graph = counting_graph(saver, ask=True)
         assert graph.invoke(Command(resume=3), config(PAUSED)) == {"text": SAVED, "n": STEPS}
-        counting_graph(saver).invoke({"text": TEXT, "n": 0}, config("new"))
+        count(saver, "new")
         assert history(saver, "new")[0] == {"text": TEXT, "n": STEPS}
     for table, before in old_rows.items():
         after = rows(path, f"SELECT * FROM {table} WHERE thread_id != 'new' ORDER BY 1, 2, 3, 4")
@@ -203,7 +213,7 @@ def test_deleting_a_thread_deletes_its_blob_rows_sync_and_async(tmp_path: Path) 
     path = tmp_path / "delete.db"
     with sync_saver(path) as saver:
         for thread_id in ("gone", "kept", "gone-async"):
-            counting_graph(saver).invoke({"text": TEXT, "n": 0}, config(thread_id))
+            count(saver, thread_id)
         saver.delete_thread("gone")
 
     async def delete_async() -> None:
