@@ -23,12 +23,20 @@ from tests.app.test_human_in_the_loop import HANDOFF, handoff
 from tests.backends import backend_env
 from tests.conftest import OBJECTIVE
 
-REQUEST = HumanRequest(
-    interrupt_id=bound_id("approve-research-s2", "t-mine"),
-    thread_id="t-mine",
-    request_kind="approve_research",
-    question="Approve?",
-    allowed_actions=["approve", "revise", "reject"],
+
+def paused(pause_id: str, kind: str, question: str, actions: list[str]) -> HumanRequest:
+    """What thread t-mine asks at its pause ``pause_id``, as the CLI receives it."""
+    return HumanRequest(
+        interrupt_id=bound_id(pause_id, "t-mine"),
+        thread_id="t-mine",
+        request_kind=kind,
+        question=question,
+        allowed_actions=actions,
+    )
+
+
+REQUEST = paused(
+    "approve-research-s2", "approve_research", "Approve?", ["approve", "revise", "reject"]
 )
 
 
@@ -160,12 +168,11 @@ def test_the_terminal_prompt_ends_like_no_decision_when_input_ends(settings: Set
         assert workflow.pending("t-tty") is not None, "the thread still waits"
 
 
-STALE = HumanRequest(
-    interrupt_id=bound_id("stale-input-s4", "t-mine"),
-    thread_id="t-mine",
-    request_kind="stale_input",
-    question="Inputs changed. Accept, re-run or abort?",
-    allowed_actions=["accept_new_revision", "rerun_producer", "abort"],
+STALE = paused(
+    "stale-input-s4",
+    "stale_input",
+    "Inputs changed. Accept, re-run or abort?",
+    ["accept_new_revision", "rerun_producer", "abort"],
 )
 
 

@@ -19,12 +19,31 @@ FRESH_PATH = "/usr/local/bin:/usr/bin:/bin"
 """A shell's PATH with no virtual environment activated."""
 
 
+def in_fresh_shell(
+    settings: Settings, cwd: Path, command: list[str] | str
+) -> subprocess.CompletedProcess[str]:
+    """``command`` run with no virtual environment activated; a string is a line pasted in."""
+    return subprocess.run(
+        command,
+        shell=isinstance(command, str),
+        cwd=cwd,
+        env={**backend_env(settings), "PATH": FRESH_PATH},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def cli(settings: Settings, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``handoff`` as ``make demo`` runs it: by its path, the venv not activated."""
-    env = {**backend_env(settings), "PATH": FRESH_PATH}
-    return subprocess.run(
-        [str(HANDOFF), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    return in_fresh_shell(settings, cwd, [str(HANDOFF), *args])
+
+
+def completed(settings: Settings, cwd: Path, thread_id: str) -> str:
+    """What ``handoff run`` prints for a thread it runs to completion."""
+    run = cli(settings, cwd, "run", OBJECTIVE, "--thread", thread_id)
+    assert run.returncode == ExitCode.COMPLETED, run.stderr
+    return run.stdout
 
 
 def line(output: str, prefix: str) -> str:
@@ -36,13 +55,8 @@ def line(output: str, prefix: str) -> str:
 def test_the_printed_read_command_works_in_a_fresh_shell(
     settings: Settings, tmp_path: Path
 ) -> None:
-    run = cli(settings, tmp_path, "run", OBJECTIVE, "--thread", "t-pointer")
-    assert run.returncode == ExitCode.COMPLETED, run.stderr
-    command = line(run.stdout, "read it:")
-    env = {**backend_env(settings), "PATH": FRESH_PATH}
-    shown = subprocess.run(
-        command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
+    command = line(completed(settings, tmp_path, "t-pointer"), "read it:")
+    shown = in_fresh_shell(settings, tmp_path, command)
     assert shown.returncode == 0, (command, shown.stderr)
     with Workflow(settings) as workflow:
         assert shown.stdout.encode() == workflow.artifact("t-pointer", "article")
@@ -52,14 +66,13 @@ def test_the_printed_read_command_works_in_a_fresh_shell(
 def test_the_printed_location_of_the_article_is_where_its_bytes_are(
     settings: Settings, tmp_path: Path
 ) -> None:
-    run = cli(settings, tmp_path, "run", OBJECTIVE, "--thread", "t-where")
-    assert run.returncode == ExitCode.COMPLETED, run.stderr
-    where = line(run.stdout, "article:").split(") in ", 1)[1]
+    printed = completed(settings, tmp_path, "t-where")
+    where = line(printed, "article:").split(") in ", 1)[1]
     with Workflow(settings) as workflow:
         ref = workflow.artifact_ref("t-where", "article")
     if settings.resolved_artifact_store() == "database":
         assert where.startswith("the database postgresql://"), where
-        assert ".handoff" not in run.stdout
+        assert ".handoff" not in printed
     else:
         blob = (tmp_path / where).resolve() / "blobs" / ref.sha256[:2] / ref.sha256
         assert blob.is_file(), where
@@ -79,10 +92,7 @@ def test_status_says_no_result_until_there_is_one_and_its_json_has_the_freshness
         text.strip() for text in run.stdout.splitlines() if text.strip().endswith("--approve")
     ]
     assert approve and not resume
-    env = {**backend_env(settings), "PATH": FRESH_PATH}
-    decided = subprocess.run(
-        approve[0], shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
+    decided = in_fresh_shell(settings, tmp_path, approve[0])
     assert decided.returncode == ExitCode.COMPLETED, (approve[0], decided.stderr)
     payload = json.loads(cli(settings, tmp_path, "status", "t-st", "--json").stdout)
     assert payload["freshness"]["verdict"] == "fresh", "the report the text view prints"
