@@ -4,6 +4,7 @@ and no input, however malformed, escapes as anything but a ``ValidationError``."
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta, timezone
 from functools import cache
@@ -22,7 +23,17 @@ from tests.contracts.strategies import STRATEGIES, json_values
 
 CONTRACTS = registered()
 contracts = pytest.mark.parametrize("model", CONTRACTS, ids=contract_id)
-properties = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+twenty_examples = settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def properties(test: Callable[..., None]) -> Callable[..., None]:
+    """``test`` as a property: 20 examples, each drawing what it needs from ``data``."""
+    return twenty_examples(given(data=st.data())(test))
+
 
 # Wrong-typed JSON values by the JSON type a field expects. pydantic's lax mode coerces
 # some pairs ("5" -> int, 1 -> datetime, true -> int), so each list avoids those.
@@ -57,29 +68,18 @@ def wrong_values(model: type[VersionedContract], field: str) -> st.SearchStrateg
 
 @contracts
 @properties
-@given(data=st.data())
-def test_json_round_trip_returns_an_equal_model(
+def test_round_trips_through_json_and_through_plain_json_data_return_an_equal_model(
     model: type[VersionedContract], data: st.DataObject
 ) -> None:
     instance = data.draw(STRATEGIES[model])
     restored = model.model_validate_json(instance.model_dump_json())
     assert restored == instance
     assert restored.model_dump_json() == instance.model_dump_json()
-
-
-@contracts
-@properties
-@given(data=st.data())
-def test_python_round_trip_through_plain_json_data_returns_an_equal_model(
-    model: type[VersionedContract], data: st.DataObject
-) -> None:
-    instance = data.draw(STRATEGIES[model])
     assert model.model_validate(json.loads(instance.model_dump_json())) == instance
 
 
 @contracts
 @properties
-@given(data=st.data())
 def test_generated_valid_model_validates_against_its_committed_json_schema(
     model: type[VersionedContract], data: st.DataObject
 ) -> None:
@@ -90,38 +90,36 @@ def test_generated_valid_model_validates_against_its_committed_json_schema(
 
 
 @contracts
+@pytest.mark.parametrize(
+    ("inputs", "validate"),
+    [
+        pytest.param(st.text(), lambda model, text: model.model_validate_json(text), id="text"),
+        pytest.param(
+            json_values(allow_non_finite=True),
+            lambda model, value: model.model_validate(value),
+            id="python-value",
+        ),
+        pytest.param(
+            json_values(),
+            lambda model, value: model.model_validate_json(json.dumps(value)),
+            id="json-document",
+        ),
+    ],
+)
 @properties
-@given(text=st.text())
-def test_arbitrary_text_raises_only_validation_error(
-    model: type[VersionedContract], text: str
+def test_arbitrary_input_raises_only_validation_error(
+    model: type[VersionedContract],
+    inputs: st.SearchStrategy[Any],
+    validate: Callable[[type[VersionedContract], Any], object],
+    data: st.DataObject,
 ) -> None:
+    value = data.draw(inputs)
     with suppress(ValidationError):
-        model.model_validate_json(text)
+        validate(model, value)
 
 
 @contracts
 @properties
-@given(value=json_values(allow_non_finite=True))
-def test_arbitrary_python_value_raises_only_validation_error(
-    model: type[VersionedContract], value: Any
-) -> None:
-    with suppress(ValidationError):
-        model.model_validate(value)
-
-
-@contracts
-@properties
-@given(value=json_values())
-def test_arbitrary_json_document_raises_only_validation_error(
-    model: type[VersionedContract], value: Any
-) -> None:
-    with suppress(ValidationError):
-        model.model_validate_json(json.dumps(value))
-
-
-@contracts
-@properties
-@given(data=st.data())
 def test_valid_model_with_one_field_set_to_any_json_value_raises_only_validation_error(
     model: type[VersionedContract], data: st.DataObject
 ) -> None:

@@ -156,52 +156,47 @@ def define(body: dict[str, Any]) -> type[VersionedContract]:
     return type("Broken", (VersionedContract,), {"__module__": __name__, **body})
 
 
-def test_a_chain_that_stops_short_of_the_current_version_fails_at_definition() -> None:
-    def step(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
-        return data
-
-    with pytest.raises(TypeError, match="upgrading '1.0' stops at '1.1'"):
-        define(
-            {
-                "VERSION": "1.2",
-                "step": upgrader(from_version="1.0", to_version="1.1")(classmethod(step)),
-            }
-        )
+def unchanged(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
+    return data
 
 
-def test_two_upgraders_from_one_version_fail_at_definition() -> None:
-    def step(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
-        return data
-
-    with pytest.raises(TypeError, match="two upgraders from '1.0'"):
-        define(
-            {
-                "VERSION": "1.1",
-                "a": upgrader(from_version="1.0", to_version="1.1")(classmethod(step)),
-                "b": upgrader(from_version="1.0", to_version="1.1")(classmethod(step)),
-            }
-        )
-
-
-def test_an_upgrader_from_the_current_version_fails_at_definition() -> None:
-    def step(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
-        return data
-
-    with pytest.raises(TypeError, match="upgrades from its current version '1.1'"):
-        define(
-            {
-                "VERSION": "1.1",
-                "a": upgrader(from_version="1.1", to_version="1.2")(classmethod(step)),
-            }
-        )
+@pytest.mark.parametrize(
+    ("version", "steps", "problem"),
+    [
+        pytest.param(
+            "1.2",
+            [("1.0", "1.1")],
+            "upgrading '1.0' stops at '1.1'",
+            id="a-chain-that-stops-short-of-the-current-version",
+        ),
+        pytest.param(
+            "1.1",
+            [("1.0", "1.1"), ("1.0", "1.1")],
+            "two upgraders from '1.0'",
+            id="two-upgraders-from-one-version",
+        ),
+        pytest.param(
+            "1.1",
+            [("1.1", "1.2")],
+            "upgrades from its current version '1.1'",
+            id="an-upgrader-from-the-current-version",
+        ),
+    ],
+)
+def test_a_broken_upgrade_chain_fails_at_definition(
+    version: str, steps: list[tuple[str, str]], problem: str
+) -> None:
+    upgraders = {
+        f"step_{number}": upgrader(from_version=source, to_version=target)(classmethod(unchanged))
+        for number, (source, target) in enumerate(steps)
+    }
+    with pytest.raises(TypeError, match=problem):
+        define({"VERSION": version, **upgraders})
 
 
 def test_upgrader_must_sit_above_classmethod() -> None:
-    def step(cls: Any, data: dict[str, Any]) -> dict[str, Any]:
-        return data
-
     with pytest.raises(TypeError, match="above @classmethod"):
-        upgrader(from_version="1.0", to_version="1.1")(step)
+        upgrader(from_version="1.0", to_version="1.1")(unchanged)
 
 
 @pytest.mark.parametrize(("source", "target"), [("1", "1.1"), ("1.0", "v2"), ("1.0", "1.0")])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -50,24 +51,27 @@ def test_each_contract_writes_its_own_current_version_the_last_one_it_reads(
     assert model.model_construct().schema_version == model.VERSION
 
 
-@contracts
-@bad_versions
-def test_model_validate_refuses_unknown_schema_version_naming_it_and_the_supported_ones(
-    model: type[VersionedContract], version: str
-) -> None:
-    with pytest.raises(ValidationError) as caught:
-        model.model_validate({**valid_data(model), "schema_version": version})
-    assert_names_unsupported_version(caught.value, model, version)
+Validate = Callable[[type[VersionedContract], dict[str, Any]], object]
+validators = pytest.mark.parametrize(
+    "validate",
+    [
+        pytest.param(lambda model, data: model.model_validate(data), id="model_validate"),
+        pytest.param(
+            lambda model, data: model.model_validate_json(json.dumps(data)),
+            id="model_validate_json",
+        ),
+    ],
+)
 
 
 @contracts
 @bad_versions
-def test_model_validate_json_refuses_unknown_schema_version(
-    model: type[VersionedContract], version: str
+@validators
+def test_validating_an_unknown_schema_version_is_refused_naming_it_and_the_supported_ones(
+    model: type[VersionedContract], version: str, validate: Validate
 ) -> None:
-    payload = json.dumps({**valid_data(model), "schema_version": version})
     with pytest.raises(ValidationError) as caught:
-        model.model_validate_json(payload)
+        validate(model, {**valid_data(model), "schema_version": version})
     assert_names_unsupported_version(caught.value, model, version)
 
 
