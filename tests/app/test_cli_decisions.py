@@ -18,26 +18,20 @@ from app.exit_codes import ExitCode, for_error
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import HumanRequest
-from graphs.human import bound_id
+from graphs.human import bound_id, pause_request
+from graphs.ports import StepInfo
 from tests.app.test_human_in_the_loop import HANDOFF, handoff
 from tests.backends import backend_env
 from tests.conftest import OBJECTIVE
 
 
-def paused(pause_id: str, kind: str, question: str, actions: list[str]) -> HumanRequest:
-    """What thread t-mine asks at its pause ``pause_id``, as the CLI receives it."""
-    return HumanRequest(
-        interrupt_id=bound_id(pause_id, "t-mine"),
-        thread_id="t-mine",
-        request_kind=kind,
-        question=question,
-        allowed_actions=actions,
-    )
+def paused(kind: str, step: int, question: str) -> HumanRequest:
+    """What thread t-mine asks at the shipped pause ``kind``, as the CLI receives it."""
+    at = StepInfo(thread_id="t-mine", node=kind, step=step, task_version=1)
+    return pause_request(PAUSES[kind], at, question=question)
 
 
-REQUEST = paused(
-    "approve-research-s2", "approve_research", "Approve?", ["approve", "revise", "reject"]
-)
+REQUEST = paused("approve_research", 2, "Approve?")
 
 
 def file_with(tmp_path: Path, content: bytes) -> DecisionFlags:
@@ -168,12 +162,7 @@ def test_the_terminal_prompt_ends_like_no_decision_when_input_ends(settings: Set
         assert workflow.pending("t-tty") is not None, "the thread still waits"
 
 
-STALE = paused(
-    "stale-input-s4",
-    "stale_input",
-    "Inputs changed. Accept, re-run or abort?",
-    ["accept_new_revision", "rerun_producer", "abort"],
-)
+STALE = paused("stale_input", 4, "Inputs changed. Accept, re-run or abort?")
 
 
 def test_every_allowed_action_has_a_command_line_form_that_parses_to_it() -> None:

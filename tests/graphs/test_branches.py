@@ -48,17 +48,21 @@ def joined_handoff(workflow: Workflow, thread: str, join: str) -> Handoff:
     return Handoff.model_validate(json.loads(stored)["handoff"])
 
 
+def completed(workflow: Workflow, thread: str) -> tuple[ResearchBundle, list[str]]:
+    """The objective run to completion: its research bundle, and the ids of its sources."""
+    assert workflow.run(OBJECTIVE, thread).result_status == "completed"
+    bundle = ResearchBundle.model_validate(
+        workflow.graph.get_state(workflow.config(thread)).values["research"]
+    )
+    return bundle, [source.id for source in bundle.sources]
+
+
 def test_a_branch_added_through_the_wiring_runs_once_per_key_and_its_join_once(
     settings: Settings,
 ) -> None:
     with Workflow(settings, wiring=WIRING_WITH_QUOTE_CHECK) as workflow:
-        outcome = workflow.run(OBJECTIVE, "t-quotes")
-        assert outcome.result_status == "completed"
+        bundle, sources = completed(workflow, "t-quotes")
         runs = workflow.history("t-quotes")
-        bundle = ResearchBundle.model_validate(
-            workflow.graph.get_state(workflow.config("t-quotes")).values["research"]
-        )
-        sources = [source.id for source in bundle.sources]
         assert len(sources) > 1, "the example corpus has several sources: several branches"
         checks = [run for run in runs if run.node_id == "check_quotes"]
         assert len(checks) == len({run.input_hash for run in checks}) == len(sources)

@@ -74,18 +74,14 @@ def test_invalid_writer_output_fails_naming_the_field_and_keeps_the_previous_che
 def test_errors_speak_in_the_projects_words_not_pydantics() -> None:
     from pydantic import ValidationError
 
-    from contracts import HumanRequest
     from graphs.boundary import describe_validation_error
     from graphs.decision_schema import decision_schema
+    from graphs.human import pause_request
     from graphs.nodes.approve_research import APPROVAL
+    from graphs.ports import StepInfo
 
-    request = HumanRequest(
-        interrupt_id="approve-research-s2.t",
-        thread_id="t",
-        request_kind="approve_research",
-        question="Approve?",
-        allowed_actions=["approve", "revise", "reject"],
-    )
+    step = StepInfo(thread_id="t", node="approve_research", step=2, task_version=1)
+    request = pause_request(APPROVAL, step, question="Approve?")
     with pytest.raises(ValidationError) as refused:
         decision_schema(request, APPROVAL)(interrupt_id="approve-research-s2.t", action="reject")
     message = describe_validation_error(refused.value, "decision")

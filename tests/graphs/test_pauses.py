@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from pydantic import Field, ValidationError
 
-from contracts import Contract, HumanRequest
+from contracts import Contract
 from graphs import WIRING
 from graphs.decision_schema import decision_schema
+from graphs.human import pause_request
 from graphs.pauses import DECISION_FIELDS, Action, Pause, PauseDeclarationError
+from graphs.ports import StepInfo
 from graphs.wiring import compared_actions, pauses_of
 
 
@@ -54,13 +56,8 @@ def test_a_decision_takes_only_what_its_action_declares() -> None:
         (Action("keep"), Action("paint", needs=("details",)), Action("veto", needs=("reason",))),
         decision=Colour,
     )
-    request = HumanRequest(
-        interrupt_id="paint-s3.t",
-        thread_id="t",
-        request_kind="paint",
-        question="Paint it?",
-        allowed_actions=["keep", "paint", "veto"],
-    )
+    step = StepInfo(thread_id="t", node="paint", step=3, task_version=1)
+    request = pause_request(pause, step, question="Paint it?")
     schema = decision_schema(request, pause)
     painted = schema.model_validate(
         {"interrupt_id": "paint-s3.t", "action": "paint", "details": {"colour": "ochre"}}

@@ -12,7 +12,7 @@ import pytest
 
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import ErrorCode, ResearchBundle
+from contracts import ErrorCode
 from graphs import build_graph
 from graphs.errors import WiringError
 from graphs.fan_out import PartialFanOut, check_started_together
@@ -24,7 +24,7 @@ from tests.extension_side_by_side import (
     join_checks,
     measure_draft,
 )
-from tests.graphs.test_branches import joined_handoff
+from tests.graphs.test_branches import completed, joined_handoff
 from tests.routes import check_handoffs_follow_the_route
 
 
@@ -32,11 +32,8 @@ def test_two_kinds_of_branch_run_in_one_step_and_their_join_waits_for_both(
     settings: Settings,
 ) -> None:
     with Workflow(settings, wiring=WIRING_SIDE_BY_SIDE) as workflow:
-        outcome = workflow.run(OBJECTIVE, "t-side")
-        assert outcome.result_status == "completed"
+        _, sources = completed(workflow, "t-side")
         values = workflow.graph.get_state(workflow.config("t-side")).values
-        bundle = ResearchBundle.model_validate(values["research"])
-        sources = [source.id for source in bundle.sources]
         runs = workflow.history("t-side")
         counts = Counter(run.node_id for run in runs)
         assert counts["check_quotes"] == len(sources) > 1
