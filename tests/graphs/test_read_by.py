@@ -83,20 +83,27 @@ def test_what_a_node_declared_an_agent_reads_is_part_of_that_node_s_input() -> N
     assert "fact_check" not in reviewer.inputs, "the shipped declaration is left as it is"
 
 
-def test_read_by_a_node_that_does_not_exist_fails_the_build() -> None:
-    misnamed = node(
-        "fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=("reveiwer",)
-    )(fact_check.body)
-    with pytest.raises(WiringError, match=r"read_by='reveiwer', which is no other node"):
-        build_graph(wiring=wiring_with(misnamed))
-
-
-def test_read_by_a_node_whose_agent_takes_no_inputs_fails_the_build() -> None:
-    agentless = node(
-        "fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=("finalize",)
-    )(fact_check.body)
-    with pytest.raises(WiringError, match=r"'finalize' is declared to read \['fact_check'\]"):
-        build_graph(wiring=wiring_with(agentless))
+@pytest.mark.parametrize(
+    ("reader", "problem"),
+    [
+        pytest.param(
+            "reveiwer",
+            r"read_by='reveiwer', which is no other node",
+            id="a-node-that-does-not-exist",
+        ),
+        pytest.param(
+            "finalize",
+            r"'finalize' is declared to read \['fact_check'\]",
+            id="a-node-whose-agent-takes-no-inputs",
+        ),
+    ],
+)
+def test_read_by_a_node_that_cannot_read_fails_the_build(reader: str, problem: str) -> None:
+    declared = node("fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=(reader,))(
+        fact_check.body
+    )
+    with pytest.raises(WiringError, match=problem):
+        build_graph(wiring=wiring_with(declared))
 
 
 def test_a_named_next_node_that_does_not_exist_fails_the_build() -> None:

@@ -135,22 +135,6 @@ def helps_itself(call: NodeCall) -> NodeResult:
     return NodeResult({})
 
 
-def test_a_body_reading_a_channel_it_does_not_declare_fails_the_build() -> None:
-    with pytest.raises(
-        WiringError,
-        match=r"node 'peeks_at_review' reads 'review' at .*peeks_at_review \(line \d+\), "
-        r"which its input schema TaskAndHandoff does not declare",
-    ):
-        build_graph(wiring=first(peeks_at_review))
-
-
-def test_a_read_in_a_helper_the_body_calls_is_checked_too() -> None:
-    with pytest.raises(
-        WiringError, match=r"node 'helps_itself' reads 'review' at .*read_the_review"
-    ):
-        build_graph(wiring=first(helps_itself))
-
-
 def test_what_the_shipped_bodies_read_is_found_through_their_helpers() -> None:
     specs = {spec.name: spec for spec, _ in WIRING}
     reads = body_reads("writer", specs["writer"].body)
@@ -249,10 +233,30 @@ def takes_notes(call: NodeCall) -> NodeResult:
     return NodeResult({})
 
 
-def test_an_agent_request_field_from_an_undeclared_channel_is_refused_at_build() -> None:
-    with pytest.raises(
-        WiringError,
-        match=r"node 'takes_notes' hands its agent a ReviewNoteRequest whose 'review' comes "
-        r"from 'review', which its input schema TaskAndHandoff does not declare",
-    ):
-        build_graph(wiring=first(takes_notes))
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param(
+            peeks_at_review,
+            r"node 'peeks_at_review' reads 'review' at .*peeks_at_review \(line \d+\), "
+            r"which its input schema TaskAndHandoff does not declare",
+            id="a-read-in-the-body",
+        ),
+        pytest.param(
+            helps_itself,
+            r"node 'helps_itself' reads 'review' at .*read_the_review",
+            id="a-read-in-a-helper-the-body-calls",
+        ),
+        pytest.param(
+            takes_notes,
+            r"node 'takes_notes' hands its agent a ReviewNoteRequest whose 'review' comes "
+            r"from 'review', which its input schema TaskAndHandoff does not declare",
+            id="an-agent-request-field",
+        ),
+    ],
+)
+def test_a_read_of_a_channel_the_node_does_not_declare_fails_the_build(
+    spec: Any, message: str
+) -> None:
+    with pytest.raises(WiringError, match=message):
+        build_graph(wiring=first(spec))
