@@ -8,7 +8,6 @@ gate, opened during the outage), four are still queued.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -18,10 +17,10 @@ import pytest
 
 from app.exit_codes import ExitCode
 from app.fleet import Queue
-from app.settings import BUNDLED_CORPUS, Settings
+from app.settings import Settings
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
-from tests.app.fleet.test_worker import HANDOFF, jobs, wait_for
+from tests.app.fleet.test_worker import jobs, settings_of, start_worker, wait_for, worker_env
 from tests.app.storage import test_postgres_outage as outages
 from tests.app.test_concurrency import assert_single_writer_history
 from tests.conftest import OBJECTIVE
@@ -36,35 +35,11 @@ DOWN = 8.5
 
 
 def _env(outage: Outage, tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
-    return env | {
-        "HANDOFF_DATABASE_URL": outage.url,
-        "HANDOFF_DATA_DIR": str(tmp_path / "data"),
-        "HANDOFF_CORPUS": f'["{BUNDLED_CORPUS}"]',
-        "HANDOFF_WORKER_HEARTBEAT_SECONDS": "1",
-        "HANDOFF_DATABASE_TIMEOUT": "2",
-        **extra,
-    }
+    return worker_env(outage.url, tmp_path) | {"HANDOFF_DATABASE_TIMEOUT": "2", **extra}
 
 
 def _settings(env: dict[str, str]) -> Settings:
-    return Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=env["HANDOFF_DATABASE_URL"],
-        data_dir=Path(env["HANDOFF_DATA_DIR"]),
-        corpus=[BUNDLED_CORPUS],
-        database_timeout=2.0,
-    )
-
-
-def _worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as sink:
-        return subprocess.Popen(
-            [str(HANDOFF), "worker", "--concurrency", "2"],
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
+    return settings_of(env, database_timeout=2.0)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> int:
@@ -86,7 +61,7 @@ def test_a_worker_outlives_an_outage_and_finishes_every_queued_job(
             Queue(workflow).submit(TaskSpec(task_id=thread, objective=OBJECTIVE), thread)
 
     log = tmp_path / "worker.log"
-    worker = _worker(env | {"HANDOFF_FAULT": f"wait:writer:{gate}"}, log)
+    worker = start_worker(env, log, HANDOFF_FAULT=f"wait:writer:{gate}")
     try:
         with Workflow(settings) as workflow:
             wait_for(
@@ -139,52 +114,59 @@ def test_a_worker_outlives_an_outage_and_finishes_every_queued_job(
     )
 
 
+def _serving(outage: Outage, tmp_path: Path, **extra: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """A worker started with one job queued, and its log; once the job is done it serves."""
+    env = _env(outage, tmp_path, **extra)
+    with Workflow(_settings(env)) as workflow:
+        Queue(workflow).submit(TaskSpec(task_id="first", objective=OBJECTIVE), "first")
+    log = tmp_path / "worker.log"
+    return start_worker(env, log), log
+
+
+def _first_job_done(outage: Outage) -> None:
+    wait_for(lambda: {j["status"] for j in jobs(outage.url)} == {"succeeded"}, "the job")
+
+
+def _assert_exited_9_in_one_line(code: int, log: Path, because: str) -> None:
+    """Exit 9, and the log: the banner, one line about the outage, one error ending ``because``."""
+    text = log.read_text()
+    assert code == ExitCode.DATABASE_UNAVAILABLE, text
+    _, outage_line, last = text.splitlines()
+    assert outage_line.startswith("worker: database unavailable at"), text
+    assert last.startswith("error: database unavailable at"), text
+    assert last.endswith(because), text
+
+
 @pytest.mark.e2e
 def test_a_worker_told_to_stop_during_an_outage_exits_9_in_one_line(
     outage: Outage, tmp_path: Path
 ) -> None:
-    env = _env(outage, tmp_path)
-    log = tmp_path / "worker.log"
-    with Workflow(_settings(env)) as workflow:
-        Queue(workflow).submit(TaskSpec(task_id="idle", objective=OBJECTIVE), "idle")
-    worker = _worker(env, log)
+    worker, log = _serving(outage, tmp_path)
     try:
-        wait_for(lambda: {j["status"] for j in jobs(outage.url)} == {"succeeded"}, "the job")
+        _first_job_done(outage)
         outage.begin()
         time.sleep(3)  # the worker notices (heartbeat, listener) and waits
         assert worker.poll() is None, log.read_text()
     finally:
         code = _stop(worker)
         outage.end()
-    text = log.read_text()
-    assert code == ExitCode.DATABASE_UNAVAILABLE, text
-    _, outage_line, last = text.splitlines()  # the banner, the outage, the error
-    assert outage_line.startswith("worker: database unavailable at"), text
-    assert last.startswith("error: database unavailable at"), text
-    assert last.endswith("the worker was told to stop while waiting for it"), text
+    _assert_exited_9_in_one_line(code, log, "the worker was told to stop while waiting for it")
 
 
 @pytest.mark.e2e
 def test_a_worker_gives_up_after_the_outage_limit_with_exit_9(
     outage: Outage, tmp_path: Path
 ) -> None:
-    env = _env(outage, tmp_path, HANDOFF_WORKER_OUTAGE_SECONDS="3")
-    log = tmp_path / "worker.log"
-    with Workflow(_settings(env)) as workflow:
-        Queue(workflow).submit(TaskSpec(task_id="first", objective=OBJECTIVE), "first")
-    worker = _worker(env, log)
+    worker, log = _serving(outage, tmp_path, HANDOFF_WORKER_OUTAGE_SECONDS="3")
     try:
         # Serving, not starting: a worker that cannot reach the database at its start
         # exits 9 at once, without the outage line this test is about.
-        wait_for(lambda: {j["status"] for j in jobs(outage.url)} == {"succeeded"}, "the job")
+        _first_job_done(outage)
         outage.begin()
         code = worker.wait(timeout=60)
     finally:
         _stop(worker)
         outage.end()
-    text = log.read_text()
-    assert code == ExitCode.DATABASE_UNAVAILABLE, text
-    _, outage_line, last = text.splitlines()  # the banner, the outage, the error
-    assert outage_line.startswith("worker: database unavailable at"), text
-    assert last.startswith("error: database unavailable at"), text
-    assert last.endswith("the worker stopped waiting after HANDOFF_WORKER_OUTAGE_SECONDS=3"), text
+    _assert_exited_9_in_one_line(
+        code, log, "the worker stopped waiting after HANDOFF_WORKER_OUTAGE_SECONDS=3"
+    )

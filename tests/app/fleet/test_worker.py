@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,26 +40,33 @@ def task(index: int) -> TaskSpec:
     )
 
 
+def worker_env(url: str, tmp_path: Path) -> dict[str, str]:
+    """The environment of workers and commands on database ``url``: none of the caller's
+    HANDOFF_ settings, a one-second heartbeat."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
+    return env | {
+        "HANDOFF_DATABASE_URL": url,
+        "HANDOFF_DATA_DIR": str(tmp_path / "data"),
+        "HANDOFF_CORPUS": f'["{BUNDLED_CORPUS}"]',
+        "HANDOFF_WORKER_HEARTBEAT_SECONDS": "1",
+    }
+
+
 @pytest.fixture
 def fleet_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """A fresh schema, and the environment every worker and command of the test uses."""
     with postgres_schema("handoff_fleet") as url:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
-        env |= {
-            "HANDOFF_DATABASE_URL": url,
-            "HANDOFF_DATA_DIR": str(tmp_path / "data"),
-            "HANDOFF_CORPUS": f'["{BUNDLED_CORPUS}"]',
-            "HANDOFF_WORKER_HEARTBEAT_SECONDS": "1",
-        }
-        yield env
+        yield worker_env(url, tmp_path)
 
 
-def settings_of(env: dict[str, str]) -> Settings:
+def settings_of(env: dict[str, str], **fields: Any) -> Settings:
+    """The settings of ``env`` for this process, with ``fields`` on top."""
     return Settings(  # type: ignore[call-arg]
         _env_file=None,
         database_url=env["HANDOFF_DATABASE_URL"],
         data_dir=Path(env["HANDOFF_DATA_DIR"]),
         corpus=[BUNDLED_CORPUS],
+        **fields,
     )
 
 
