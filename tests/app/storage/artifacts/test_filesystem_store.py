@@ -442,18 +442,18 @@ def test_a_symlinked_history_file_cannot_redirect_a_write(
     assert target.read_text() == "[]"
 
 
-def _count_dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every folder the store fsyncs from now on."""
+def _count_dir_fsyncs(store: FilesystemArtifactStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every folder the store fsyncs after a first put has made (and synced) them."""
     from app.storage.artifacts import files
 
+    store.put("t1-warm", "draft", b"warm", MD)
     return recorded_calls(monkeypatch, files, "fsync", lambda directory: Path(directory).name)
 
 
 def test_a_put_outside_a_batch_syncs_its_history_directory_before_returning(
     store: FilesystemArtifactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.put("t1-warm", "draft", b"warm", MD)  # creates (and syncs) the directories
-    synced = _count_dir_fsyncs(monkeypatch)
+    synced = _count_dir_fsyncs(store, monkeypatch)
     store.put("t1-draft", "draft", b"one", MD)
     store.put("t1-notes", "notes", b"two", MD)
     assert synced.count("refs") == 2
@@ -462,8 +462,7 @@ def test_a_put_outside_a_batch_syncs_its_history_directory_before_returning(
 def test_a_batch_syncs_the_history_directory_once_at_its_end(
     store: FilesystemArtifactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.put("t1-warm", "draft", b"warm", MD)
-    synced = _count_dir_fsyncs(monkeypatch)
+    synced = _count_dir_fsyncs(store, monkeypatch)
     with store.batch():
         for number in range(5):
             store.put(f"t1-src-{number}", "source", f"source {number}".encode(), MD)
@@ -479,8 +478,7 @@ def test_a_batch_syncs_the_history_directory_once_at_its_end(
 def test_a_failed_batch_leaves_its_sync_pending_for_the_next(
     store: FilesystemArtifactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.put("t1-warm", "draft", b"warm", MD)
-    synced = _count_dir_fsyncs(monkeypatch)
+    synced = _count_dir_fsyncs(store, monkeypatch)
     with pytest.raises(RuntimeError), store.batch():
         store.put("t1-draft", "draft", b"one", MD)
         raise RuntimeError("the node failed after its put")

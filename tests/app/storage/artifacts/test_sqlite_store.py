@@ -109,16 +109,17 @@ def test_a_history_that_disagrees_with_the_database_is_refused_and_nothing_impor
     assert ids == [("t1-draft",)]
 
 
-def _fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The path of every file or folder this process fsyncs from now on."""
+def _fsyncs(store: SqliteArtifactStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The path of every file or folder this process fsyncs once a first put ("t1-notes") has
+    made the table and the blob folders."""
+    store.put("t1-notes", "notes", b"warm-up", MD)
     return recorded_calls(monkeypatch, os, "fsync", lambda fd: os.readlink(f"/proc/self/fd/{fd}"))
 
 
 def test_a_batch_commits_its_puts_without_a_log_fsync_until_asked(
     store: SqliteArtifactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.put("t1-notes", "notes", b"warm-up", MD)  # the table and the blob folders exist
-    synced = _fsyncs(monkeypatch)
+    synced = _fsyncs(store, monkeypatch)
     with store.batch():
         refs = [store.put(f"t1-part-{n}", "notes", f"part {n}".encode(), MD) for n in range(5)]
         with store.batch():
@@ -138,8 +139,7 @@ def test_a_batch_commits_its_puts_without_a_log_fsync_until_asked(
 def test_closing_the_store_fsyncs_what_a_batch_left_pending(
     store: SqliteArtifactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.put("t1-notes", "notes", b"warm-up", MD)
-    synced = _fsyncs(monkeypatch)
+    synced = _fsyncs(store, monkeypatch)
     with store.batch():
         store.put("t1-notes", "notes", b"changed", MD)
     store.close()
