@@ -118,7 +118,8 @@ def test_the_audit_names_the_implementation_and_model_behind_each_result(
 
 
 def test_a_hallucinated_quote_is_dropped_and_recorded_never_a_fact(workflow: Workflow) -> None:
-    research, _ = scripted(reply(claims(*GROUNDED, MOON)))
+    first, *later = GROUNDED  # the invented claim second: the claims after it still count
+    research, _ = scripted(reply(claims(first, MOON, *later)))
     writer, _ = scripted(reply(draft()))
     reviewer, _ = scripted(reply(APPROVE))
     with with_models(workflow, research=research, writer=writer, reviewer=reviewer) as llm:
