@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import functools
 import os
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 import pytest
 
 from app.settings import BUNDLED_CORPUS, Settings
+from bench._postgres import fresh_schema
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 BACKENDS = ["sqlite", "postgres"]
@@ -63,12 +62,6 @@ def require_postgres() -> str:
     )
 
 
-def with_search_path(url: str, schema: str) -> str:
-    """``url`` whose sessions resolve unqualified names in ``schema``."""
-    separator = "&" if "?" in url else "?"
-    return f"{url}{separator}options={quote(f'-csearch_path={schema}')}"
-
-
 def admin() -> psycopg.Connection[tuple[object, ...]]:
     """A plain autocommit connection to the test server (for setup and inspection)."""
     return psycopg.connect(require_postgres(), autocommit=True, connect_timeout=5)
@@ -76,24 +69,12 @@ def admin() -> psycopg.Connection[tuple[object, ...]]:
 
 @contextmanager
 def postgres_schema(prefix: str = "handoff_t") -> Iterator[str]:
-    """A fresh schema for one test; yields a URL that uses it, then drops it."""
-    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    with admin() as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield with_search_path(require_postgres(), schema)
-    finally:
-        with admin() as conn:
-            conn.execute("SET lock_timeout = '20s'")
-            # Sessions a test left behind (a killed process's, say) must not block the drop.
-            conn.execute(
-                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l "
-                "JOIN pg_class c ON c.oid = l.relation "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND l.pid <> pg_backend_pid()",
-                (schema,),
-            )
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    """A fresh schema on the test server for one test: a URL that uses it, dropped after.
+
+    The benchmarks make theirs the same way (``bench._postgres.fresh_schema``).
+    """
+    with fresh_schema(require_postgres(), prefix=prefix) as url:
+        yield url
 
 
 def sqlite_settings(data: Path) -> Settings:

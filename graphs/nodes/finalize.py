@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from typing_extensions import TypedDict
-
 from contracts import (
     DraftArticle,
     ErrorCode,
     ErrorDetail,
-    FreshnessReport,
     Handoff,
     Question,
     ResearchBundle,
     ReviewResult,
-    RunOutcome,
     TaskState,
 )
 from graphs.approval import prove_approval
 from graphs.declare import node
 from graphs.freshness import summary
 from graphs.node_runner import NodeCall, NodeResult
-from graphs.nodes.draft_reads import DraftReads
+from graphs.nodes.draft_reads import DraftReads, DraftWrites
 from graphs.nodes.reviewer import reviewer
 from graphs.ports import ref_id
 from graphs.stale import adopt_head, guard, only_revised_draft
@@ -30,15 +26,10 @@ class FinalizeInput(DraftReads):
     """The approved draft, its review, and the envelope pinning it."""
 
     review: ReviewResult | None
-    freshness: FreshnessReport | None
 
 
-class FinalizeOutput(TypedDict, total=False):
+class FinalizeOutput(DraftWrites, total=False):
     """The outcome with the article; or a person's newer draft, sent back to review."""
-
-    outcome: RunOutcome | None
-    draft: DraftArticle | None
-    freshness: FreshnessReport | None
 
 
 def unanswered_error(question: Question) -> ErrorDetail:

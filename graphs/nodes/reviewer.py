@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from typing_extensions import TypedDict
-
 from contracts import (
     DecisionLog,
     DraftArticle,
-    FreshnessReport,
     Handoff,
     ResearchBundle,
     ReviewResult,
-    RunOutcome,
 )
 from graphs.constraints import task_in_force
 from graphs.declare import node
 from graphs.freshness import summary
 from graphs.node_runner import NodeCall, NodeResult
-from graphs.nodes.draft_reads import DraftReads
+from graphs.nodes.draft_reads import DraftReads, DraftWrites
 from graphs.ports import ReviewerAgent, ReviewRequest, ref_id
 from graphs.stale import adopt_head, guard, only_revised_draft
 
@@ -25,17 +21,13 @@ from graphs.stale import adopt_head, guard, only_revised_draft
 class ReviewerInput(DraftReads):
     """The draft, the facts it cites, and the envelope."""
 
-    freshness: FreshnessReport | None
     decisions: DecisionLog | None
 
 
-class ReviewerOutput(TypedDict, total=False):
+class ReviewerOutput(DraftWrites, total=False):
     """The review, and the draft it reviewed (a person's newer revision, if adopted)."""
 
     review: ReviewResult | None
-    draft: DraftArticle | None
-    freshness: FreshnessReport | None
-    outcome: RunOutcome | None
 
 
 @node(

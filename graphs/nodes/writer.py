@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from typing_extensions import TypedDict
-
 from contracts import (
     DecisionLog,
     DraftArticle,
-    FreshnessReport,
     Handoff,
     ResearchBundle,
     ReviewResult,
-    RunOutcome,
 )
 from graphs.constraints import task_in_force
 from graphs.declare import node
 from graphs.freshness import summary
 from graphs.node_runner import NodeCall, NodeResult
-from graphs.nodes.draft_reads import DraftReads
+from graphs.nodes.draft_reads import DraftReads, DraftWrites
 from graphs.ports import WriterAgent, WriteRequest, ref_id
 from graphs.stale import guard
 
@@ -26,16 +22,11 @@ class WriterInput(DraftReads):
     """The facts, the envelope, and the last round's draft and review."""
 
     review: ReviewResult | None
-    freshness: FreshnessReport | None
     decisions: DecisionLog | None
 
 
-class WriterOutput(TypedDict, total=False):
+class WriterOutput(DraftWrites, total=False):
     """A new draft, or the report of inputs it refused (and the end, if they are unusable)."""
-
-    draft: DraftArticle | None
-    freshness: FreshnessReport | None
-    outcome: RunOutcome | None
 
 
 @node(

@@ -44,6 +44,17 @@ class ToolResult:
         return self.receipt.error
 
 
+@dataclass(frozen=True)
+class Asked:
+    """One call as asked: what its receipt names and shows, and when it began."""
+
+    tool: str
+    call_id: str
+    shown: str = ""
+    """Its input summary: as given, then as validated (sensitive fields never in it)."""
+    began: float = field(default_factory=time.perf_counter)
+
+
 @dataclass
 class Toolbox:
     """The tools one attempt of one node may call, with what it has called so far."""
@@ -82,50 +93,41 @@ class Toolbox:
         (``effects``) before the caller gets it, and a call recorded there is answered from
         the record without running again.
         """
-        call_id = call_id or f"{name}-{len(self.receipts) + 1}"[:128]
+        asked = Asked(name[:100], call_id or f"{name}-{len(self.receipts) + 1}"[:128])
         spec = next((spec for spec in self.tools if spec.name == name), None)
         if spec is None:
-            return self._refuse(
-                name,
-                call_id,
-                "",
-                "permission_denied",
-                f"node {self.node!r} may not call {name!r}; it may call {list(self.allowed)}",
-            )
+            allowed = list(self.allowed)
+            denied = f"node {self.node!r} may not call {name!r}; it may call {allowed}"
+            return self._refuse(asked, "permission_denied", denied)
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args)
+        asked = replace(asked, shown=summary_of(spec, raw))  # as given, until it validates
         if spec.kind == "write" and not confirmed:
-            return self._refuse(
-                name,
-                call_id,
-                summary_of(spec, raw),
-                "permission_denied",
+            unconfirmed = (
                 f"{name!r} writes; a write tool runs only once a person confirmed the call "
-                "(graphs.tools.writes.confirmed_write)",
+                "(graphs.tools.writes.confirmed_write)"
             )
+            return self._refuse(asked, "permission_denied", unconfirmed)
         try:
             valid = spec.input.model_validate(raw)
         except ValidationError as error:
-            shown = summary_of(spec, raw)  # as given: it did not validate
-            return self._refuse(name, call_id, shown, "fix_arguments", *first_problem(error))
-        shown = summary_of(spec, valid)
+            return self._refuse(asked, "fix_arguments", *first_problem(error))
+        asked = replace(asked, shown=summary_of(spec, valid))
         if spec.kind == "write":
-            ran = self._ran(spec, call_id)
+            ran = self._ran(spec, asked.call_id)
             if ran is not None:
                 return ran
         used = self._counts.get(name, 0)
         if spec.max_calls is not None and used >= spec.max_calls:
             limit = f"{name!r} may be called {spec.max_calls} times per attempt of {self.node!r}"
-            return self._refuse(name, call_id, shown, "budget_exhausted", limit)
+            return self._refuse(asked, "budget_exhausted", limit)
         if self.budget is not None and self.spent >= self.budget:
             spent = f"the task's tool-call budget is spent ({self.budget} left to this attempt)"
-            return self._refuse(
-                name, call_id, shown, "budget_exhausted", spent, "budget.max_tool_calls"
-            )
+            return self._refuse(asked, "budget_exhausted", spent, "budget.max_tool_calls")
         self._counts[name] = used + 1
         self.spent += 1
-        result = self._run(spec, self._code(spec), valid, call_id, shown)
+        result = self._run(spec, self._code(spec), valid, replace(asked, began=time.perf_counter()))
         if spec.kind == "write" and result.error is None:
-            self._record(result, call_id)
+            self._record(result, asked.call_id)
         return result
 
     def _ran(self, spec: ToolSpec, call_id: str) -> ToolResult | None:
@@ -192,20 +194,17 @@ class Toolbox:
             )
         return code
 
-    def _run(
-        self, spec: ToolSpec, code: ToolFn, valid: BaseModel, call_id: str, shown: str
-    ) -> ToolResult:
-        began = time.perf_counter()
+    def _run(self, spec: ToolSpec, code: ToolFn, valid: BaseModel, asked: Asked) -> ToolResult:
         try:
             output = within(spec, code, valid, self.env)
         except TimeoutError:
             message = f"{spec.name!r} did not answer within {spec.timeout_seconds} s"
-            return self._failed(spec, call_id, shown, began, "retryable", message)
+            return self._failed(asked, "retryable", message)
         except Exception as error:
             code_of = next((c for t, c in spec.errors.items() if isinstance(error, t)), None)
             if code_of is None:
                 raise
-            return self._failed(spec, call_id, shown, began, code_of, str(error))
+            return self._failed(asked, code_of, str(error))
         # An instance of a declared output that validates assignments (every contract does)
         # is valid as it stands; anything else (a dict, a subclass, a plain model) is checked.
         trusted = type(output) is spec.output and spec.output.model_config.get(
@@ -219,54 +218,31 @@ class Toolbox:
         digest = spec.digest(checked) if spec.digest else hashlib.sha256(data).hexdigest()
         ref = None
         if spec.trim_bytes is not None and len(data) > spec.trim_bytes:
-            artifact = self.env.step.artifact_id(f"tool-{call_id}")
+            artifact = self.env.step.artifact_id(f"tool-{asked.call_id}")
             ref = self.env.store.put(artifact, "notes", data, "application/json")
-        receipt = self._receipt(spec.name, call_id, shown, began, cost=1, sha256=digest)
+        receipt = self._receipt(asked, cost=1, sha256=digest)
         return ToolResult(receipt, output=None if ref else checked, ref=ref)
 
-    def _failed(
-        self,
-        spec: ToolSpec,
-        call_id: str,
-        shown: str,
-        began: float,
-        code: ToolErrorCode,
-        message: str,
-    ) -> ToolResult:
-        error = tool_error(code, message)
-        return ToolResult(self._receipt(spec.name, call_id, shown, began, cost=1, error=error))
+    def _failed(self, asked: Asked, code: ToolErrorCode, message: str) -> ToolResult:
+        """A call that ran and failed as its tool declares: charged, like any that ran."""
+        return ToolResult(self._receipt(asked, cost=1, error=tool_error(code, message)))
 
     def _refuse(
-        self,
-        name: str,
-        call_id: str,
-        shown: str,
-        code: ToolErrorCode,
-        message: str,
-        problem_field: str | None = None,
+        self, asked: Asked, code: ToolErrorCode, message: str, problem: str | None = None
     ) -> ToolResult:
-        error = tool_error(code, message, problem_field)
-        began = time.perf_counter()
-        return ToolResult(self._receipt(name[:100], call_id, shown, began, cost=0, error=error))
+        """A call that never ran: not charged."""
+        return ToolResult(self._receipt(asked, cost=0, error=tool_error(code, message, problem)))
 
     def _receipt(
-        self,
-        name: str,
-        call_id: str,
-        shown: str,
-        began: float,
-        *,
-        cost: int,
-        sha256: str | None = None,
-        error: ToolError | None = None,
+        self, asked: Asked, *, cost: int, sha256: str | None = None, error: ToolError | None = None
     ) -> ToolReceipt:
         receipt = ToolReceipt(
-            tool=name,
-            call_id=call_id,
-            input_summary=shown[:500],
+            tool=asked.tool,
+            call_id=asked.call_id,
+            input_summary=asked.shown[:500],
             output_sha256=sha256,
             provenance=self.env.step.provenance(),
-            duration_ms=round((time.perf_counter() - began) * 1000, 3),
+            duration_ms=round((time.perf_counter() - asked.began) * 1000, 3),
             cost=cost,
             error=error,
         )

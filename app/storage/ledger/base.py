@@ -132,41 +132,35 @@ class SqlRunLedger(ABC):
             ).fetchall()
         return [NodeRun.model_validate_json(row[0]) for row in rows]
 
+    def _text(self, statement: str, params: Sequence[Any]) -> str | None:
+        """The first column of the first row the query returns, as text; None: no row."""
+        with self._cursor() as cursor:
+            row = cursor.execute(self._sql(statement), params).fetchone()
+        return None if row is None else str(row[0])
+
     def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
         """The stored update of the latest succeeded attempt with this input, if any."""
-        with self._cursor() as cursor:
-            row = cursor.execute(
-                self._sql(
-                    "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
-                    "AND input_hash = ? AND status = 'succeeded' AND result IS NOT NULL "
-                    "ORDER BY seq DESC LIMIT 1"
-                ),
-                (thread_id, node_id, input_hash),
-            ).fetchone()
-        return None if row is None else str(row[0])
+        return self._text(
+            "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
+            "AND input_hash = ? AND status = 'succeeded' AND result IS NOT NULL "
+            "ORDER BY seq DESC LIMIT 1",
+            (thread_id, node_id, input_hash),
+        )
 
     def latest_result(self, thread_id: str, node_id: str) -> str | None:
         """The stored update of the node's latest succeeded attempt, whatever its input."""
-        with self._cursor() as cursor:
-            row = cursor.execute(
-                self._sql(
-                    "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
-                    "AND status = 'succeeded' AND result IS NOT NULL ORDER BY seq DESC LIMIT 1"
-                ),
-                (thread_id, node_id),
-            ).fetchone()
-        return None if row is None else str(row[0])
+        return self._text(
+            "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
+            "AND status = 'succeeded' AND result IS NOT NULL ORDER BY seq DESC LIMIT 1",
+            (thread_id, node_id),
+        )
 
     def tool_effect(self, thread_id: str, call_id: str) -> str | None:
         """What the thread's write call ``call_id`` did (receipt, output as JSON), if it ran."""
-        with self._cursor() as cursor:
-            row = cursor.execute(
-                self._sql(
-                    "SELECT effect FROM handoff_tool_effects WHERE thread_id = ? AND call_id = ?"
-                ),
-                (thread_id, call_id),
-            ).fetchone()
-        return None if row is None else str(row[0])
+        return self._text(
+            "SELECT effect FROM handoff_tool_effects WHERE thread_id = ? AND call_id = ?",
+            (thread_id, call_id),
+        )
 
     def record_tool_effect(self, thread_id: str, call_id: str, effect: str) -> None:
         """Record, durably, that the write call ran; the first record of a call stands."""

@@ -44,6 +44,7 @@ TABLES = {
     "handoff_artifact_revisions",
     "handoff_artifacts",
     "handoff_node_runs",
+    "handoff_tool_effects",
 }
 
 

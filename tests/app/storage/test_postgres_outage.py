@@ -27,8 +27,9 @@ from app.exit_codes import ExitCode
 from app.faults.points import with_faults
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
+from bench._postgres import with_search_path
 from tests.app.test_concurrency import assert_single_writer_history
-from tests.backends import admin, require_postgres, with_search_path
+from tests.backends import admin, require_postgres
 from tests.cli import HANDOFF, handoff, one_line_error
 from tests.conftest import OBJECTIVE
 

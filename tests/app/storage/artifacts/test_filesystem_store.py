@@ -234,12 +234,15 @@ def test_first_put_is_revision_one_with_hash_size_and_uri(harness: Harness) -> N
     assert store.ids() == ["t1-draft"]
 
 
+def drafts(store: AnyStore, *contents: bytes) -> list[ArtifactRef]:
+    """The refs of ``t1-draft`` put with each of ``contents`` in turn."""
+    return [store.put("t1-draft", "draft", content, MD) for content in contents]
+
+
 def test_identical_reput_returns_same_revision_and_writes_no_history_entry(
     harness: Harness,
 ) -> None:
-    store = harness.store
-    first = store.put("t1-draft", "draft", b"same", MD)
-    again = store.put("t1-draft", "draft", b"same", MD)
+    first, again = drafts(harness.store, b"same", b"same")
     assert again == first
     assert harness.entries("t1-draft") == 1
 
@@ -247,13 +250,10 @@ def test_identical_reput_returns_same_revision_and_writes_no_history_entry(
 def test_changed_content_is_revision_two_and_old_content_again_is_revision_three(
     harness: Harness,
 ) -> None:
-    store = harness.store
-    r1 = store.put("t1-draft", "draft", b"one", MD)
-    r2 = store.put("t1-draft", "draft", b"two", MD)
-    r3 = store.put("t1-draft", "draft", b"one", MD)
+    r1, r2, r3 = drafts(harness.store, b"one", b"two", b"one")
     assert [r1.revision, r2.revision, r3.revision] == [1, 2, 3]
     assert r3.sha256 == r1.sha256
-    assert store.history("t1-draft") == [r1, r2, r3]
+    assert harness.store.history("t1-draft") == [r1, r2, r3]
 
 
 def test_changed_media_type_is_a_new_revision(harness: Harness) -> None:
