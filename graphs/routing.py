@@ -1,19 +1,21 @@
 """What the routers share.
 
-Whether the run stopped, whether research waits for a person, and where a node that
-refused its changed inputs sends the run.
+Whether the run stopped, whether research waits for a person, where a node that refused
+its changed inputs sends the run, and a router that puts a node before another (``detour``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from langgraph.graph import END
 
 from contracts import FreshnessReport, ResearchBundle, RunOutcome, TaskSpec
 from graphs.boundary import read, require
 from graphs.stale import only_revised_draft, research_changed
+from graphs.visit import Router
+from graphs.wiring import targets
 
 STOP: Literal["__end__"] = "__end__"
 assert STOP == END
@@ -57,3 +59,30 @@ def route_stale(state: Mapping[str, Any], report: FreshnessReport, allowed: Any)
     if target not in get_args(allowed):
         raise ValueError(f"{report.node} refused {report.describe()}; it cannot go to {target}")
     return target
+
+
+def detour(route: Router, target: str, *, via: str | tuple[str, ...]) -> Router:
+    """``route``, going to ``via`` wherever it went to ``target``: a node put before another.
+
+    ``via`` is a node, or the branch nodes started side by side. The new router's
+    ``Literal`` is derived from ``route``'s, with ``target`` replaced by ``via``, so it names
+    exactly where it can go; a ``target`` ``route`` never returns is a TypeError here.
+    """
+    before = targets(route)
+    if target not in before:
+        raise TypeError(f"router {route.__name__} never goes to {target!r}; it goes to {before}")
+    names = (via,) if isinstance(via, str) else via
+    kept = tuple(name for name in before if name != target)
+
+    def routed(state: Mapping[str, Any]) -> str | tuple[str, ...]:
+        found = route(state)
+        return via if found == target else found
+
+    literal, pair = cast(Any, Literal), cast(Any, tuple)
+    through = literal[via] if isinstance(via, str) else pair[tuple(literal[n] for n in names)]
+    routed.__name__ = routed.__qualname__ = f"{route.__name__}_via_{'_'.join(names)}"
+    routed.__annotations__ = {
+        "state": Mapping[str, Any],
+        "return": literal[kept] | through,
+    }
+    return routed

@@ -97,6 +97,13 @@ def contribute_reads(
     return found
 
 
+def rerouted(wiring: Wiring, spec: NodeSpec, route: Router) -> Wiring:
+    """``wiring`` with ``spec``'s router replaced by ``route`` (e.g. a ``routing.detour``)."""
+    if all(node is not spec for node, _ in wiring):
+        raise WiringError(f"node {spec.name!r} is not in the wiring; nothing to reroute")
+    return tuple((node, route if node is spec else old) for node, old in wiring)
+
+
 def targets(route: Router) -> tuple[str, ...]:
     """A router's branch targets: the ``Literal`` values of its return type."""
     found: list[str] = []

@@ -26,7 +26,8 @@ from contracts import DraftArticle, ResearchBundle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, node
 from graphs.graph import route_after_writer
 from graphs.nodes.writer import writer
-from graphs.routing import STOP, stopped
+from graphs.routing import STOP, detour, stopped
+from graphs.wiring import rerouted
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 
@@ -82,16 +83,12 @@ def route_after_fact_check(state: Mapping[str, Any]) -> Literal["reviewer", "__e
     return STOP if stopped(state) else "reviewer"
 
 
-def route_after_writer_checked(
-    state: Mapping[str, Any],
-) -> Literal["fact_check", "research", "writer", "reviewer", "stale_decision", "__end__"]:
-    """``route_after_writer`` with the fact check before review."""
-    target = route_after_writer(state)
-    return "fact_check" if target == "reviewer" else target
+route_after_writer_checked = detour(route_after_writer, "reviewer", via="fact_check")
+"""``route_after_writer`` with the fact check before review."""
 
 
 WIRING_WITH_FACT_CHECK: Wiring = (
-    *((spec, route_after_writer_checked if spec is writer else route) for spec, route in WIRING),
+    *rerouted(WIRING, writer, route_after_writer_checked),
     (fact_check, route_after_fact_check),
 )
 

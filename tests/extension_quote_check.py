@@ -20,7 +20,8 @@ from graphs import WIRING, NodeCall, NodeResult, Wiring, node
 from graphs.boundary import require
 from graphs.graph import route_after_writer
 from graphs.nodes.writer import writer
-from graphs.routing import STOP, stopped
+from graphs.routing import STOP, detour, stopped
+from graphs.wiring import rerouted
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 
@@ -108,16 +109,12 @@ def route_after_join_quotes(state: Mapping[str, Any]) -> Literal["reviewer", "__
     return STOP if stopped(state) else "reviewer"
 
 
-def route_after_writer_checked(
-    state: Mapping[str, Any],
-) -> Literal["check_quotes", "research", "reviewer", "stale_decision", "conclude", "__end__"]:
-    """``route_after_writer`` with the quote check before review."""
-    target = route_after_writer(state)
-    return "check_quotes" if target == "reviewer" else target
+route_after_writer_checked = detour(route_after_writer, "reviewer", via="check_quotes")
+"""``route_after_writer`` with the quote check before review."""
 
 
 WIRING_WITH_QUOTE_CHECK: Wiring = (
-    *((spec, route_after_writer_checked if spec is writer else route) for spec, route in WIRING),
+    *rerouted(WIRING, writer, route_after_writer_checked),
     (check_quotes, route_after_check_quotes),
     (join_quotes, route_after_join_quotes),
 )

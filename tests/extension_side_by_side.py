@@ -8,8 +8,7 @@ check. The writer's route names both branch nodes as a tuple.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -18,6 +17,8 @@ from contracts import DraftArticle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, node, one_task
 from graphs.graph import route_after_writer
 from graphs.nodes.writer import writer
+from graphs.routing import detour
+from graphs.wiring import rerouted
 from tests.extension_quote_check import QuoteCheckOutput, check_quotes, merged_check
 
 
@@ -79,21 +80,14 @@ def join_checks(call: NodeCall) -> NodeResult:
     return NodeResult({"quote_check": merged_check(call), "draft_measure": measure})
 
 
-def route_after_writer_checked(
-    state: Mapping[str, Any],
-) -> (
-    Literal["research", "stale_decision", "conclude", "__end__"]
-    | tuple[Literal["check_quotes"], Literal["measure_draft"]]
-):
-    """``route_after_writer``, with both checks started side by side before review."""
-    target = route_after_writer(state)
-    if target == "reviewer":
-        return ("check_quotes", "measure_draft")
-    return target
+route_after_writer_checked = detour(
+    route_after_writer, "reviewer", via=("check_quotes", "measure_draft")
+)
+"""``route_after_writer``, with both checks started side by side before review."""
 
 
 WIRING_SIDE_BY_SIDE: Wiring = (
-    *((spec, route_after_writer_checked if spec is writer else route) for spec, route in WIRING),
+    *rerouted(WIRING, writer, route_after_writer_checked),
     (check_quotes, "join_checks"),
     (measure_draft, "join_checks"),
     (join_checks, "reviewer"),

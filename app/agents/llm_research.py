@@ -68,7 +68,7 @@ class LLMResearchAgent(ModelBacked):
         """Retrieve, ask the model for claims, keep the verified ones as facts."""
         task, store, step = request.task, request.store, request.step
         try:
-            found = self.retrieval.retrieve(task, store, step, request.question_id, request.tools)
+            found = self.retrieval.retrieve(request)
         except CorpusNotFound as error:
             return AgentOutput(self.retrieval.missing_corpus(task, error))
         shown = self._shown(found)

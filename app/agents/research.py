@@ -47,7 +47,6 @@ from contracts import (
 )
 from contracts.research import Confidence
 from graphs import AgentOutput, ArtifactStore, ResearchRequest, StepInfo
-from graphs.tools import Toolbox
 
 CORROBORATION_OVERLAP = 0.5
 """Share of a claim's content terms another source's sentence must contain to agree."""
@@ -83,7 +82,7 @@ class OfflineResearchAgent(ReadsSources):
         """Read every source, rank sentences per question, keep the best as facts."""
         task, store, step = request.task, request.store, request.step
         try:
-            found = self.retrieve(task, store, step, request.question_id, request.tools)
+            found = self.retrieve(request)
         except CorpusNotFound as error:
             return AgentOutput(self.missing_corpus(task, error))
         facts = self._facts(found, step)
@@ -92,14 +91,7 @@ class OfflineResearchAgent(ReadsSources):
         usage = Usage(tool_calls=found.tool_calls)
         return AgentOutput(bundle, usage=usage, receipts=found.receipts)
 
-    def retrieve(
-        self,
-        task: TaskSpec,
-        store: ArtifactStore,
-        step: StepInfo,
-        question_id: str | None = None,
-        tools: Toolbox | None = None,
-    ) -> Retrieval:
+    def retrieve(self, request: ResearchRequest) -> Retrieval:
         """The deterministic part of research: read, split into passages, rank with BM25.
 
         Sources are read within the tool-call budget; passages are ranked per question.
@@ -112,7 +104,8 @@ class OfflineResearchAgent(ReadsSources):
         question researched is searched for, through the node's ``tools`` (``read_source``,
         ``search_corpus``); outside a node, through the same boundary, reported here.
         """
-        toolbox = tools or standing_tools(self, store, step, self.clock)
+        task, step, question_id = request.task, request.step, request.question_id
+        toolbox = request.tools or standing_tools(self, request.store, step, self.clock)
         documents = discover(self.locations(task), self.policy)
         every = research_questions(task)
         questions = every
@@ -156,8 +149,8 @@ class OfflineResearchAgent(ReadsSources):
             sections=by_section,
             rarity=rarity,
             errors=errors + read_errors + search_errors,
-            receipts=[] if tools else toolbox.receipts,
-            tool_calls=0 if tools else toolbox.spent,
+            receipts=[] if request.tools else toolbox.receipts,
+            tool_calls=0 if request.tools else toolbox.spent,
         )
 
     def bundle(

@@ -85,36 +85,50 @@ DecisionFileOpt = Annotated[
 ]
 
 
-TASK_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "corpus": (CorpusOpt, None),
-    "thread": (ThreadOpt, None),
-    "max_words": (MaxWordsOpt, None),
-    "section": (SectionOpt, None),
-    "max_rounds": (MaxRoundsOpt, None),
-    "question": (QuestionOpt, None),
-    "require_approval": (ApprovalOpt, False),
-    "ask_on_review": (AskOnReviewOpt, False),
-    "export": (ExportOpt, False),
-}
-"""A task's options (``run``, ``submit``): name → (annotated type, default)."""
+TASK_OPTIONS = (
+    CorpusOpt,
+    ThreadOpt,
+    MaxWordsOpt,
+    SectionOpt,
+    MaxRoundsOpt,
+    QuestionOpt,
+    ApprovalOpt,
+    AskOnReviewOpt,
+    ExportOpt,
+)
+"""A task's options (``run``, ``submit``)."""
 
-DECISION_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "approve": (ApproveOpt, False),
-    "reject": (RejectOpt, False),
-    "accept_partial": (AcceptPartialOpt, False),
-    "grant_round": (GrantRoundOpt, False),
-    "abort": (AbortOpt, False),
-    "action": (ActionOpt, None),
-    "reason": (ReasonOpt, None),
-    "answer": (AnswerOpt, None),
-    "constraint": (ConstraintOpt, None),
-    "detail": (DetailOpt, None),
-    "decision_file": (DecisionFileOpt, None),
-}
+DECISION_OPTIONS = (
+    ApproveOpt,
+    RejectOpt,
+    AcceptPartialOpt,
+    GrantRoundOpt,
+    AbortOpt,
+    ActionOpt,
+    ReasonOpt,
+    AnswerOpt,
+    ConstraintOpt,
+    DetailOpt,
+    DecisionFileOpt,
+)
 """A decision's options (``resume``, ``submit --resume``)."""
 
 
-def taking(*groups: dict[str, tuple[Any, Any]]) -> Callable[[Command], Command]:
+def parameter(option: Any) -> inspect.Parameter:
+    """The keyword an option is passed as: its flag's name (``--max-words``: ``max_words``).
+
+    A flag (``bool``) defaults to False, any other option to None (not given).
+    """
+    info = next(item for item in option.__metadata__ if isinstance(item, typer.models.OptionInfo))
+    # In an Annotated option, Typer takes the first declaration in the ``default`` slot.
+    declared = [info.default, *(info.param_decls or ())]
+    flag = next(decl for decl in declared if isinstance(decl, str) and decl.startswith("--"))
+    default = False if option.__origin__ is bool else None
+    name = flag.removeprefix("--").replace("-", "_")
+    return inspect.Parameter(name, KEYWORD_ONLY, default=default, annotation=option)
+
+
+def taking(*groups: tuple[Any, ...]) -> Callable[[Command], Command]:
     """Give a command the options of ``groups`` after its own; its ``**options`` gets them."""
 
     def decorate(function: Command) -> Command:
@@ -124,13 +138,7 @@ def taking(*groups: dict[str, tuple[Any, Any]]) -> Callable[[Command], Command]:
             for parameter in inspect.signature(function).parameters.values()
             if parameter.kind is not inspect.Parameter.VAR_KEYWORD
         ]
-        added = [
-            inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind
-            )
-            for group in groups
-            for name, (kind, default) in group.items()
-        ]
+        added = [parameter(option) for group in groups for option in group]
 
         @functools.wraps(function)
         def command(**given: Any) -> None:

@@ -19,6 +19,7 @@ from contracts import ErrorCode, Handoff, ResearchBundle, TaskSpec
 from graphs import WIRING, AgentOutput, ResearchRequest, build_graph, node
 from graphs.errors import ContractViolation, TransientError, WiringError
 from graphs.nodes.writer import writer
+from graphs.wiring import rerouted
 from tests.extension_quote_check import (
     OBJECTIVE,
     WIRING_WITH_QUOTE_CHECK,
@@ -177,10 +178,7 @@ def test_a_branch_routed_past_its_join_fails_the_build() -> None:
         return "reviewer"
 
     wiring = (
-        *(
-            (spec, route_after_writer_checked if spec is writer else route)
-            for spec, route in WIRING
-        ),
+        *rerouted(WIRING, writer, route_after_writer_checked),
         (check_quotes, to_review),
         (join_quotes, route_after_join_quotes),
     )

@@ -22,7 +22,7 @@ from graphs.errors import WiringError
 from graphs.nodes.reviewer import reviewer
 from graphs.nodes.writer import writer
 from graphs.ports import ReviewRequest
-from graphs.wiring import contribute_reads
+from graphs.wiring import contribute_reads, rerouted
 from tests.backends import sqlite_settings
 from tests.extension_fact_check import (
     OBJECTIVE,
@@ -40,10 +40,7 @@ read_by_reviewer = node(
 
 def wiring_with(checker: Any, next_node: str = "reviewer") -> Wiring:
     """The shipped wiring with ``checker`` between the writer and ``next_node``."""
-    shipped = [
-        (spec, route_after_writer_checked if spec is writer else route) for spec, route in WIRING
-    ]
-    return (*shipped, (checker, next_node))
+    return (*rerouted(WIRING, writer, route_after_writer_checked), (checker, next_node))
 
 
 @dataclass

@@ -1,0 +1,49 @@
+"""A node put before another: ``detour`` derives the router, ``rerouted`` the wiring."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import pytest
+
+from graphs import WIRING
+from graphs.errors import WiringError
+from graphs.graph import route_after_writer
+from graphs.nodes.writer import writer
+from graphs.routing import detour
+from graphs.wiring import rerouted, targets
+from tests.extension_quote_check import check_quotes
+
+
+def pick(state: Mapping[str, Any]) -> Literal["reviewer", "conclude"]:
+    return state["to"]  # type: ignore[no-any-return]
+
+
+def test_a_detour_goes_through_the_new_node_where_the_router_went_to_the_old_one() -> None:
+    routed = detour(pick, "reviewer", via="fact_check")
+    assert (routed({"to": "reviewer"}), routed({"to": "conclude"})) == ("fact_check", "conclude")
+    assert set(targets(routed)) == {"fact_check", "conclude"}
+    side = detour(pick, "reviewer", via=("check_quotes", "measure_draft"))
+    assert side({"to": "reviewer"}) == ("check_quotes", "measure_draft")
+    assert set(targets(side)) == {"check_quotes", "measure_draft", "conclude"}
+
+
+def test_a_detour_names_exactly_where_the_shipped_router_can_go() -> None:
+    routed = detour(route_after_writer, "reviewer", via="fact_check")
+    expected = {*targets(route_after_writer)} - {"reviewer"} | {"fact_check"}
+    assert set(targets(routed)) == expected
+    assert routed.__name__ == "route_after_writer_via_fact_check"
+
+
+def test_a_detour_from_a_target_the_router_never_takes_is_refused() -> None:
+    with pytest.raises(TypeError, match="never goes to 'finalize'"):
+        detour(pick, "finalize", via="fact_check")
+
+
+def test_rerouting_a_node_the_wiring_lacks_is_refused() -> None:
+    with pytest.raises(WiringError, match="'check_quotes' is not in the wiring"):
+        rerouted(WIRING, check_quotes, pick)
+    wiring = rerouted(WIRING, writer, pick)
+    assert [route for spec, route in wiring if spec is writer] == [pick]
+    assert len(wiring) == len(WIRING)
