@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BeforeValidator, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.agents.models import OFFLINE, check_spec
 from app.corpus.reading import DEFAULT_MAX_FILES, CorpusPolicy
@@ -14,6 +16,24 @@ from app.faults.rules import parse_faults
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_CORPUS = PROJECT_ROOT / "examples" / "corpus"
+
+
+def path_list(value: Any) -> Any:
+    """A list setting as people type it: a path, several, or a JSON list.
+
+    Several paths are joined by the OS path separator (``:`` on Linux and macOS), as in
+    ``PATH``; anything but text is left to validation.
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        return json.loads(text)
+    return [part for part in text.split(os.pathsep) if part.strip()]
+
+
+PathList = Annotated[list[Path], NoDecode, BeforeValidator(path_list)]
+"""Paths from the environment: ``/a``, ``/a:/b`` or ``["/a", "/b"]``."""
 
 
 class Settings(BaseSettings):
@@ -56,15 +76,17 @@ class Settings(BaseSettings):
         description="Seconds a PostgreSQL connect, pool wait or unanswered query may take "
         "before the run fails as 'database unavailable' instead of hanging.",
     )
-    corpus: list[Path] = Field(
+    corpus: PathList = Field(
         default_factory=lambda: [BUNDLED_CORPUS],
-        description="Corpus used when a task names none (JSON list or one path).",
+        description="Corpus used when a task names none (a path, several joined by the OS "
+        "path separator, or a JSON list).",
     )
-    corpus_roots: list[Path] = Field(
+    corpus_roots: PathList = Field(
         default_factory=list,
         description="Folders corpus paths may resolve into, besides the bundled corpus and "
-        "the current working folder (JSON list). Run input names files, and dev-server "
-        "clients send run input: nothing outside these folders is read.",
+        "the current working folder (a path, several joined by the OS path separator, or a "
+        "JSON list). Run input names files, and dev-server clients send run input: nothing "
+        "outside these folders is read.",
     )
     corpus_max_bytes: int = Field(
         default=10_000_000,
@@ -153,6 +175,7 @@ class Settings(BaseSettings):
             max_bytes=self.corpus_max_bytes,
             read_seconds=self.corpus_read_seconds,
             max_files=self.corpus_max_files,
+            configured=tuple(self.corpus_roots),
         )
 
     def resolved_database_url(self) -> str:

@@ -25,7 +25,12 @@ KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
 
 Objective = Annotated[str, typer.Argument(help="What the article must explain.")]
 CorpusOpt = Annotated[
-    list[Path] | None, typer.Option("--corpus", help="Folder or file to research.")
+    list[Path] | None,
+    typer.Option(
+        "--corpus",
+        help="Folder or file to research (repeatable); inside the working folder or the "
+        "corpus roots (HANDOFF_CORPUS_ROOTS).",
+    ),
 ]
 ThreadOpt = Annotated[str | None, typer.Option("--thread", help="Thread id to use.")]
 MaxWordsOpt = Annotated[int | None, typer.Option("--max-words", help="Word limit.")]

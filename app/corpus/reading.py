@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shlex
 import stat
 import time
 from dataclasses import dataclass, field
@@ -95,6 +96,8 @@ class CorpusPolicy:
     read_seconds: float
     max_files: int = DEFAULT_MAX_FILES
     """Most documents a corpus may hold; more is refused before any is read."""
+    configured: tuple[Path, ...] = ()
+    """The roots as ``HANDOFF_CORPUS_ROOTS`` sets them, for the hint that adds one."""
     digests: FileDigests = field(default=DIGESTS, compare=False, repr=False)
     """Digests of files hashed before (see :meth:`sha256`)."""
 
@@ -106,6 +109,12 @@ class CorpusPolicy:
     def describe_roots(self) -> str:
         """The roots, for error messages."""
         return ", ".join(str(root) for root in self.roots)
+
+    def roots_with(self, path: Path) -> str:
+        """The ``HANDOFF_CORPUS_ROOTS`` setting that would admit ``path`` too."""
+        folder = path if path.is_dir() else path.parent
+        roots = dict.fromkeys(str(root) for root in (*self.configured, folder))
+        return "HANDOFF_CORPUS_ROOTS=" + shlex.quote(os.pathsep.join(roots))
 
     def admit(self, path: Path, what: str) -> Path:
         """The resolved path, if it is inside a root; refused otherwise.
@@ -123,7 +132,7 @@ class CorpusPolicy:
         shown = str(path) if resolved == path.absolute() else f"{path} (resolves to {resolved})"
         raise SourceRefused(
             f"{what} {shown} is outside the corpus roots ({self.describe_roots()}); "
-            "add its folder to HANDOFF_CORPUS_ROOTS to allow it"
+            f"to allow it, add its folder to the roots: {self.roots_with(resolved)}"
         )
 
     def check_file(self, what: str, path: Path, info: os.stat_result) -> None:

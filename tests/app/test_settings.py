@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,32 @@ def test_a_workflow_override_is_validated_too(tmp_path: Path) -> None:
     settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="database_url"):
         Workflow(settings, database_url=42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        pytest.param("{a}", id="one path"),
+        pytest.param("{a}" + os.pathsep + "{b}", id="joined by the path separator"),
+        pytest.param('["{a}", "{b}"]', id="a JSON list"),
+        pytest.param(" {a}" + os.pathsep + os.pathsep + "{b} ", id="empty parts ignored"),
+    ],
+)
+def test_a_list_setting_reads_the_forms_people_type(
+    typed: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    value = typed.format(a=a, b=b)
+    monkeypatch.setenv("HANDOFF_CORPUS_ROOTS", value)
+    monkeypatch.setenv("HANDOFF_CORPUS", value)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    expected = [a] if typed == "{a}" else [a, b]
+    assert settings.corpus_roots == expected and settings.corpus == expected
+
+
+def test_a_list_setting_that_is_no_list_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HANDOFF_CORPUS_ROOTS", '["unclosed"')
+    with pytest.raises(ValueError, match="corpus_roots"):
+        Settings(_env_file=None)  # type: ignore[call-arg]

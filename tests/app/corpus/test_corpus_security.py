@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from contracts import ErrorCode, ResearchBundle, RunOutcome, TaskState
 from graphs.errors import ExitCode, SourceRefused
 from tests.backends import backend_env, sqlite_settings
 from tests.cli import HANDOFF
+from tests.cli import handoff as handoff_cli
 from tests.conftest import OBJECTIVE, write_corpus
 
 SUBPROCESS_SECONDS = 60
@@ -352,3 +354,23 @@ def test_paths_resolve_exactly_as_realpath_resolves_them(
     ]
     for path in paths:
         assert real_path(path) == os.path.realpath(path), path
+
+
+@pytest.mark.e2e
+def test_the_refusals_hint_is_a_setting_that_works_as_typed(tmp_path: Path) -> None:
+    corpus = write_corpus(
+        tmp_path / "elsewhere" / "notes",
+        {"bees.md": "# Bees\n\nHoney bees perform the waggle dance to share flowers.\n"},
+    )
+    args = ("run", "Explain the honey bee waggle dance", "--corpus", str(corpus))
+    refused = handoff_cli(*args, "--thread", "t-hint", data_dir=tmp_path / "data")
+    assert refused.returncode == ExitCode.USAGE, refused.stderr
+    hint = refused.stderr.strip().rsplit("add its folder to the roots: ", 1)[1]
+    name, _, value = shlex.split(hint)[0].partition("=")
+    assert (name, value) == ("HANDOFF_CORPUS_ROOTS", str(corpus))
+    allowed = handoff_cli(
+        *args, "--thread", "t-hint", data_dir=tmp_path / "data", env={name: value}
+    )
+    assert allowed.returncode == ExitCode.COMPLETED, allowed.stderr
+    assert "--corpus" in (help_text := handoff_cli("run", "--help").stdout)
+    assert "HANDOFF_CORPUS_ROOTS" in help_text
