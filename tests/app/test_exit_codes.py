@@ -50,7 +50,7 @@ FINISHED = _outcome(TaskState.COMPLETED, "completed")
 EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (ContractViolation("bad", node="writer", channel="draft", fields=["body"]), ExitCode.FAILED),
     (ArtifactNotFound("no such artifact"), ExitCode.NOT_FOUND),
-    (app.agents.models.ModelConfigError("no such model"), ExitCode.FAILED),
+    (app.agents.models.ModelConfigError("no such model"), ExitCode.USAGE),
     (OSError("disk full"), ExitCode.FAILED),
     (FileNotFoundError("no corpus"), ExitCode.FAILED),
     (ValueError("bad url"), ExitCode.FAILED),

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from app import agents
-from app.agents.models import ModelConfigError, chat_model_for, check_spec
+from app.agents.models import INSTALL, ModelConfigError, chat_model_for, check_spec
 from app.agents.selection import select_agents
-from app.settings import Settings
+from app.settings import PROJECT_ROOT, Settings
 from graphs.context import utc_now
+from graphs.errors import ExitCode
 from tests.app.agents.scripted import scripted
+from tests.cli import handoff, one_line_error
 
 
 @pytest.fixture
@@ -109,7 +112,7 @@ def test_a_missing_provider_package_names_the_extra_to_install(
         raise ImportError(f"Unable to import langchain_{model_provider}")
 
     monkeypatch.setattr(langchain.chat_models, "init_chat_model", missing)
-    with pytest.raises(ModelConfigError, match=r"pip install 'handoff-workflow\[openai\]'"):
+    with pytest.raises(ModelConfigError, match=r'pip install -e "\.\[openai\]"'):
         chat_model_for("openai:gpt-4.1-mini")
     with pytest.raises(ModelConfigError, match="install langchain-mistralai"):
         chat_model_for("mistralai:mistral-large-latest")
@@ -118,3 +121,40 @@ def test_a_missing_provider_package_names_the_extra_to_install(
 def test_an_unknown_provider_is_a_config_error() -> None:
     with pytest.raises(ModelConfigError, match="nosuchprovider"):
         chat_model_for("nosuchprovider:some-model")
+
+
+def test_a_provider_client_that_refuses_its_configuration_is_one_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import langchain.chat_models
+
+    class OpenAIError(Exception):
+        """What the provider's SDK raises when its client has no API key."""
+
+    def refused(model: str, *, model_provider: str, **kwargs: Any) -> object:
+        raise OpenAIError("The api_key client option must be set\neither by passing api_key")
+
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", refused)
+    with pytest.raises(ModelConfigError) as raised:
+        chat_model_for("openai:gpt-4.1-mini")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "OpenAIError: The api_key client option must be set" in message
+    assert raised.value.exit_code == ExitCode.USAGE
+    assert isinstance(raised.value.__cause__, OpenAIError), "--debug shows the provider's error"
+
+
+def test_the_install_command_a_model_error_gives_is_the_one_the_docs_give() -> None:
+    models_page = (PROJECT_ROOT / "docs" / "models.md").read_text()
+    assert INSTALL.format(extra="openai") in models_page
+
+
+@pytest.mark.e2e
+def test_a_model_that_cannot_be_set_up_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    env = {"HANDOFF_MODEL": "openai:gpt-4.1-mini"}
+    failed = handoff("run", "Explain the Rosetta Stone", data_dir=tmp_path, env=env)
+    assert failed.returncode == ExitCode.USAGE
+    line = one_line_error(failed)
+    assert "openai:gpt-4.1-mini" in line and INSTALL.format(extra="openai") in line
+    debugged = handoff("--debug", "run", "Explain the Rosetta Stone", data_dir=tmp_path, env=env)
+    assert debugged.returncode == ExitCode.USAGE and "Traceback" in debugged.stderr
