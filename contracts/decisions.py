@@ -56,7 +56,7 @@ class DecisionLog(VersionedContract):
         {
             "decisions": [
                 {
-                    "interrupt_id": "approve-research-s1",
+                    "interrupt_id": "approve-research-s3.rosetta",
                     "request_kind": "approve_research",
                     "action": "approve",
                     "decided_by": "editor",

@@ -41,7 +41,7 @@ class HumanRequest(VersionedContract):
     """What a person is asked, with the evidence and the actions they may take.
 
     Since 1.1 a request names the thread it belongs to, and its ``interrupt_id`` ends with
-    that thread (``approve-research-s2.<thread>``): step numbers repeat across threads, so
+    that thread (``approve-research-s3.<thread>``): step numbers repeat across threads, so
     an id without the thread would let a decision written for one thread answer another.
 
     Since 1.2 the kind and the actions are names the pause declares (not a fixed list) and

@@ -16,7 +16,7 @@ from contracts import Answer, HumanDecision, HumanRequest
 from graphs.pauses import DECISION_FIELDS, Pause, PauseDeclarationError
 
 THREAD_MARK = "."
-"""Separates a request's pause (``approve-research-s2``) from its thread in an interrupt id."""
+"""Separates a request's pause (``approve-research-s3``) from its thread in an interrupt id."""
 
 
 def decision_schema(request: HumanRequest, pause: Pause) -> type[HumanDecision]:

@@ -54,7 +54,7 @@ def thread_token(thread_id: str) -> str:
 
 
 def bound_id(pause: str, thread_id: str) -> str:
-    """The interrupt id of ``pause`` (e.g. ``approve-research-s2``) on one thread."""
+    """The interrupt id of ``pause`` (e.g. ``approve-research-s3``) on one thread."""
     return f"{pause}{THREAD_MARK}{thread_token(thread_id)}"
 
 

@@ -61,15 +61,17 @@ def _field_hint(field: str, pause: Pause) -> str:
     return " ".join(f"--detail {name}=JSON" for name in detail_fields(pause))
 
 
-def action_hint(action: Action, pause: Pause) -> str:
+def action_hint(action: Action, pause: Pause, request: HumanRequest | None = None) -> str:
     """How to give ``action`` of ``pause`` on the command line, from its declaration alone.
 
     A new action needs no entry here: it is ``--action NAME`` until it gets a flag, with
-    one option for each field it needs (``--reason``, ``--detail NAME=JSON``, …).
+    one option for each field it needs (``--reason``, ``--detail NAME=JSON``, …). Given the
+    ``request``, answers are offered only while it has a question left to answer.
     """
     if action.name == IMPLIED:
-        takes = [_field_hint(field, pause) for field in action.takes]
-        return " / ".join([*takes, *(_field_hint(field, pause) for field in action.needs)])
+        waiting = request is None or any(q.answer is None for q in request.open_questions)
+        takes = [f for f in action.takes if f != "answers" or waiting]
+        return " / ".join(_field_hint(field, pause) for field in [*takes, *action.needs])
     return " ".join([option(action.name), *(_field_hint(field, pause) for field in action.needs)])
 
 
@@ -77,7 +79,7 @@ def request_hints(request: HumanRequest, pauses: Mapping[str, Pause] = PAUSES) -
     """The options that answer ``request``, one per action it allows, from its pause."""
     pause = pauses.get(request.request_kind)
     return [
-        action_hint(pause.action(name), pause)
+        action_hint(pause.action(name), pause, request)
         if pause is not None and name in pause.names
         else option(name)
         for name in request.allowed_actions

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from app.cli.decision_file import MAX_DECISION_FILE_BYTES, DecisionInputError
-from app.cli.decision_hints import ACTIONS, PAUSES, action_hint
+from app.cli.decision_hints import ACTIONS, PAUSES, action_hint, request_hints
 from app.cli.decisions import DecisionFlags, parse_decision
 from app.errors import InvalidDecision
 from app.exit_codes import ExitCode, for_error
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import HumanRequest
+from contracts import HumanRequest, Question
 from graphs.human import bound_id, pause_request
 from graphs.ports import StepInfo
 from tests.app.test_human_in_the_loop import HANDOFF, handoff
@@ -183,3 +183,21 @@ def test_every_allowed_action_has_a_command_line_form_that_parses_to_it() -> Non
         )
         decision = parse_decision(STALE, flags)
         assert decision is not None and decision.action == action, hints[action]
+
+
+def test_answers_are_offered_only_while_a_question_waits_for_one() -> None:
+    approval = PAUSES["approve_research"]
+    nothing_open = request_hints(REQUEST)
+    assert "--constraint TEXT" in nothing_open and not any("--answer" in h for h in nothing_open)
+    step = StepInfo(thread_id="t-mine", node="approve_research", step=2, task_version=1)
+    waiting = pause_request(
+        approval,
+        step,
+        question="Approve?",
+        open_questions=[Question(id="q-2", text="Who found the stone?")],
+    )
+    assert "--answer QID=TEXT / --constraint TEXT" in request_hints(waiting)
+    answered = waiting.model_copy(
+        update={"open_questions": [Question(id="q-2", text="Who?", answer="Soldiers")]}
+    )
+    assert not any("--answer" in hint for hint in request_hints(answered))
