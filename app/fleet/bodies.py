@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -12,6 +13,7 @@ from app.errors import (
     ThreadExists,
     ThreadFinished,
 )
+from app.fleet.logs import JOBS
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import DecisionLog, RunOutcome, TaskSpec
@@ -60,14 +62,23 @@ class _Workflows:
 WORKFLOWS = _Workflows()
 
 
-def _as_far_as_it_goes(step: Callable[[Workflow], RunOutcome]) -> str:
+def _as_far_as_it_goes(kind: str, thread_id: str, step: Callable[[Workflow], RunOutcome]) -> str:
     """Run a job's step; a pause for a person or a thread already ended also end the job."""
+    began = time.monotonic()
+    ended = "failed"
     try:
-        return step(WORKFLOWS.current()).state.value
-    except DecisionRequired:
-        return "waiting"
-    except ThreadFinished as finished:
-        return finished.outcome.state.value
+        try:
+            ended = step(WORKFLOWS.current()).state.value
+        except DecisionRequired:
+            ended = "waiting"
+        except ThreadFinished as finished:
+            ended = finished.outcome.state.value
+        except Exception as error:
+            ended = f"failed ({type(error).__name__}: {str(error).splitlines()[0][:200]})"
+            raise
+        return ended
+    finally:
+        JOBS.info("%s %s: %s in %.2f s", kind, thread_id, ended, time.monotonic() - began)
 
 
 def run_thread(thread_id: str, task: dict[str, Any]) -> str:
@@ -90,7 +101,7 @@ def run_thread(thread_id: str, task: dict[str, Any]) -> str:
             )
         return workflow.resume(thread_id)
 
-    return _as_far_as_it_goes(step)
+    return _as_far_as_it_goes("run", thread_id, step)
 
 
 def decide_thread(thread_id: str, decision: dict[str, Any]) -> str:
@@ -109,7 +120,7 @@ def decide_thread(thread_id: str, decision: dict[str, Any]) -> str:
             "on that request (another decision answered it)"
         )
 
-    return _as_far_as_it_goes(step)
+    return _as_far_as_it_goes("decide", thread_id, step)
 
 
 def recorded_decisions(values: dict[str, Any]) -> dict[str, dict[str, Any]]:

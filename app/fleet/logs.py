@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
+JOBS = logging.getLogger("handoff.worker.jobs")
+"""One line per job a worker ran: its kind, thread, how it ended and how long it took."""
 
 
 def _wait_ended(record: logging.LogRecord) -> bool:
@@ -69,6 +71,17 @@ def configure_worker_logging(stream: IO[str] | None = None) -> None:
             logger.addHandler(handler)
         logger.propagate = False
         logger.setLevel(level)
+    configure_job_lines(stream)
+
+
+def configure_job_lines(stream: IO[str] | None = None) -> None:
+    """One line per job on stderr (``run fleet-3: TASK_STATE_COMPLETED in 1.42 s``)."""
+    if not JOBS.handlers:
+        handler = logging.StreamHandler(stream or sys.stderr)
+        handler.setFormatter(logging.Formatter("worker: %(message)s"))
+        JOBS.addHandler(handler)
+    JOBS.propagate = False
+    JOBS.setLevel(logging.INFO)
 
 
 def report_task_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ with each node's work done once and the article a single process writes."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -315,3 +316,32 @@ def test_a_job_killed_before_its_first_step_was_saved_continues_its_thread(
             run.node_id for run in workflow.history(thread) if run.status == "succeeded"
         )
         assert finished["research"] == 1, finished
+
+
+def test_a_worker_prints_one_line_per_job_with_its_thread_outcome_and_time(
+    fleet_env: dict[str, str],
+) -> None:
+    def handoff(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(HANDOFF), *args]
+        return subprocess.run(command, env=fleet_env, capture_output=True, text=True, timeout=240)
+
+    assert handoff("submit", OBJECTIVE, "--thread", "j-done").returncode == 0
+    assert handoff("submit", OBJECTIVE, "--thread", "j-asks", "--require-approval").returncode == 0
+    first = handoff("worker", "--burst")
+    assert first.returncode == 0, first.stderr
+    with Workflow(settings_of(fleet_env)) as workflow:
+        request = workflow.pending("j-asks")
+    assert request is not None
+    assert handoff("submit", "--resume", "j-asks", "--approve").returncode == 0
+    second = handoff("worker", "--burst")
+    lines = [
+        line
+        for line in (first.stderr + second.stderr).splitlines()
+        if line.startswith("worker: run ") or line.startswith("worker: decide ")
+    ]
+    shapes = sorted(re.sub(r"in \d+\.\d\d s$", "in N s", line) for line in lines)
+    assert shapes == [
+        "worker: decide j-asks: TASK_STATE_COMPLETED in N s",
+        "worker: run j-asks: TASK_STATE_INPUT_REQUIRED in N s",
+        "worker: run j-done: TASK_STATE_COMPLETED in N s",
+    ], first.stderr + second.stderr
