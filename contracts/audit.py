@@ -31,7 +31,7 @@ class NodeError(Contract):
 class NodeRun(VersionedContract):
     """One attempt of one node; the thread's audit log is a list of these."""
 
-    VERSION: ClassVar[str] = "1.2"
+    VERSION: ClassVar[str] = "1.3"
 
     kind: Literal["node_run"] = Field(default="node_run", description="Discriminator.")
     task_version: int = Field(ge=1, description="Task version the attempt worked on.")
@@ -68,6 +68,12 @@ class NodeRun(VersionedContract):
         description="True when the node did not run: a finished attempt with the same input "
         "hash (typically before a crash) had recorded its result, which was reused.",
     )
+    note: str | None = Field(
+        default=None,
+        max_length=500,
+        description="Why this pass of the node ran, when it is not the obvious one (e.g. a "
+        "widened research pass after the first found too little evidence).",
+    )
 
     EXAMPLES = [
         {
@@ -88,4 +94,10 @@ class NodeRun(VersionedContract):
     @classmethod
     def _records_tool_calls(cls, data: dict[str, Any]) -> dict[str, Any]:
         """A 1.1 record is a 1.2 one whose attempt made no call through the tool boundary."""
+        return data
+
+    @upgrader(from_version="1.2", to_version="1.3")
+    @classmethod
+    def _says_why_a_pass_ran(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A 1.2 record is a 1.3 one whose pass needed no note."""
         return data

@@ -241,7 +241,8 @@ class ResearchBundle(VersionedContract):
 
     def summary(self) -> str:
         """Progress line: how much evidence research found."""
-        return f"{len(self.facts)} facts from {len(self.sources)} sources"
+        found = f"{len(self.facts)} facts from {len(self.sources)} sources"
+        return f"{found} (widened retry)" if self.widened else found
 
 
 def research_questions(task: TaskSpec) -> list[Question]:

@@ -71,6 +71,7 @@ class Attempt:
                 "tool_receipts": result.receipts if result else toolbox.receipts if toolbox else [],
                 "error": NodeError(kind=error[0], detail=error[1][:4000]) if error else None,
                 "reused": reused,
+                "note": result.note if result else None,
             }
         )
         stored = None if update is None else _dump(update)

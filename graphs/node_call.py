@@ -174,6 +174,8 @@ class NodeResult:
     artifact_ids: list[str] = field(default_factory=list)
     checked_inputs: list[str] = field(default_factory=list)
     receipts: list[ToolReceipt] = field(default_factory=list)
+    note: str | None = None
+    """Why this pass ran, for the audit (``NodeRun.note``), when it is not the obvious one."""
 
     @classmethod
     def of_agent(
@@ -183,6 +185,7 @@ class NodeResult:
         *,
         artifact_ids: list[str],
         checked_inputs: list[str] | None = None,
+        note: str | None = None,
     ) -> NodeResult:
         """The result of a node whose agent did the work: its usage and tool calls carried."""
         return cls(
@@ -191,4 +194,5 @@ class NodeResult:
             artifact_ids=artifact_ids,
             checked_inputs=checked_inputs or [],
             receipts=output.receipts,
+            note=note,
         )

@@ -95,6 +95,7 @@ def history(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
         "tools",
         "tokens",
         Column("artifacts", overflow="fold"),
+        Column("note", overflow="fold"),
         caption=f"artifact ids are shown without the thread's prefix {thread_id}-",
     )
     for item in runs:
@@ -108,6 +109,7 @@ def history(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
             str(item.usage.tool_calls),
             str(item.usage.tokens),
             " ".join(name.removeprefix(f"{thread_id}-") for name in item.artifact_ids),
+            item.note or "",
         )
     wide.print(table)
 

@@ -47,6 +47,10 @@ def question_keys(state: Mapping[str, Any]) -> list[str]:
     return [question.id for question in research_questions(task)]
 
 
+WIDENED = "widened retry: the first pass of every question together found too little evidence"
+"""Why research runs a second time, as the audit notes it (``NodeRun.note``)."""
+
+
 @node(
     "research",
     reads=ResearchInput,
@@ -77,5 +81,8 @@ def research(call: NodeCall) -> NodeResult:
     )
     written = [source.snapshot for source in bundle.sources] + list(bundle.artifact_refs)
     return NodeResult.of_agent(
-        output, {"research": bundle}, artifact_ids=[ref_id(ref) for ref in written]
+        output,
+        {"research": bundle},
+        artifact_ids=[ref_id(ref) for ref in written],
+        note=WIDENED if widen else None,
     )

@@ -11,6 +11,7 @@ from app.faults.rules import parse_faults
 from app.workflow import Workflow
 from contracts import ErrorCode, TaskState
 from graphs import WIRING
+from graphs.nodes.research import WIDENED
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE, write_corpus
 
@@ -99,9 +100,11 @@ def test_thin_evidence_widens_retrieval_once_and_then_proceeds(
     task = workflow.task("Describe the waggle dance", corpus=[str(corpus)])
     outcome = workflow.run(task, "t-widen")
     assert outcome.result_status == "completed"
-    nodes = [run.node_id for run in workflow.history("t-widen")]
-    assert nodes[:3] == ["research", "join_research", "research"]
+    runs = workflow.history("t-widen")
+    assert [run.node_id for run in runs][:3] == ["research", "join_research", "research"]
     assert workflow.state("t-widen")["research"].widened
+    assert [run.note for run in runs][:3] == [None, None, WIDENED], "the audit says why"
+    assert workflow.state("t-widen")["research"].summary().endswith("(widened retry)")
 
 
 def test_a_corpus_answering_nothing_ends_partial_naming_the_question_after_two_passes(
