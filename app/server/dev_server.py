@@ -176,11 +176,16 @@ def banner(server: DevServer, settings: Settings) -> list[str]:
     """What ``handoff serve`` prints before the server starts: where to connect, where data goes."""
     url = settings.resolved_database_url()
     where = str(sqlite_path(url).resolve()) if url.startswith("sqlite:") else describe_url(url)
+    artifacts = (
+        f"in the database, beside the threads ({where})"
+        if settings.resolved_artifact_store() == "database"
+        else str(settings.resolved_artifact_dir().resolve())
+    )
     return [
         f"serving graph {GRAPH_ID!r} from {server.config} with langgraph dev",
         f"  API:       {server.url}  (docs: {server.url}/docs)",
         f"  Studio:    {server.studio_url}",
         f"  threads:   {where}  (`handoff status <thread-id>` reads them)",
-        f"  artifacts: {settings.resolved_artifact_dir().resolve()}",
+        f"  artifacts: {artifacts}",
         "stop with Ctrl-C",
     ]

@@ -161,3 +161,16 @@ def test_handoff_serve_becomes_the_server_whose_threads_outlive_a_sigkill(folder
         outcome = workflow.resume(thread_id, approval(request))
     assert outcome.state == TaskState.COMPLETED
     check_article(running, thread_id, outcome)
+
+
+def test_the_banner_names_where_artifacts_really_are(folder: Path) -> None:
+    port = server.free_port()
+    plan = server.plan_dev_server(config=folder / "langgraph.json", port=port, environ={})
+    on_files = folder_settings(folder)
+    [files_line] = [line for line in server.banner(plan, on_files) if "artifacts:" in line]
+    assert files_line.endswith(str(on_files.resolved_artifact_dir().resolve()))
+    url = "postgresql://handoff:secret@db.example:5432/handoff"
+    on_postgres = on_files.with_overrides(database_url=url)
+    [db_line] = [line for line in server.banner(plan, on_postgres) if "artifacts:" in line]
+    assert "in the database" in db_line and "secret" not in db_line
+    assert str(on_files.resolved_artifact_dir()) not in db_line
