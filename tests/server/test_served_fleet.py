@@ -52,3 +52,7 @@ def test_a_thread_the_server_started_is_decided_through_the_queue_and_finished_b
             assert decision.interrupt_id == request.interrupt_id
         state = asyncio.run(get_client(url=server.url).threads.get_state(thread_id))
         assert state["next"] == [] and state["values"]["outcome"]["state"] == "TASK_STATE_COMPLETED"
+        # The server's registry keeps the status its own last run left (docs/fleet.md says so):
+        # the checkpoints, which get_state and `handoff status` read, are the thread's truth.
+        registry = asyncio.run(get_client(url=server.url).threads.get(thread_id))
+        assert registry["status"] == "interrupted"
