@@ -8,6 +8,7 @@ gate, opened during the outage), four are still queued.
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -102,8 +103,14 @@ def test_a_worker_outlives_an_outage_and_finishes_every_queued_job(
         code = _stop(worker)
     text = log.read_text()
     assert code == ExitCode.COMPLETED, text
-    banner, *said = text.splitlines()
+    banner, *said = besides_jobs(text)
     assert banner.startswith("worker: 2 at once on postgresql://"), text
+    done = (
+        re.match(r"^worker: run (\S+): TASK_STATE_COMPLETED in ", line)
+        for line in text.splitlines()
+    )
+    finished = {match.group(1) for match in done if match}
+    assert finished == set(threads), f"one line per job, each thread's run finished:\n{text}"
     assert len(said) == 1, f"expected one line about the outage:\n{text}"
     assert said[0].startswith("worker: database unavailable at postgresql://"), text
     assert "not permitted to log in" in said[0] and "retrying with backoff" in said[0], text
@@ -112,6 +119,15 @@ def test_a_worker_outlives_an_outage_and_finishes_every_queued_job(
     assert any(int(str(job["attempts"])) > 1 for job in jobs(outage.url)), (
         "the jobs cut short by the outage were retried"
     )
+
+
+JOB_LINE = re.compile(r"^worker: (run|decide) \S+: ")
+"""The line a worker prints per job (``worker: run down-0: TASK_STATE_COMPLETED in 0.12 s``)."""
+
+
+def besides_jobs(text: str) -> list[str]:
+    """A worker's output without its one line per job: the banner, outages, errors."""
+    return [line for line in text.splitlines() if not JOB_LINE.match(line)]
 
 
 def _serving(outage: Outage, tmp_path: Path, **extra: str) -> tuple[subprocess.Popen[bytes], Path]:
@@ -131,7 +147,7 @@ def _assert_exited_9_in_one_line(code: int, log: Path, because: str) -> None:
     """Exit 9, and the log: the banner, one line about the outage, one error ending ``because``."""
     text = log.read_text()
     assert code == ExitCode.DATABASE_UNAVAILABLE, text
-    _, outage_line, last = text.splitlines()
+    _, outage_line, last = besides_jobs(text)
     assert outage_line.startswith("worker: database unavailable at"), text
     assert last.startswith("error: database unavailable at"), text
     assert last.endswith(because), text

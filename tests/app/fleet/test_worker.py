@@ -271,7 +271,7 @@ def test_submit_refuses_what_it_cannot_queue_and_queues_nothing(
     assert request is not None
     bare = submit("--resume", "q-wait")
     assert bare.returncode == ExitCode.USAGE, bare.stderr
-    asked = f"needs a decision for {request.interrupt_id!r}: --approve, --answer"
+    asked = f"needs a decision for {request.interrupt_id!r}: --approve, --constraint TEXT"
     assert asked in bare.stderr, bare.stderr
     assert '--reject --reason "…" or --decision-file' in bare.stderr, "hints from the pause"
     assert [job["lock"] for job in jobs(fleet_env["HANDOFF_DATABASE_URL"])] == ["q-1"]
