@@ -25,7 +25,7 @@ from contracts.human import (
     HumanRequest,
     PauseKind,
 )
-from contracts.outcome import RunOutcome
+from contracts.outcome import ARTIFACT_PATH, RunOutcome
 from contracts.provenance import Provenance
 from contracts.registry import registered, serializable_types
 from contracts.research import (
@@ -57,6 +57,7 @@ from contracts.tools import (
 from contracts.upgrades import upgrader
 
 __all__ = [
+    "ARTIFACT_PATH",
     "CONFIDENCE_RULE",
     "ActionName",
     "Answer",

@@ -23,10 +23,12 @@ from app.exit_codes import ExitCode, for_error
 from app.settings import Settings
 from app.workflow import Workflow
 from app.workflow.ids import check_thread_id
+from contracts import ARTIFACT_PATH
 from graphs.errors import HandoffError
 
-ROUTE = "/threads/{thread_id}/artifacts/{name}"
-"""Where a thread's artifact is read; docs/server.md gives it to langgraph-sdk users."""
+ROUTE = ARTIFACT_PATH
+"""Where a thread's artifact is read; a published outcome names its article's
+(``RunOutcome.article_path``)."""
 STATUS: dict[ExitCode, int] = {
     ExitCode.USAGE: 400,
     ExitCode.NOT_FOUND: 404,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contracts import (
+    ARTIFACT_PATH,
     DraftArticle,
     ErrorCode,
     ErrorDetail,
@@ -87,6 +88,7 @@ def finalize(call: NodeCall) -> NodeResult:
         if waiting
         else None,
         article=article,
+        article_path=ARTIFACT_PATH.format(thread_id=call.step.thread_id, name="article"),
     )
     return NodeResult(
         update={"outcome": outcome, "freshness": report},

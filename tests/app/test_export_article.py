@@ -13,7 +13,7 @@ import pytest
 from app.errors import InvalidDecision, ThreadFinished
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import RunOutcome, TaskState, WriteConfirmation
+from contracts import ARTIFACT_PATH, RunOutcome, TaskState, WriteConfirmation
 from tests.conftest import OBJECTIVE
 from tests.routes import check_handoffs_follow_the_route
 
@@ -42,6 +42,7 @@ def test_an_export_waits_for_a_person_who_sees_the_call_exactly_as_it_would_run(
     workflow: Workflow, settings: Settings
 ) -> None:
     paused = exporting(workflow, "t-export")
+    assert paused.article_path == ARTIFACT_PATH.format(thread_id="t-export", name="article")
     target = settings.resolved_export_dir() / "t-export.md"
     assert paused.state == TaskState.INPUT_REQUIRED and paused.result_status is None
     assert paused.article is not None, "the article is published before the export is asked"

@@ -49,6 +49,7 @@ def test_a_finished_threads_article_is_read_over_http_verified(
     thread_id, values = asyncio.run(finished())
     outcome = RunOutcome.model_validate(values["outcome"])
     assert outcome.article is not None
+    assert outcome.article_path == ROUTE.format(thread_id=thread_id, name="article")
     status, headers, body = fetch(dev_server, thread_id, "article")
     assert status == 200
     with Workflow(dev_server.settings) as workflow:

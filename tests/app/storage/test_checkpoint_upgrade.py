@@ -93,8 +93,15 @@ def test_the_fixture_was_saved_with_human_request_at_1_1_and_the_rest_of_the_thr
     saved = MANIFEST["contract_versions"]
     current = {model.__name__: model.VERSION for model in registered()}
     older = {name for name, version in saved.items() if current[name] != version}
-    # Handoff 1.2 and NodeRun 1.2 (the tool boundary) came later: resuming upgrades them too
-    assert older == {"HumanRequest", "HumanDecision", "DecisionLog", "Handoff", "NodeRun"}
+    # Handoff 1.2, NodeRun 1.2-1.3 and RunOutcome 1.1 came later: resuming upgrades them too
+    assert older == {
+        "HumanRequest",
+        "HumanDecision",
+        "DecisionLog",
+        "Handoff",
+        "NodeRun",
+        "RunOutcome",
+    }
     assert saved["HumanRequest"] == "1.1"
     database = FIXTURE / "handoff.db"
     channels = _stored(
