@@ -62,6 +62,10 @@ class Contract(BaseModel):
         extra="forbid", validate_assignment=True, revalidate_instances="always"
     )
 
+    NOT_WORK: ClassVar[frozenset[str]] = frozenset()
+    """Fields that say how work was arranged, not what it is (a branch's budget share):
+    an input hash leaves them out, so work they alone changed is still reused."""
+
 
 _REGISTERED: dict[str, type[VersionedContract]] = {}
 """Every top-level contract class defined so far, by ``module.qualname``."""

@@ -33,6 +33,8 @@ class BranchTask(VersionedContract):
         description="The branch nodes the fan-out started (this one among them).",
     )
 
+    NOT_WORK = frozenset({"tasks"})  # a sub-question added: the others' work still holds
+
     EXAMPLES = [{"node": "research", "key": "q-2", "tasks": 3, "nodes": ["research"]}]
 
     def summary(self) -> str:

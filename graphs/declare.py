@@ -17,10 +17,12 @@ from graphs.state import BranchInput, JoinInput
 from graphs.tools.declare import ToolSpec
 
 if TYPE_CHECKING:
+    from contracts import TaskSpec
     from graphs.node_call import NodeCall, NodeResult
 
     NodeBody = Callable[[NodeCall], NodeResult]
     Fingerprint = Callable[[Any, Any], str]
+    TaskView = Callable[[TaskSpec, str | None], Any]
 
 BranchKeys = Callable[[Mapping[str, Any]], list[str]]
 """The keys a fan-out starts one branch task for, from the state it fans out from."""
@@ -73,6 +75,11 @@ class Declaration:
     fingerprint: Fingerprint | None = None
     """Extra input for the input hash that state does not show (e.g. the corpus on disk);
     called with the node's agent and the task."""
+    task_view: TaskView | None = None
+    """What of the task the work depends on, as JSON-able data (called with the task and
+    the branch key, None outside a branch); the input hash covers it instead of the whole
+    task, so a revision that leaves it alone reuses the node's result. None: the whole
+    task (but its version). Declare it only as narrow as the body and its agent read."""
     read_by: tuple[str, ...] = ()
     """Nodes whose agents also read what this node writes, with no edit to those nodes:
     ``build_graph`` adds the channels to their reads (so their input hash covers them) and

@@ -2,10 +2,11 @@
 
 Two visits with equal hashes would produce equal results, so a finished attempt's result
 may be reused (after a crash between the node's end and its checkpoint). The hash covers
-the channels the node declares it reads (not a hand-kept copy of them), the task version,
-the contract versions of what it reads and writes, and the source of the node's module
-and of its agent's implementation: after an upgrade, nothing the old code produced is
-reused.
+the channels the node declares it reads (not a hand-kept copy of them), the part of the
+task its work depends on (``task_view``: not the task version, so work a revision leaves
+valid is reused), the contract versions of what it reads and writes, and the source of
+the node's module and of its agent's implementation: after an upgrade, nothing the old
+code produced is reused.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
-from contracts import TaskSpec
+from contracts import BranchTask, TaskSpec
 from graphs.boundary import validate_as
 
 if TYPE_CHECKING:
@@ -62,11 +63,11 @@ def contract_versions(spec: NodeSpec) -> dict[str, str]:
 
 
 def input_hash(spec: NodeSpec, state: Mapping[str, Any], ctx: RunContext, task: TaskSpec) -> str:
-    """Equal hash, equal work: inputs, task version, contracts and code of this node."""
+    """Equal hash, equal work: inputs, the task's view, contracts and code of this node."""
     agent = ctx.agent_for(spec) if spec.agent is not None else None
     payload: dict[str, Any] = {
         "node": spec.name,
-        "task_version": task.task_version,
+        "task": task_view(spec, task, state),
         "extra": spec.fingerprint(agent, task) if spec.fingerprint else "",
         "contracts": contract_versions(spec),
         "code": code_version(spec.body, *([agent] if agent is not None else [])),
@@ -74,10 +75,33 @@ def input_hash(spec: NodeSpec, state: Mapping[str, Any], ctx: RunContext, task: 
     digest = hashlib.sha256(
         json.dumps(payload, sort_keys=True, default=str, separators=(",", ":")).encode()
     )
-    for channel in sorted(spec.inputs):
+    for channel, part in input_parts(spec, state):
         digest.update(f"\0in:{channel}\0".encode())
-        digest.update(_canonical(spec, channel, state.get(channel)))
+        digest.update(part)
     return digest.hexdigest()
+
+
+def input_parts(spec: NodeSpec, state: Mapping[str, Any]) -> list[tuple[str, bytes]]:
+    """Each declared input but the task (its view is hashed instead), as canonical bytes."""
+    return [
+        (channel, _canonical(spec, channel, state.get(channel)))
+        for channel in sorted(spec.inputs)
+        if channel != "task"
+    ]
+
+
+def task_view(spec: NodeSpec, task: TaskSpec, state: Mapping[str, Any]) -> Any:
+    """What of the task the node's work depends on: its declared view, else the whole task.
+
+    Not the task version: a revision that leaves a node's view alone leaves its result
+    valid, and the node reuses it (``graphs.preflight.reuse``). A branch's view may
+    depend on its key (research's: its own question only).
+    """
+    if spec.task_view is None:
+        return task.model_dump(mode="json", exclude={"task_version"})
+    branch = state.get("branch")
+    key = None if branch is None else validate_as(spec.name, "branch", branch, BranchTask).key
+    return spec.task_view(task, key)
 
 
 def _canonical(spec: NodeSpec, channel: str, value: Any) -> bytes:
@@ -94,4 +118,4 @@ def _canonical(spec: NodeSpec, channel: str, value: Any) -> bytes:
     if model is None:
         model = validate_as(spec.name, channel, value, spec.inputs[channel].contract)
         assert isinstance(model, BaseModel)
-    return model.model_dump_json().encode()
+    return model.model_dump_json(exclude=set(getattr(model, "NOT_WORK", ()))).encode()

@@ -97,8 +97,10 @@ class OfflineResearchAgent(ReadsSources):
         Sources are read within the tool-call budget; passages are ranked per question.
         With ``question_id`` (a research branch) only that question is researched: its
         ranking, the required sections when it is the objective (q-1, whose topic they
-        are ranked under), up to ``max_facts`` of its own; every question is still
-        ranked, so a fact names all the questions it also answers.
+        are ranked under), up to ``max_facts`` of its own; the objective is ranked too,
+        so a fact names it when it also answers it. No other question is read: a branch's
+        result is the same whatever else the task asks, so adding a sub-question reuses
+        the other branches (the join merges what several of them found).
         Raises CorpusNotFound when the corpus is missing (see ``missing_corpus``), and
         SourceRefused when the policy refuses a corpus path. Files are read, and each
         question researched is searched for, through the node's ``tools`` (``read_source``,
@@ -116,6 +118,7 @@ class OfflineResearchAgent(ReadsSources):
                     f"no research question {question_id!r}; the task has "
                     f"{[question.id for question in every]}"
                 )
+        weighed = list({question.id: question for question in [every[0], *questions]}.values())
         sections = task.constraints.required_sections
         if questions[0] is not every[0]:
             sections = []  # ranked under the objective's topic: its branch covers them
@@ -137,7 +140,7 @@ class OfflineResearchAgent(ReadsSources):
             questions, every[0], index, toolbox, per_query=per_query
         )
         ranked, by_section = rank_passages(
-            every, sections, index, per_query=per_query, searched=searched
+            weighed, sections, index, per_query=per_query, searched=searched
         )
         return Retrieval(
             questions=questions,

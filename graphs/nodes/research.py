@@ -47,6 +47,24 @@ def question_keys(state: Mapping[str, Any]) -> list[str]:
     return [question.id for question in research_questions(task)]
 
 
+def question_view(task: TaskSpec, key: str | None) -> dict[str, Any]:
+    """What one branch's research depends on: its question, the objective, the corpus.
+
+    The objective's branch (q-1) also ranks the required sections, whose topic it is.
+    Nothing else of the task: a revision that adds a sub-question or tightens the word
+    limit leaves every other branch's result valid, and it is reused.
+    """
+    questions = {question.id: question.text for question in research_questions(task)}
+    first = next(iter(questions))
+    return {
+        "task_id": task.task_id,
+        "objective": task.objective,
+        "questions": list(questions.values()) if key is None else [questions.get(key)],
+        "corpus": task.corpus,
+        "sections": task.constraints.required_sections if key in (None, first) else [],
+    }
+
+
 WIDENED = "widened retry: the first pass of every question together found too little evidence"
 """Why research runs a second time, as the audit notes it (``NodeRun.note``)."""
 
@@ -58,6 +76,7 @@ WIDENED = "widened retry: the first pass of every question together found too li
     agent=ResearchAgent,
     stores_artifacts=True,
     fingerprint=corpus_fingerprint,
+    task_view=question_view,
     branch=question_keys,
     tools=(READ_SOURCE, SEARCH_CORPUS),
     done_when=(

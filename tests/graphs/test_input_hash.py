@@ -36,8 +36,52 @@ def test_every_declared_input_changes_the_hash(context: Any, channel: str) -> No
     state = _state()
     task = TaskSpec.model_validate(state["task"])
     before = input_hash(spec, state, context, task)
-    state[channel] = None if channel != "task" else task.model_copy(update={"objective": "x"})
+    if channel == "task":
+        task = task.model_copy(update={"objective": "x"})
+    state[channel] = None if channel != "task" else task
     assert input_hash(spec, state, context, task) != before
+
+
+def test_a_new_task_version_alone_leaves_the_hash_alone(context: Any) -> None:
+    spec = SPECS["finalize"]
+    state = _state()
+    task = TaskSpec.model_validate(state["task"])
+    revised = task.model_copy(update={"task_version": task.task_version + 1})
+    assert input_hash(spec, {**state, "task": revised}, context, revised) == input_hash(
+        spec, state, context, task
+    )
+
+
+def _changed(task: TaskSpec, **changes: Any) -> TaskSpec:
+    return TaskSpec.model_validate({**task.model_dump(), **changes})
+
+
+def _branch_hash(context: Any, task: TaskSpec, key: str, tasks: int) -> str:
+    spec = SPECS["research"]
+    branch = {"node": "research", "key": key, "tasks": tasks, "nodes": ["research"]}
+    state = {"task": task, "handoff": None, "research": None, "freshness": None}
+    return input_hash(spec, {**state, "branch": branch}, context, task)
+
+
+def test_a_research_branch_hash_covers_its_own_question_only(context: Any) -> None:
+    task = TaskSpec(
+        objective="Explain how the Rosetta Stone was deciphered",
+        questions=["What does the stone contain?"],
+        constraints={"max_words": 300},
+        corpus=["examples/corpus"],
+    )
+    before = {key: _branch_hash(context, task, key, 2) for key in ("q-1", "q-2")}
+    asked_more = _changed(task, questions=[*task.questions, "Who found it?"], task_version=2)
+    tightened = _changed(task, constraints={"max_words": 100}, task_version=2)
+    for key in ("q-1", "q-2"):  # the budget share (tasks) is no part of the work
+        assert _branch_hash(context, asked_more, key, 3) == before[key]
+        assert _branch_hash(context, tightened, key, 2) == before[key]
+    reworded = _changed(task, questions=["What is written on the stone?"])
+    assert _branch_hash(context, reworded, "q-2", 2) != before["q-2"]
+    assert _branch_hash(context, reworded, "q-1", 2) == before["q-1"]
+    sectioned = _changed(task, constraints={"required_sections": ["Background"]})
+    assert _branch_hash(context, sectioned, "q-1", 2) != before["q-1"]  # q-1 ranks them
+    assert _branch_hash(context, sectioned, "q-2", 2) == before["q-2"]
 
 
 def test_a_channel_the_node_does_not_read_leaves_the_hash_alone(context: Any) -> None:
