@@ -170,7 +170,7 @@ def build_bare_graph(
     def research(state: BareState, config: RunnableConfig) -> dict[str, Any]:
         task, question = state["task"], state["question_id"]
         step = replace(_step(config, "research", task), branch=question)
-        output = agents.research.run(ResearchRequest(task, None, store, step, question_id=question))
+        output = agents.research.run(ResearchRequest(task, store, step, question_id=question))
         return {"found": [(question, output.result)]}
 
     def join(state: BareState, config: RunnableConfig) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def agents_only(agents: BareAgents, task: TaskSpec, thread_id: str) -> str:
     def step(node: str) -> StepInfo:
         return StepInfo(thread_id=thread_id, node=node, step=1, task_version=1)
 
-    bundle = agents.research.run(ResearchRequest(task, None, store, step("research"))).result
+    bundle = agents.research.run(ResearchRequest(task, store, step("research"))).result
     draft = agents.writer.run(
         WriteRequest(task, NO_HANDOFF, bundle, None, None, store, step("writer"))
     )

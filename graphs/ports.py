@@ -225,11 +225,12 @@ class ResearchRequest:
     ``step.widen`` asks for wider retrieval after a first pass found too little;
     ``step.tool_calls_left`` is the budget it must stop at, reporting partial results.
     ``question_id`` is the one question this step researches (each research branch has
-    one, ``q-1`` being the objective); None researches them all.
+    one, ``q-1`` being the objective); None researches them all. It is handed no envelope:
+    what research does depends on its view of the task and the corpus alone, so a
+    revision that leaves those alone reuses it.
     """
 
     task: TaskSpec = field(metadata=from_channel("task"))
-    handoff: Handoff | None = field(metadata=from_channel("handoff"))
     store: ArtifactStore = field()
     step: StepInfo = field()
     inputs: Mapping[str, VersionedContract | None] = contributed_inputs()

@@ -70,9 +70,8 @@ def request_inputs(request: object, shown: frozenset[str]) -> list[str]:
     return lines
 
 
-RESEARCH_LAYS_OUT = laid_out(ResearchRequest, "task", "handoff")
-"""What ``research_prompt`` shows of a ResearchRequest in its own layout (the handoff's
-open questions, through the questions it is given)."""
+RESEARCH_LAYS_OUT = laid_out(ResearchRequest, "task")
+"""What ``research_prompt`` shows of a ResearchRequest in its own layout."""
 WRITER_LAYS_OUT = laid_out(WriteRequest, "task", "handoff", "bundle", "previous", "review")
 """What ``writer_prompt`` shows of a WriteRequest in its own layout."""
 REVIEWER_LAYS_OUT = laid_out(ReviewRequest, "task", "handoff", "bundle", "draft")

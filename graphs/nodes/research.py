@@ -13,7 +13,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from contracts import FreshnessReport, Handoff, ResearchBundle, TaskSpec, research_questions
+from contracts import FreshnessReport, ResearchBundle, TaskSpec, research_questions
 from graphs.boundary import require
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
@@ -22,10 +22,12 @@ from graphs.tools import READ_SOURCE, SEARCH_CORPUS
 
 
 class ResearchInput(TypedDict):
-    """What research reads: the task, its envelope, and an earlier pass to widen."""
+    """What research reads: the task, and an earlier pass to widen.
+
+    No envelope: its work depends on its view of the task and the corpus only.
+    """
 
     task: TaskSpec
-    handoff: Handoff | None
     research: ResearchBundle | None
     freshness: FreshnessReport | None
 

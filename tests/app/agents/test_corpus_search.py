@@ -37,7 +37,7 @@ def test_each_question_is_searched_once_through_the_tool_and_its_hits_are_verbat
 ) -> None:
     store = FilesystemArtifactStore(tmp_path / "artifacts")
     task = TaskSpec(task_id="t", objective=OBJECTIVE, questions=["Who found the stone?"])
-    found = _agent().retrieve(ResearchRequest(task, None, store, _step()))
+    found = _agent().retrieve(ResearchRequest(task, store, _step()))
     searches = [receipt for receipt in found.receipts if receipt.tool == SEARCH_CORPUS.name]
     assert [receipt.call_id for receipt in searches] == ["search-q-1", "search-q-2"]
     assert all(receipt.cost == 1 and receipt.error is None for receipt in searches)
@@ -55,7 +55,7 @@ def test_the_search_answers_sentences_at_their_spans_and_nothing_for_what_none_a
 ) -> None:
     store = FilesystemArtifactStore(tmp_path / "artifacts")
     found = _agent().retrieve(
-        ResearchRequest(TaskSpec(task_id="t", objective=OBJECTIVE), None, store, _step())
+        ResearchRequest(TaskSpec(task_id="t", objective=OBJECTIVE), store, _step())
     )
     search = CorpusSearch(CorpusIndex(found.passages, found.rarity, min_shared_terms=2))
     env = ToolEnv(store=store, step=_step(), clock=lambda: FIXED)
@@ -72,7 +72,7 @@ def test_a_search_the_budget_does_not_allow_leaves_its_question_open_and_says_wh
 ) -> None:
     store = FilesystemArtifactStore(tmp_path / "artifacts")
     task = TaskSpec(task_id="t", objective=OBJECTIVE)
-    found = _agent().retrieve(ResearchRequest(task, None, store, _step(tool_calls_left=0)))
+    found = _agent().retrieve(ResearchRequest(task, store, _step(tool_calls_left=0)))
     refused = [receipt for receipt in found.receipts if receipt.tool == SEARCH_CORPUS.name]
     assert [(r.call_id, r.cost, r.error and r.error.code) for r in refused] == [
         ("search-q-1", 0, "budget_exhausted")

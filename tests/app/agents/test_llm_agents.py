@@ -83,7 +83,7 @@ def _research(
 ) -> tuple[ResearchBundle, int, list[str]]:
     model, log = scripted(reply(claims(*proposed), tokens=321))
     output = LLMResearchAgent(model, _retrieval(), max_passages=48).run(
-        ResearchRequest(task, None, store, _step("research"))
+        ResearchRequest(task, store, _step("research"))
     )
     return output.result, output.usage.tokens, log.texts()
 
@@ -154,7 +154,7 @@ def test_whitespace_may_differ_but_the_fact_keeps_the_exact_source_text(tmp_path
     model, _ = scripted(reply(claims(proposed)))
     store = FilesystemArtifactStore(tmp_path / "store")
     agent = LLMResearchAgent(model, _retrieval(corpus))
-    [fact] = agent.run(ResearchRequest(task, None, store, _step("research"))).result.facts
+    [fact] = agent.run(ResearchRequest(task, store, _step("research"))).result.facts
     assert fact.quote == "Honey bees perform the waggle dance\nnear the hive entrance."
 
 
@@ -163,7 +163,7 @@ def test_research_without_relevant_passages_asks_no_model(tmp_path: Path) -> Non
     task = TaskSpec(task_id="t", objective="Describe quantum chromodynamics of gluons")
     agent = LLMResearchAgent(model, _retrieval())
     store = FilesystemArtifactStore(tmp_path)
-    output = agent.run(ResearchRequest(task, None, store, _step("research")))
+    output = agent.run(ResearchRequest(task, store, _step("research")))
     assert output.result.result_status == "failed" and output.usage.tokens == 0
     assert log.prompts == []
 

@@ -56,7 +56,7 @@ def _retrieval(workflow: Workflow) -> OfflineResearchAgent:
 def _unshown_hit(workflow: Workflow, tmp_path: Path) -> SearchHit:
     """A sentence a search for QUERY finds that research showing one passage does not show."""
     store = FilesystemArtifactStore(tmp_path / "probe")
-    found = _retrieval(workflow).retrieve(ResearchRequest(TASK, None, store, _step()))
+    found = _retrieval(workflow).retrieve(ResearchRequest(TASK, store, _step()))
     index = CorpusIndex(found.passages, found.rarity, min_shared_terms=2)
     env = ToolEnv(store=store, step=_step(), clock=lambda: FIXED)
     hits = CorpusSearch(index)(SearchCorpusInput(query=QUERY, limit=20), env).hits
@@ -143,7 +143,7 @@ def test_without_its_own_search_the_same_quote_is_dropped_as_not_shown(
 def _toolbox(tmp_path: Path, workflow: Workflow) -> Toolbox:
     """Research's tools outside a node, its search over the bundled corpus."""
     store = FilesystemArtifactStore(tmp_path / "box")
-    found = _retrieval(workflow).retrieve(ResearchRequest(TASK, None, store, _step()))
+    found = _retrieval(workflow).retrieve(ResearchRequest(TASK, store, _step()))
     env = ToolEnv(store=store, step=_step(), clock=lambda: FIXED)
     toolbox = Toolbox(node=research.name, tools=research.tools, env=env)
     index = CorpusIndex(found.passages, found.rarity, min_shared_terms=2)

@@ -30,7 +30,7 @@ def _step(thread: str = "t") -> StepInfo:
 
 def _run(tmp_path: Path, task: TaskSpec) -> tuple[FilesystemArtifactStore, object]:
     store = FilesystemArtifactStore(tmp_path / "artifacts")
-    return store, _agent(tmp_path).run(ResearchRequest(task, None, store, _step())).result
+    return store, _agent(tmp_path).run(ResearchRequest(task, store, _step())).result
 
 
 def test_facts_are_verbatim_quotes_at_their_spans_in_the_snapshots(tmp_path: Path) -> None:
@@ -220,8 +220,8 @@ def test_a_corpus_file_of_another_type_is_refused(tmp_path: Path, name: str) -> 
 def test_source_snapshots_are_reused_when_research_repeats(tmp_path: Path) -> None:
     store = FilesystemArtifactStore(tmp_path / "artifacts")
     task = TaskSpec(task_id="t", objective=OBJECTIVE)
-    first = _agent(tmp_path).run(ResearchRequest(task, None, store, _step())).result
-    second = _agent(tmp_path).run(ResearchRequest(task, None, store, _step())).result
+    first = _agent(tmp_path).run(ResearchRequest(task, store, _step())).result
+    second = _agent(tmp_path).run(ResearchRequest(task, store, _step())).result
     assert [s.snapshot for s in first.sources] == [s.snapshot for s in second.sources]
     assert all(len(store.history(s.snapshot.artifact_id)) == 1 for s in second.sources)
 
