@@ -60,14 +60,18 @@ def _parser() -> MarkdownIt:
 
     mdurl (markdown-it's link normaliser) builds each lookup table on first use and
     publishes it before filling it, so research branches parsing at once in their threads
-    could index a half-built table (IndexError). The tables markdown-it uses are built
+    could index a half-built table (IndexError). markdown-it's rulers do the same with
+    their rule caches (an empty chain: "none of the block rules matched"). Both are built
     here, under a lock, before any thread gets the parser.
     """
     with _BUILDING:
         mdurl.encode("")
         mdurl.decode("")
         mdurl.decode("", mdurl.DECODE_DEFAULT_CHARS + "%")
-        return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+        md = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+        for ruler in (md.core.ruler, md.block.ruler, md.inline.ruler, md.inline.ruler2):
+            ruler.getRules("")  # compiles every chain's cache at once
+        return md
 
 
 def _inline_tokens(content: str, env: dict[str, Any]) -> list[Token]:

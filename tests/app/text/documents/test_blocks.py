@@ -188,7 +188,8 @@ def test_research_branches_reading_link_references_at_once_never_meet_a_half_bui
     """Each trial starts as a fresh process does: no parser yet and mdurl's tables unbuilt.
 
     Without the parser building them first, about half of such trials raised IndexError
-    in one of the threads (mdurl publishes a table before filling it).
+    in one of the threads (mdurl publishes a table before filling it); markdown-it's
+    rulers publish their rule cache the same way ("none of the block rules matched").
     """
     before = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
