@@ -39,6 +39,7 @@ from contracts.research import (
     research_questions,
 )
 from contracts.review import RequiredChange, ReviewResult, Verdict
+from contracts.revision import RevisionRefused, TaskRevision
 from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolicy, TaskSpec
 from contracts.tools import (
     ExportArticleInput,
@@ -97,6 +98,7 @@ __all__ = [
     "RecordedDecision",
     "RefStatus",
     "RequiredChange",
+    "RevisionRefused",
     "ResearchBundle",
     "ResultStatus",
     "ReviewResult",
@@ -105,6 +107,7 @@ __all__ = [
     "Span",
     "LineRange",
     "StalePolicy",
+    "TaskRevision",
     "TaskSpec",
     "TaskState",
     "ExportArticleInput",

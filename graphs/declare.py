@@ -92,6 +92,9 @@ class Declaration:
     reads their results (``NodeCall.branch_outputs``); a branch that stopped stops it.
     Several branch nodes are work of several kinds side by side: one route starts them all
     (it returns their names as a tuple)."""
+    starts_on: str | None = None
+    """A channel of the workflow input: a run whose input carries it starts here instead
+    of at the wiring's first node (``revise_task`` starts on a ``revision``)."""
     tools: tuple[ToolSpec, ...] = ()
     """The tools its body and agent may call (``NodeCall.tools``); any other is refused.
     The handoff to this node names them (``allowed_tools``)."""

@@ -27,6 +27,7 @@ from graphs.boundary import read, require
 from graphs.channels import Channel, ChannelError, merge, state_schema
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
+from graphs.entry import entry_router
 from graphs.fan_out import fanning
 from graphs.node_runner import ContextFactory, Router, run_node
 from graphs.nodes.approve_research import approve_research
@@ -37,12 +38,13 @@ from graphs.nodes.join_research import join_research
 from graphs.nodes.research import research
 from graphs.nodes.review_decision import review_decision
 from graphs.nodes.reviewer import reviewer
+from graphs.nodes.revise_task import revise_task
 from graphs.nodes.stale_decision import stale_decision
 from graphs.nodes.writer import writer
 from graphs.routing import STOP, needs_approval, refused, route_stale, stopped
 from graphs.stale import research_changed
 from graphs.state import BranchInput, RunnerWrites, WorkflowInput, WorkflowOutput
-from graphs.wiring import Wiring, check_wiring, contribute_reads
+from graphs.wiring import Wiring, check_wiring, contribute_reads, targets
 
 
 def route_after_research_branch(state: Mapping[str, Any]) -> Literal["join_research"]:
@@ -217,6 +219,15 @@ def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
     return STOP
 
 
+def route_after_revision(state: Mapping[str, Any]) -> Literal["research", "__end__"]:
+    """A revision applied starts over at research; one refused ends the run.
+
+    Research's results are reused where still valid. A refused revision is still in its
+    channel, and the thread is left as it was.
+    """
+    return STOP if state.get("revision") is not None else "research"
+
+
 WIRING: Wiring = (
     (research, route_after_research_branch),
     (join_research, route_after_research),
@@ -228,6 +239,7 @@ WIRING: Wiring = (
     (finalize, route_after_finalize),
     (export_article, route_after_export),
     (conclude, route_after_conclude),
+    (revise_task, route_after_revision),
 )
 """Every node of the workflow with its router; the first one is where a run starts."""
 
@@ -266,7 +278,7 @@ def build_graph(
     """
     built = routed(wiring)
     channels = workflow_channels(wiring)
-    ends = check_wiring(built)
+    ends = check_wiring(built, entry_router(built))
     builder: StateGraph[Any, RunContext, WorkflowInput, WorkflowOutput] = StateGraph(
         state_schema("WorkflowState", channels),
         input_schema=WorkflowInput,
@@ -282,9 +294,6 @@ def build_graph(
         builder.add_node(spec.name, runner, defer=bool(spec.joins))
         edge = fanning(route, branches, joins)
         builder.add_conditional_edges(spec.name, edge, list(ends[spec.name]))
-    first = built[0][0].name
-    if first in branches:
-        builder.add_conditional_edges(START, fanning(lambda _: first, branches, joins), [first])
-    else:
-        builder.add_edge(START, first)
+    start = entry_router(built)
+    builder.add_conditional_edges(START, fanning(start, branches, joins), list(targets(start)))
     return builder

@@ -165,7 +165,7 @@ def run_node(
             return as_branch_result(spec, branch, visit.key, update)
         if spec.joins:  # merged now: the branches' results leave the state
             update = consumed(spec, update)
-        return update if task is given else {**update, "task": task}
+        return update if task is given else {"task": task, **update}  # a revision's wins
 
     node.__name__ = spec.name
     return node

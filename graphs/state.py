@@ -11,6 +11,8 @@ must also hold attempts that failed or crashed, which never reach a checkpoint.
 
 from __future__ import annotations
 
+from typing import NotRequired
+
 from typing_extensions import TypedDict
 
 from contracts import (
@@ -21,14 +23,20 @@ from contracts import (
     ResearchBundle,
     ReviewResult,
     RunOutcome,
+    TaskRevision,
     TaskSpec,
 )
 
 
 class WorkflowInput(TypedDict):
-    """What a caller (Python, CLI or the dev server) passes to start a run."""
+    """What a caller (Python, CLI or the dev server) passes to start a run.
 
-    task: TaskSpec
+    A thread's first run carries its task; a later run may carry a revision of it
+    instead (``{"revision": {...}}``), which starts at ``revise_task``.
+    """
+
+    task: NotRequired[TaskSpec]
+    revision: NotRequired[TaskRevision | None]
 
 
 class RunnerWrites(TypedDict, total=False):

@@ -120,11 +120,14 @@ def targets(route: Router) -> tuple[str, ...]:
     return tuple(found)
 
 
-def check_wiring(wiring: Sequence[tuple[NodeSpec, Router]]) -> dict[str, tuple[str, ...]]:
-    """Each node's branch targets, once the wiring leaves nothing out (else WiringError)."""
+def check_wiring(
+    wiring: Sequence[tuple[NodeSpec, Router]], start: Router
+) -> dict[str, tuple[str, ...]]:
+    """Each node's branch targets, once the wiring leaves nothing out (else WiringError).
+
+    ``start`` is the router a run starts on (``entry_router``).
+    """
     names = [spec.name for spec, _ in wiring]
-    if not names:
-        raise WiringError("the wiring has no node: a run would have nowhere to start")
     if len(set(names)) != len(names):
         raise WiringError(f"node names must be unique; got {names}")
     ends = {spec.name: targets(route) for spec, route in wiring}
@@ -136,7 +139,7 @@ def check_wiring(wiring: Sequence[tuple[NodeSpec, Router]]) -> dict[str, tuple[s
     check_own_routers(wiring)
     check_pauses(wiring)
     check_branches(wiring, ends)
-    check_reachable(names[0], ends)
+    check_reachable(targets(start), ends)
     for spec, _ in wiring:
         check_reads(spec)
     return ends
@@ -200,10 +203,10 @@ def check_branches(
                 )
 
 
-def check_reachable(start: str, ends: dict[str, tuple[str, ...]]) -> None:
+def check_reachable(start: Sequence[str], ends: dict[str, tuple[str, ...]]) -> None:
     """Every node is a target of some route taken from ``start``, else it could never run."""
-    reached = {start}
-    pending = [start]
+    reached = set(start)
+    pending = list(start)
     while pending:
         for target in ends[pending.pop()]:
             if target in ends and target not in reached:
@@ -212,7 +215,7 @@ def check_reachable(start: str, ends: dict[str, tuple[str, ...]]) -> None:
     unreached = [name for name in ends if name not in reached]
     if unreached:
         raise WiringError(
-            f"no route from {start!r} (where a run starts) reaches {unreached}: such a node "
+            f"no route from {list(start)} (where a run starts) reaches {unreached}: such a node "
             "would be built and never run; add it to a router's Literal return type"
         )
 

@@ -83,7 +83,8 @@ def test_studio_gets_the_input_output_and_context_schemas(served_folder: Path) -
     """
     graph = server.served_graph()
     given = graph.get_input_jsonschema()
-    assert set(given["properties"]) == {"task"} and given["required"] == ["task"]
+    assert set(given["properties"]) == {"task", "revision"}  # a revision: a later run's input
+    assert "reason" in given["$defs"]["TaskRevision"]["required"]
     assert "objective" in given["$defs"]["TaskSpec"]["required"]
     returned = graph.get_output_jsonschema()
     assert set(returned["properties"]) == {"outcome", "research", "draft", "review"}

@@ -1,0 +1,95 @@
+"""Revise the task: how a thread's scope changes after it started.
+
+A run whose input carries a revision (``Workflow.revise``, ``handoff revise``, or a served
+run with input ``{"revision": {...}}``) starts here. The revision becomes the task's next
+version and an accepted decision; everything derived from the old task leaves the state,
+and the run starts over at research. Each node then reuses its earlier result when its
+input hash (its view of the task, its inputs) is unchanged, and re-runs otherwise: a
+tighter word limit re-runs the Writer and the Reviewer, not research.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typing_extensions import TypedDict
+
+from contracts import (
+    BranchResults,
+    DecisionLog,
+    DraftArticle,
+    FreshnessReport,
+    RecordedDecision,
+    ResearchBundle,
+    ReviewResult,
+    RevisionRefused,
+    RunOutcome,
+    TaskRevision,
+    TaskSpec,
+)
+from graphs.declare import node
+from graphs.node_runner import NodeCall, NodeResult
+
+REVISE = "revise"
+"""The action a revision is recorded under in the decision log."""
+
+
+class ReviseInput(TypedDict):
+    """The task as it is, the revision asked for, and the decisions made so far."""
+
+    task: TaskSpec
+    revision: TaskRevision | None
+    decisions: DecisionLog | None
+
+
+class ReviseOutput(TypedDict, total=False):
+    """The task's next version, the decision recording it, and derived work cleared."""
+
+    task: TaskSpec
+    revision: TaskRevision | None
+    decisions: DecisionLog | None
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+    review: ReviewResult | None
+    freshness: FreshnessReport | None
+    outcome: RunOutcome | None
+    branches: BranchResults | None
+
+
+DERIVED = tuple(sorted(set(ReviseOutput.__annotations__) - set(ReviseInput.__annotations__)))
+"""What the old task's run produced: cleared, so no node reads it as the new task's."""
+
+
+@node("revise_task", reads=ReviseInput, writes=ReviseOutput, retry=None, starts_on="revision")
+def revise_task(call: NodeCall) -> NodeResult:
+    """Apply the revision, or leave the thread as it was when it cannot apply.
+
+    ``Workflow.revise`` checks a revision before it starts a run, so a refusal here comes
+    from a served client: the thread keeps its task and results, the revision stays in
+    its channel (the router ends the run on it) and the audit says why.
+    """
+    revision: TaskRevision = call.require("revision")
+    try:
+        task = revision.applied_to(call.task)
+    except RevisionRefused as error:
+        return NodeResult({}, note=f"revision refused: {error}"[:2000])
+    log: DecisionLog | None = call.read("decisions")
+    changes = revision.changes_asked()
+    decision = RecordedDecision(
+        interrupt_id=f"revise-task-v{task.task_version}",
+        request_kind=call.spec.name,
+        action=REVISE,
+        reason=revision.reason,
+        decided_by=revision.decided_by,
+        details={
+            "task_version": task.task_version,
+            "changes": changes,  # type: ignore[dict-item]
+            "decided_at": call.ctx.clock().isoformat(),
+        },
+        provenance=call.step.provenance().model_copy(update={"producer": "human"}),
+    )
+    decisions = [*(log.decisions if log else []), decision]
+    update: dict[str, Any] = {name: None for name in DERIVED}
+    update.update(task=task, revision=None, decisions=DecisionLog(decisions=decisions))
+    note = f"task v{call.task.task_version} -> v{task.task_version}: {'; '.join(changes)}"
+    return NodeResult(update, note=note[:2000])
