@@ -43,6 +43,10 @@ class InvalidDecision(UsageError):
     """A human decision that does not answer the open request; nothing was saved."""
 
 
+class InvalidRevision(UsageError):
+    """A task revision that fails its contract or cannot apply to the thread's task."""
+
+
 class NotWaiting(UsageError):
     """A decision was given for a thread that is not waiting for one."""
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from app.workflow.artifacts import ArtifactAccess
-from app.workflow.running import Running
+from app.workflow.revising import Revising
 
 
-class Workflow(Running, ArtifactAccess):
+class Workflow(Revising, ArtifactAccess):
     """The workflow with its checkpointer and services; use as a context manager.
 
     ``Workflow(settings)`` reads locations from settings; ``database_url`` and
@@ -20,6 +20,7 @@ class Workflow(Running, ArtifactAccess):
 
     Reading a thread is :class:`~app.workflow.reading.ThreadReading`'s, its artifacts
     :class:`~app.workflow.artifacts.ArtifactAccess`'s, moving it
-    :class:`~app.workflow.running.Running`'s; storage is opened by
+    :class:`~app.workflow.running.Running`'s, changing its task
+    :class:`~app.workflow.revising.Revising`'s; storage is opened by
     :class:`~app.workflow.base.OpenWorkflow`.
     """

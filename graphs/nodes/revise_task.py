@@ -72,7 +72,7 @@ def revise_task(call: NodeCall) -> NodeResult:
     try:
         task = revision.applied_to(call.task)
     except RevisionRefused as error:
-        return NodeResult({}, note=f"revision refused: {error}"[:2000])
+        return NodeResult({}, note=f"revision refused: {error}"[:500])
     log: DecisionLog | None = call.read("decisions")
     changes = revision.changes_asked()
     decision = RecordedDecision(
@@ -92,4 +92,4 @@ def revise_task(call: NodeCall) -> NodeResult:
     update: dict[str, Any] = {name: None for name in DERIVED}
     update.update(task=task, revision=None, decisions=DecisionLog(decisions=decisions))
     note = f"task v{call.task.task_version} -> v{task.task_version}: {'; '.join(changes)}"
-    return NodeResult(update, note=note[:2000])
+    return NodeResult(update, note=note[:500])

@@ -1,0 +1,76 @@
+"""Changing a thread's task: the revision checked at the door, then run as a new version."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
+from app.workflow.access import one_writer, storage
+from app.workflow.running import ProgressCallback, Running
+from contracts import RevisionRefused, RunOutcome, TaskRevision, TaskSpec, TaskState
+from graphs.boundary import describe_validation_error, read
+
+
+class Revising(Running):
+    """Revising a thread's task; its runs reuse what the change left valid."""
+
+    @storage
+    @one_writer
+    def revise(
+        self,
+        thread_id: str,
+        revision: TaskRevision | Mapping[str, Any],
+        *,
+        on_progress: ProgressCallback | None = None,
+    ) -> RunOutcome:
+        """Make ``revision`` the thread's next task version and run it to its end or pause.
+
+        It works on a thread that is waiting (its open request is withdrawn), partial,
+        failed, completed or was killed mid-run. A published article stays as it was, at
+        its revision; the run publishes a new one. Every node whose input hash the change
+        left alone reuses its result (``handoff history`` says so, per node). Refused
+        before anything is written: an unknown thread, a cancelled one, a revision that
+        cannot apply (InvalidRevision, naming the field), a corpus the rules refuse.
+        """
+        self.refuse_if_held(thread_id, "nothing was revised")
+        if not self._exists(thread_id):
+            raise ThreadNotFound(f"no thread {thread_id!r} in {self._where()}; nothing to revise")
+        checked = self.check_revision(thread_id, revision)
+        values = self.graph.get_state(self.config(thread_id)).values
+        ended = read(values, "outcome", RunOutcome, node="workflow")
+        if ended is not None and ended.state == TaskState.CANCELED:
+            raise ThreadFinished(
+                f"thread {thread_id!r} was cancelled ({ended.reason}); a cancelled thread is "
+                "not revised: start a new one with the revised task",
+                ended,
+            )
+        task = read(values, "task", TaskSpec, node="workflow")
+        if task is None:
+            raise InvalidRevision(f"thread {thread_id!r} has no task yet; nothing to revise")
+        try:
+            revised = checked.applied_to(task)
+        except RevisionRefused as error:
+            raise InvalidRevision(
+                f"invalid revision for thread {thread_id!r} (task v{task.task_version}): {error}"
+            ) from error
+        self.admit(revised)
+        self.ledger.abandon_running(
+            thread_id, "attempt did not finish: its process ended before recording a result"
+        )
+        driven = self._drive({"revision": checked}, thread_id, on_progress)
+        return driven or self.outcome(thread_id)
+
+    @staticmethod
+    def check_revision(thread_id: str, revision: Any) -> TaskRevision:
+        """The revision as its contract, or InvalidRevision naming the field."""
+        try:
+            return TaskRevision.model_validate(
+                revision.model_dump() if isinstance(revision, TaskRevision) else revision
+            )
+        except ValidationError as error:
+            raise InvalidRevision(
+                f"invalid revision for thread {thread_id!r}: {describe_validation_error(error)}"
+            ) from error
