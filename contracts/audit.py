@@ -31,7 +31,7 @@ class NodeError(Contract):
 class NodeRun(VersionedContract):
     """One attempt of one node; the thread's audit log is a list of these."""
 
-    VERSION: ClassVar[str] = "1.3"
+    VERSION: ClassVar[str] = "1.4"
 
     kind: Literal["node_run"] = Field(default="node_run", description="Discriminator.")
     task_version: int = Field(ge=1, description="Task version the attempt worked on.")
@@ -74,6 +74,12 @@ class NodeRun(VersionedContract):
         description="Why this pass of the node ran, when it is not the obvious one (e.g. a "
         "widened research pass after the first found too little evidence).",
     )
+    inputs: list[Annotated[str, Field(pattern=r"^[a-z_]+:[0-9a-f]{12}$")]] = Field(
+        default_factory=list,
+        max_length=50,
+        description="A digest per input the hash covers (name:12 hex; the task as the node's "
+        "view of it), so two passes show which input changed.",
+    )
 
     EXAMPLES = [
         {
@@ -100,4 +106,10 @@ class NodeRun(VersionedContract):
     @classmethod
     def _says_why_a_pass_ran(cls, data: dict[str, Any]) -> dict[str, Any]:
         """A 1.2 record is a 1.3 one whose pass needed no note."""
+        return data
+
+    @upgrader(from_version="1.3", to_version="1.4")
+    @classmethod
+    def _names_its_inputs(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A 1.3 record is a 1.4 one whose inputs were not itemised."""
         return data

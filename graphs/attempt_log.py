@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from contracts import ErrorKind, NodeError, NodeRun, Usage
+from graphs.pass_notes import reuse_note, version_note
 from graphs.ports import RunLedger, StepInfo
 
 if TYPE_CHECKING:
@@ -33,12 +34,15 @@ class Attempt:
         self.call = call
         """The body's view, whose tool calls a failed attempt still records."""
         self.began = time.perf_counter()
+        self.why = version_note(visit)
+        """Why this pass runs on a revised task (read before its own row is written)."""
         self.record = NodeRun(
             task_version=step.task_version,
             node_id=step.node,
             attempt=step.attempt,
             status="running",
             input_hash=visit.key,
+            inputs=[f"{name}:{digest[:12]}" for name, digest in sorted(visit.inputs.items())],
             agent=visit.agent,
             started_at=visit.ctx.clock(),
         )
@@ -71,7 +75,8 @@ class Attempt:
                 "tool_receipts": result.receipts if result else toolbox.receipts if toolbox else [],
                 "error": NodeError(kind=error[0], detail=error[1][:4000]) if error else None,
                 "reused": reused,
-                "note": result.note if result else None,
+                "note": (result.note if result else None)
+                or (reuse_note(self.visit) if reused else self.why),
             }
         )
         stored = None if update is None else _dump(update)

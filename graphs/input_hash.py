@@ -64,21 +64,40 @@ def contract_versions(spec: NodeSpec) -> dict[str, str]:
 
 def input_hash(spec: NodeSpec, state: Mapping[str, Any], ctx: RunContext, task: TaskSpec) -> str:
     """Equal hash, equal work: inputs, the task's view, contracts and code of this node."""
+    return hash_of(input_digests(spec, state, ctx, task))
+
+
+def hash_of(digests: Mapping[str, str]) -> str:
+    """The input hash of these per-input digests (``input_digests``)."""
+    return hashlib.sha256(json.dumps(dict(sorted(digests.items()))).encode()).hexdigest()
+
+
+def input_digests(
+    spec: NodeSpec, state: Mapping[str, Any], ctx: RunContext, task: TaskSpec
+) -> dict[str, str]:
+    """A digest per input: the task (its view), its code, each channel it reads, ...
+
+    Also the node, what it reads outside state (``fingerprint``) and its contracts. The
+    audit keeps them (``NodeRun.inputs``), so a pass can say which changed.
+    """
     agent = ctx.agent_for(spec) if spec.agent is not None else None
     payload: dict[str, Any] = {
         "node": spec.name,
         "task": task_view(spec, task, state),
-        "extra": spec.fingerprint(agent, task) if spec.fingerprint else "",
+        "fingerprint": spec.fingerprint(agent, task) if spec.fingerprint else "",
         "contracts": contract_versions(spec),
         "code": code_version(spec.body, *([agent] if agent is not None else [])),
     }
-    digest = hashlib.sha256(
-        json.dumps(payload, sort_keys=True, default=str, separators=(",", ":")).encode()
-    )
-    for channel, part in input_parts(spec, state):
-        digest.update(f"\0in:{channel}\0".encode())
-        digest.update(part)
-    return digest.hexdigest()
+    digests = {
+        name: _digest(json.dumps(value, sort_keys=True, default=str, separators=(",", ":")))
+        for name, value in payload.items()
+    }
+    digests.update({channel: _digest(part) for channel, part in input_parts(spec, state)})
+    return digests
+
+
+def _digest(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
 def input_parts(spec: NodeSpec, state: Mapping[str, Any]) -> list[tuple[str, bytes]]:

@@ -36,7 +36,7 @@ from graphs.boundary import CheckedState, require
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
 from graphs.errors import MissingContext
-from graphs.input_hash import input_hash
+from graphs.input_hash import hash_of, input_digests
 from graphs.joins import as_branch_result, consumed, stopped_outcome
 from graphs.node_call import NodeCall, NodeResult
 from graphs.ports import StepInfo
@@ -155,7 +155,8 @@ def run_node(
                 task=task,
                 ctx=ctx,
                 step=step,
-                key=input_hash(spec, checked, ctx, task),
+                key=hash_of(digests := input_digests(spec, checked, ctx, task)),
+                inputs=digests,
                 agent=agent_name(ctx, spec),
                 branch=branch,
                 nodes=nodes or {},

@@ -54,6 +54,8 @@ class Visit:
     step: StepInfo
     key: str
     agent: str | None
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    """The digest of each input the key covers (``graphs.input_hash.input_digests``)."""
     branch: BranchTask | None = None
     """The branch a fanned-out task runs (its key, and how many tasks share the budget)."""
     nodes: Mapping[str, NodeSpec] = field(default_factory=dict)
