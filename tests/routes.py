@@ -45,6 +45,10 @@ def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
             if snapshot.metadata is None or snapshot.metadata.get("source") != "loop":
                 continue  # a state a person or test wrote directly (update_state), not a route
             ran_next = snapshot.next[0] if snapshot.next else "__end__"
+            starts_on = nodes[ran_next].starts_on if ran_next in nodes else None
+            if starts_on is not None and snapshot.values.get(starts_on) is not None:
+                edges.add(("__start__", ran_next))  # a new run's input, not a handoff
+                continue
             if ran_next in joins:  # branches hand over in their results, each to the join
                 results = BranchResults.model_validate(snapshot.values["branches"])
                 for branch in joins[ran_next].joins:

@@ -1,8 +1,8 @@
 """The ``handoff`` command: thin commands over the Python API.
 
 ``base`` holds the Typer app and turns errors into exit codes; the commands register on it
-from ``running`` (they move threads), ``reading`` (they read them) and ``tools``; options
-several commands share are declared once in ``options``.
+from ``running`` (they move threads), ``revising`` (it changes a task), ``reading`` (they
+read them) and ``tools``; options several commands share are declared once in ``options``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ from app.cli.base import cli
 from app.cli import running
 
 # isort: split
+from app.cli import revising
+
+# isort: split
 from app.cli import reading
 
 # isort: split
 from app.cli import tools
 
-__all__ = ["cli", "main", "reading", "running", "tools"]
+__all__ = ["cli", "main", "reading", "revising", "running", "tools"]
 
 
 def main() -> None:

@@ -1,0 +1,179 @@
+"""A thread's task revised mid-thread: only the work the change invalidates is redone.
+
+Both backends (the ``workflow`` fixture). The race with a resume and the kill during the
+re-run have their own modules (``test_revise_race.py``, ``test_revise_crash.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
+from app.workflow import Workflow
+from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
+from tests.conftest import OBJECTIVE
+from tests.routes import check_handoffs_follow_the_route
+
+QUESTION = "What does the stone contain?"
+SECTIONS = ["The Stone", "Decipherment"]
+
+
+def completed(workflow: Workflow, thread: str, **fields: Any) -> RunOutcome:
+    fields.setdefault("questions", [QUESTION])
+    outcome = workflow.run(workflow.task(OBJECTIVE, **fields), thread)
+    assert outcome.result_status == "completed", outcome.errors
+    return outcome
+
+
+def runs_at(workflow: Workflow, thread: str, version: int, node: str) -> list[NodeRun]:
+    return [
+        run
+        for run in workflow.history(thread)
+        if run.task_version == version and run.node_id == node and run.status == "succeeded"
+    ]
+
+
+def worked(runs: list[NodeRun]) -> list[NodeRun]:
+    return [run for run in runs if not run.reused]
+
+
+def test_a_tighter_word_limit_reuses_research_and_reruns_writer_and_reviewer(
+    workflow: Workflow,
+) -> None:
+    first = completed(workflow, "t-rev-words", constraints={"max_words": 400})
+    revised = workflow.revise("t-rev-words", {"max_words": 120, "reason": "a shorter piece"})
+    assert revised.state == TaskState.COMPLETED and revised.result_status == "completed"
+    task: TaskSpec = workflow.state("t-rev-words")["task"]
+    assert (task.task_version, task.constraints.max_words) == (2, 120)
+    research = runs_at(workflow, "t-rev-words", 2, "research")
+    assert len(research) == 2 and worked(research) == [], "every research branch is reused"
+    assert all(run.note == "reused (task v1)" for run in research)
+    for node in ("writer", "reviewer"):
+        [rerun] = worked(runs_at(workflow, "t-rev-words", 2, node))
+        assert rerun.note is not None and rerun.note.startswith("re-run for task v2: ")
+        assert "task" in rerun.note
+    assert workflow.state("t-rev-words")["draft"].word_count <= 120
+    assert first.article is not None and revised.article is not None
+    assert revised.article.revision == first.article.revision + 1
+    old = workflow.context.store.get(first.article)  # the published revision stays readable
+    assert old != workflow.context.store.get(revised.article)
+    check_handoffs_follow_the_route(workflow)
+
+
+def test_an_added_sub_question_is_the_only_branch_researched(workflow: Workflow) -> None:
+    completed(workflow, "t-rev-ask")
+    added = "Who deciphered the hieroglyphs?"
+    revision = TaskRevision(add_questions=[added], reason="the editor wants the decipherer")
+    outcome = workflow.revise("t-rev-ask", revision)
+    assert outcome.state == TaskState.COMPLETED
+    research = runs_at(workflow, "t-rev-ask", 2, "research")
+    assert len(research) == 3
+    [new] = worked(research)
+    assert new.note == "new for task v2"
+    bundle = workflow.state("t-rev-ask")["research"]
+    answered = {question for fact in bundle.facts for question in fact.answers}
+    open_ids = {question.id for question in bundle.open_questions}
+    assert "q-3" in answered | open_ids, "the new question is researched and accounted for"
+    assert any(fact.question_id == "q-2" for fact in bundle.facts), "q-2's facts are kept"
+    check_handoffs_follow_the_route(workflow)
+
+
+def test_a_dropped_section_reruns_writer_and_reviewer_and_is_gone(workflow: Workflow) -> None:
+    completed(workflow, "t-rev-drop", constraints={"required_sections": SECTIONS})
+    assert "## The Stone" in workflow.artifact("t-rev-drop", "article").decode()
+    outcome = workflow.revise(
+        "t-rev-drop", {"drop_sections": ["The Stone"], "reason": "covered elsewhere"}
+    )
+    assert outcome.result_status == "completed"
+    article = workflow.artifact("t-rev-drop", "article").decode()
+    assert "## The Stone" not in article and "## Decipherment" in article
+    for node in ("writer", "reviewer"):
+        assert worked(runs_at(workflow, "t-rev-drop", 2, node)), node
+    notes = sorted(str(run.note) for run in runs_at(workflow, "t-rev-drop", 2, "research"))
+    assert notes == ["re-run for task v2: task changed since v1", "reused (task v1)"], (
+        "the objective's branch ranks the sections; the sub-question's is reused"
+    )
+
+
+def test_a_revision_is_an_accepted_decision_the_envelope_carries(workflow: Workflow) -> None:
+    completed(workflow, "t-rev-log")
+    workflow.revise(
+        "t-rev-log", {"max_words": 150, "reason": "fits the page", "decided_by": "editor"}
+    )
+    state = workflow.state("t-rev-log")
+    [decision] = state["decisions"].decisions
+    assert (decision.action, decision.decided_by, decision.reason) == (
+        "revise",
+        "editor",
+        "fits the page",
+    )
+    assert decision.details is not None and decision.details["task_version"] == 2
+    assert "decided_at" in decision.details
+    handoff = state["handoff"]
+    assert handoff.task_version == 2, "the envelope states the version it serves"
+    assert "revise by editor: fits the page" in [item.text for item in handoff.accepted_decisions]
+
+
+def test_a_waiting_thread_is_revised_and_asks_again_for_the_new_version(
+    workflow: Workflow,
+) -> None:
+    task = workflow.task(OBJECTIVE, questions=[QUESTION], policies={"require_approval": True})
+    paused = workflow.run(task, "t-rev-wait")
+    assert paused.state == TaskState.INPUT_REQUIRED
+    again = workflow.revise("t-rev-wait", {"max_words": 150, "reason": "shorter"})
+    assert again.state == TaskState.INPUT_REQUIRED and again.human_request is not None
+    assert workflow.state("t-rev-wait")["task"].task_version == 2
+    assert worked(runs_at(workflow, "t-rev-wait", 2, "research")) == []
+
+
+@pytest.mark.parametrize(
+    ("revision", "field"),
+    [
+        pytest.param({"drop_questions": ["Who?"], "reason": "x"}, "drop_questions[0]", id="drop"),
+        pytest.param({"add_questions": [QUESTION], "reason": "x"}, "add_questions[0]", id="again"),
+        pytest.param({"drop_sections": ["Nope"], "reason": "x"}, "drop_sections[0]", id="section"),
+        pytest.param({"reason": "x"}, "must change something", id="nothing"),
+        pytest.param({"max_words": 5, "reason": "x"}, "max_words", id="bounds"),
+        pytest.param({"max_words": 300}, "reason", id="no-reason"),
+    ],
+)
+def test_a_revision_that_cannot_apply_is_refused_naming_the_field_and_changes_nothing(
+    workflow: Workflow, revision: dict[str, Any], field: str
+) -> None:
+    completed(workflow, "t-rev-bad", constraints={"max_words": 300})
+    before = (workflow.history("t-rev-bad"), workflow.state("t-rev-bad")["task"])
+    with pytest.raises(InvalidRevision, match=field.replace("[", r"\[").replace("]", r"\]")):
+        workflow.revise("t-rev-bad", revision)
+    assert (workflow.history("t-rev-bad"), workflow.state("t-rev-bad")["task"]) == before
+
+
+def test_an_unknown_or_cancelled_thread_is_not_revised(workflow: Workflow) -> None:
+    change = {"max_words": 150, "reason": "shorter"}
+    with pytest.raises(ThreadNotFound):
+        workflow.revise("t-rev-none", change)
+    task = workflow.task(OBJECTIVE, policies={"require_approval": True})
+    workflow.run(task, "t-rev-cancel")
+    workflow.cancel("t-rev-cancel", "not needed")
+    with pytest.raises(ThreadFinished, match="cancelled"):
+        workflow.revise("t-rev-cancel", change)
+
+
+def test_a_served_revision_that_cannot_apply_leaves_the_thread_as_it_was(
+    workflow: Workflow,
+) -> None:
+    """A client of the served graph sends the revision as run input, unchecked at the door."""
+    outcome = completed(workflow, "t-rev-served")
+    config = workflow.config("t-rev-served")
+    bad = {"drop_questions": ["Not asked"], "reason": "x"}
+    workflow.graph.invoke({"revision": bad}, config, context=workflow.context)
+    state = workflow.state("t-rev-served")
+    assert state["task"].task_version == 1 and state["outcome"] == outcome
+    [refused] = [run for run in workflow.history("t-rev-served") if run.node_id == "revise_task"]
+    assert refused.note is not None and "drop_questions[0]" in refused.note
+    served = {"max_words": 150, "reason": "shorter"}
+    workflow.graph.invoke({"revision": served}, config, context=workflow.context)
+    assert workflow.outcome("t-rev-served").result_status == "completed"
+    assert workflow.state("t-rev-served")["task"].task_version == 2
+    check_handoffs_follow_the_route(workflow)
