@@ -29,13 +29,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from contracts import BranchTask, TaskSpec
+from contracts import BranchTask, Handoff, TaskSpec
 from graphs.attempt_log import record_event
 from graphs.attempts import attempts, pause
-from graphs.boundary import CheckedState, require
+from graphs.boundary import CheckedState, read, require
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
-from graphs.errors import MissingContext
+from graphs.errors import ContractViolation, MissingContext
 from graphs.input_hash import hash_of, input_digests
 from graphs.joins import as_branch_result, consumed, stopped_outcome
 from graphs.node_call import NodeCall, NodeResult
@@ -113,6 +113,22 @@ def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo, *, audit: bool 
     return chosen
 
 
+def refuse_older_envelope(spec: NodeSpec, state: CheckedState, task: TaskSpec) -> None:
+    """An envelope made for another task version is never consumed as the current one's."""
+    if "handoff" not in spec.inputs:
+        return
+    handed = read(state, "handoff", Handoff, node=spec.name)
+    if handed is not None and handed.task_version != task.task_version:
+        raise ContractViolation(
+            f"node {spec.name!r} was handed an envelope for task v{handed.task_version} by "
+            f"{handed.from_node!r}, but the task is v{task.task_version}: work done for "
+            "another version of the task is not consumed as this one's",
+            node=spec.name,
+            channel="handoff",
+            fields=["task_version"],
+        )
+
+
 def visit_update(visit: Visit) -> dict[str, Any]:
     """The update of one visit: the first of the runner's steps that produces one."""
     if visit.spec.joins and (outcome := stopped_outcome(visit.spec, visit.state)) is not None:
@@ -148,6 +164,7 @@ def run_node(
             task = chosen_task(ctx, given, step, audit=branch is None)
             if task is not given:  # a copy with the choices in force: validated when first read
                 checked = CheckedState({**state, "task": task})
+            refuse_older_envelope(spec, checked, task)
             visit = Visit(
                 spec=spec,
                 route=route,

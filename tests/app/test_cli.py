@@ -147,3 +147,17 @@ def test_every_help_page_names_values_plainly() -> None:
         assert "Usage: " in page, name
         for placeholder in ("<bool>", "<str>", "<int>", "<list[", "<path>", "{"):
             assert placeholder not in page, f"handoff {name} --help shows {placeholder}"
+
+
+@pytest.mark.e2e
+def test_revise_runs_the_next_task_version_and_names_a_field_it_refuses(tmp_path: Path) -> None:
+    ran = handoff(tmp_path, "run", OBJECTIVE, "--thread", "t-cli-rev", "--max-words", "400")
+    assert ran.returncode == ExitCode.COMPLETED, ran.stderr
+    revised = handoff(tmp_path, "revise", "t-cli-rev", "--max-words", "150", "--reason", "short")
+    assert revised.returncode == ExitCode.COMPLETED, revised.stderr
+    assert "revision 2" in revised.stdout
+    history = handoff(tmp_path, "history", "t-cli-rev")
+    assert "reused (task v1)" in history.stdout and "re-run for task v2" in history.stdout
+    refused = handoff(tmp_path, "revise", "t-cli-rev", "--drop-section", "Nope", "--reason", "x")
+    assert refused.returncode == ExitCode.USAGE, refused.stdout
+    assert "drop_sections[0]: 'Nope' is not required" in refused.stderr

@@ -13,6 +13,7 @@ import pytest
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow import Workflow
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
+from graphs.errors import ContractViolation
 from tests.conftest import OBJECTIVE
 from tests.routes import check_handoffs_follow_the_route
 
@@ -177,3 +178,16 @@ def test_a_served_revision_that_cannot_apply_leaves_the_thread_as_it_was(
     assert workflow.outcome("t-rev-served").result_status == "completed"
     assert workflow.state("t-rev-served")["task"].task_version == 2
     check_handoffs_follow_the_route(workflow)
+
+
+def test_an_envelope_of_an_older_task_version_is_never_consumed(workflow: Workflow) -> None:
+    completed(workflow, "t-rev-stale", constraints={"max_words": 300})
+    config = workflow.config("t-rev-stale")
+    old = workflow.state("t-rev-stale")["handoff"]
+    workflow.revise("t-rev-stale", {"max_words": 150, "reason": "shorter"})
+    stale = old.model_copy(update={"next_allowed_action": "writer"})
+    workflow.graph.update_state(
+        config, {"handoff": stale, "outcome": None}, as_node="approve_research"
+    )
+    with pytest.raises(ContractViolation, match=r"envelope for task v1 .* task is v2"):
+        workflow.graph.invoke(None, config, context=workflow.context)
