@@ -1,0 +1,171 @@
+"""P8 revision cost: tightening a finished thread's word limit vs a fresh run of the result.
+
+A revision re-runs only the nodes whose input the change touched; the point of
+``Workflow.revise`` over starting again is that research, the costly part, is reused. Both
+sides run on the embedded default (one SQLite file and artifacts in a temp folder, the
+offline agents, the bundled corpus), in one Workflow, alternating run by run, each repeat
+on new threads:
+
+- fresh run (baseline): ``Workflow.run`` of the revised task (the objective, two
+  sub-questions, max_words=150) on a new thread.
+- revision (candidate): a new thread runs the task with max_words=400 to its end
+  (untimed), then ``Workflow.revise(thread, {"max_words": 150, ...})`` is timed: the
+  revision becomes task version 2 and the graph runs again from research.
+
+Printed besides: the node attempts each timed call recorded (``Workflow.history``), split
+into work done and results reused (``NodeRun.reused``), which is why the ratio is what it is.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+from collections.abc import Sequence
+
+from bench._common import (
+    OBJECTIVE,
+    QUESTIONS,
+    Row,
+    interleaved,
+    parse_args,
+    print_rows,
+    print_table,
+    scratch_workflow,
+    timed,
+)
+from contracts import Constraints, NodeRun, RunOutcome, TaskRevision, TaskSpec
+
+TARGET = 0.5
+"""A word-limit revision costs at most half a fresh run of the revised task."""
+FIRST_WORDS = 400
+REVISED_WORDS = 150
+REVISION = TaskRevision(
+    max_words=REVISED_WORDS, reason="The editor wants a shorter piece on the same questions."
+)
+FRESH = "fresh run"
+REVISED = "revision"
+
+Attempts = tuple[tuple[str, bool, int], ...]
+"""Node attempts of one timed call: (node, reused, how many), in the order first run."""
+
+
+def attempts(runs: Sequence[NodeRun]) -> Attempts:
+    """The attempts counted per node and whether their result was reused, oldest first."""
+    counted = Counter((run.node_id, run.reused) for run in runs)
+    return tuple((node, reused, n) for (node, reused), n in counted.items())
+
+
+def completed(outcome: RunOutcome | None, what: str) -> None:
+    """Refuse a sample whose run did not end completed: its time would measure another path."""
+    if outcome is None or outcome.result_status != "completed":
+        raise RuntimeError(f"{what} did not complete: {outcome}")
+
+
+def main(argv: Sequence[str] | None = None) -> list[Row]:
+    """Measure and print P8; returns the rows."""
+    args = parse_args(argv, "P8 revision cost", repeats=15, quick_repeats=2)
+    warmup = 0 if args.quick else 1
+    first = TaskSpec(
+        task_id="p8",
+        objective=OBJECTIVE,
+        questions=list(QUESTIONS),
+        constraints=Constraints(max_words=FIRST_WORDS),
+    )
+    revised = REVISION.applied_to(first).model_copy(update={"task_version": 1})
+    seen: dict[str, list[Attempts]] = {FRESH: [], REVISED: []}
+
+    with scratch_workflow("p8") as workflow:
+
+        def run_fresh(i: int) -> float:
+            thread_id = f"fresh-{i}"
+            outcome = None
+
+            def run() -> None:
+                nonlocal outcome
+                outcome = workflow.run(revised, thread_id=thread_id)
+
+            seconds = timed(run)
+            completed(outcome, f"fresh run {thread_id}")
+            seen[FRESH].append(attempts(workflow.history(thread_id)))
+            return seconds
+
+        def run_revision(i: int) -> float:
+            thread_id = f"revised-{i}"
+            completed(workflow.run(first, thread_id=thread_id), f"first run {thread_id}")
+            before = len(workflow.history(thread_id))
+            gc.collect()  # the untimed first run's garbage is not the revision's
+            outcome = None
+
+            def revise() -> None:
+                nonlocal outcome
+                outcome = workflow.revise(thread_id, REVISION)
+
+            seconds = timed(revise)
+            completed(outcome, f"revision of {thread_id}")
+            task = workflow.state(thread_id)["task"]
+            if task.task_version != 2 or task.constraints.max_words != REVISED_WORDS:
+                raise RuntimeError(f"{thread_id} is not on the revised task: {task}")
+            seen[REVISED].append(attempts(workflow.history(thread_id)[before:]))
+            return seconds
+
+        samples = interleaved(
+            {FRESH: run_fresh, REVISED: run_revision}, repeats=args.repeats, warmup=warmup
+        )
+        checkpoints = {
+            FRESH: workflow.checkpoint_count("fresh-0"),
+            REVISED: workflow.checkpoint_count("revised-0"),
+        }
+
+    rows = [
+        Row.of(
+            "P8",
+            f"max_words {FIRST_WORDS} -> {REVISED_WORDS}",
+            (FRESH, samples[FRESH]),
+            (REVISED, samples[REVISED]),
+            max_ratio=TARGET,
+        )
+    ]
+    print_rows(
+        f"P8 word-limit revision vs a fresh run of the revised task: {args.repeats} "
+        "interleaved samples per side, median and IQR",
+        rows,
+    )
+    print_attempts(seen, checkpoints)
+    return rows
+
+
+def print_attempts(seen: dict[str, list[Attempts]], checkpoints: dict[str, int]) -> None:
+    """Each side's node attempts per timed call: how many worked, how many were reused."""
+    table = []
+    for side, calls in seen.items():
+        for shape in dict.fromkeys(calls):  # one line per distinct shape, in order seen
+            worked = [(node, n) for node, reused, n in shape if not reused]
+            reused = [(node, n) for node, was_reused, n in shape if was_reused]
+            table.append(
+                [
+                    side,
+                    f"{calls.count(shape)}/{len(calls)}",
+                    str(sum(n for _, n in worked)),
+                    str(sum(n for _, n in reused)),
+                    named(worked),
+                    named(reused),
+                ]
+            )
+    print_table(
+        "P8 node attempts per timed call (Workflow.history)",
+        ["side", "calls", "worked", "reused", "nodes that worked", "nodes reused"],
+        table,
+    )
+    print(
+        f"checkpoints per thread: fresh {checkpoints[FRESH]}, "
+        f"revised (both versions) {checkpoints[REVISED]}"
+    )
+
+
+def named(counts: Sequence[tuple[str, int]]) -> str:
+    """Nodes with their attempt counts, ``research x3, writer``; '-' for none."""
+    return ", ".join(node if n == 1 else f"{node} x{n}" for node, n in counts) or "-"
+
+
+if __name__ == "__main__":
+    main()
