@@ -19,6 +19,7 @@ into work done and results reused (``NodeRun.reused``), which is why the ratio i
 from __future__ import annotations
 
 import gc
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 
@@ -27,6 +28,7 @@ from bench._common import (
     QUESTIONS,
     Row,
     interleaved,
+    ms,
     parse_args,
     print_rows,
     print_table,
@@ -63,7 +65,7 @@ def completed(outcome: RunOutcome | None, what: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
     """Measure and print P8; returns the rows."""
-    args = parse_args(argv, "P8 revision cost", repeats=15, quick_repeats=2)
+    args = parse_args(argv, "P8 revision cost", repeats=20, quick_repeats=2)
     warmup = 0 if args.quick else 1
     first = TaskSpec(
         task_id="p8",
@@ -72,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         constraints=Constraints(max_words=FIRST_WORDS),
     )
     revised = REVISION.applied_to(first).model_copy(update={"task_version": 1})
-    seen: dict[str, list[Attempts]] = {FRESH: [], REVISED: []}
+    seen: dict[str, list[list[NodeRun]]] = {FRESH: [], REVISED: []}
 
     with scratch_workflow("p8") as workflow:
 
@@ -86,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
 
             seconds = timed(run)
             completed(outcome, f"fresh run {thread_id}")
-            seen[FRESH].append(attempts(workflow.history(thread_id)))
+            seen[FRESH].append(workflow.history(thread_id))
             return seconds
 
         def run_revision(i: int) -> float:
@@ -105,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
             task = workflow.state(thread_id)["task"]
             if task.task_version != 2 or task.constraints.max_words != REVISED_WORDS:
                 raise RuntimeError(f"{thread_id} is not on the revised task: {task}")
-            seen[REVISED].append(attempts(workflow.history(thread_id)[before:]))
+            seen[REVISED].append(workflow.history(thread_id)[before:])
             return seconds
 
         samples = interleaved(
@@ -134,31 +136,47 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     return rows
 
 
-def print_attempts(seen: dict[str, list[Attempts]], checkpoints: dict[str, int]) -> None:
-    """Each side's node attempts per timed call: how many worked, how many were reused."""
+def print_attempts(seen: dict[str, list[list[NodeRun]]], checkpoints: dict[str, int]) -> None:
+    """Each side's node attempts per timed call: how many worked, how many were reused.
+
+    The node times are the median over calls of the attempts' own durations, summed: the
+    research branches run at once, so their sum can exceed the call's wall time.
+    """
     table = []
     for side, calls in seen.items():
-        for shape in dict.fromkeys(calls):  # one line per distinct shape, in order seen
+        shapes = [attempts(runs) for runs in calls]
+        for shape in dict.fromkeys(shapes):  # one line per distinct shape, in order seen
             worked = [(node, n) for node, reused, n in shape if not reused]
             reused = [(node, n) for node, was_reused, n in shape if was_reused]
+            alike = [runs for runs, other in zip(calls, shapes, strict=True) if other == shape]
             table.append(
                 [
                     side,
-                    f"{calls.count(shape)}/{len(calls)}",
+                    f"{len(alike)}/{len(calls)}",
                     str(sum(n for _, n in worked)),
-                    str(sum(n for _, n in reused)),
+                    ms(node_time(alike, reused=False)),
                     named(worked),
+                    str(sum(n for _, n in reused)),
+                    ms(node_time(alike, reused=True)),
                     named(reused),
                 ]
             )
     print_table(
-        "P8 node attempts per timed call (Workflow.history)",
-        ["side", "calls", "worked", "reused", "nodes that worked", "nodes reused"],
+        "P8 node attempts per timed call (Workflow.history), node time: median of their sums",
+        ["side", "calls", "worked", "node time", "nodes that worked", "reused", "node time"]
+        + ["nodes reused"],
         table,
     )
     print(
         f"checkpoints per thread: fresh {checkpoints[FRESH]}, "
         f"revised (both versions) {checkpoints[REVISED]}"
+    )
+
+
+def node_time(calls: Sequence[Sequence[NodeRun]], *, reused: bool) -> float:
+    """Median over calls of the summed durations of the attempts that were (not) reused."""
+    return statistics.median(
+        sum(run.duration_ms or 0.0 for run in runs if run.reused == reused) / 1000 for runs in calls
     )
 
 
