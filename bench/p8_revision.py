@@ -13,7 +13,9 @@ on new threads:
   revision becomes task version 2 and the graph runs again from research.
 
 Printed besides: the node attempts each timed call recorded (``Workflow.history``), split
-into work done and results reused (``NodeRun.reused``), which is why the ratio is what it is.
+into work done and results reused (``NodeRun.reused``), which is why the ratio is what it is;
+and in how many pairs the revision's article is byte for byte the fresh run's (both serve
+the same task, so a difference would mean the two sides did not do the same job).
 """
 
 from __future__ import annotations
@@ -57,10 +59,11 @@ def attempts(runs: Sequence[NodeRun]) -> Attempts:
     return tuple((node, reused, n) for (node, reused), n in counted.items())
 
 
-def completed(outcome: RunOutcome | None, what: str) -> None:
-    """Refuse a sample whose run did not end completed: its time would measure another path."""
-    if outcome is None or outcome.result_status != "completed":
+def completed(outcome: RunOutcome | None, what: str) -> str:
+    """The article's sha256; refuses a run that did not complete (it took another path)."""
+    if outcome is None or outcome.result_status != "completed" or outcome.article is None:
         raise RuntimeError(f"{what} did not complete: {outcome}")
+    return outcome.article.sha256
 
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
@@ -75,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     )
     revised = REVISION.applied_to(first).model_copy(update={"task_version": 1})
     seen: dict[str, list[list[NodeRun]]] = {FRESH: [], REVISED: []}
+    articles: dict[str, dict[int, str]] = {FRESH: {}, REVISED: {}}
 
     with scratch_workflow("p8") as workflow:
 
@@ -87,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
                 outcome = workflow.run(revised, thread_id=thread_id)
 
             seconds = timed(run)
-            completed(outcome, f"fresh run {thread_id}")
+            articles[FRESH][i] = completed(outcome, f"fresh run {thread_id}")
             seen[FRESH].append(workflow.history(thread_id))
             return seconds
 
@@ -103,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
                 outcome = workflow.revise(thread_id, REVISION)
 
             seconds = timed(revise)
-            completed(outcome, f"revision of {thread_id}")
+            articles[REVISED][i] = completed(outcome, f"revision of {thread_id}")
             task = workflow.state(thread_id)["task"]
             if task.task_version != 2 or task.constraints.max_words != REVISED_WORDS:
                 raise RuntimeError(f"{thread_id} is not on the revised task: {task}")
@@ -132,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         "interleaved samples per side, median and IQR",
         rows,
     )
-    print_attempts(seen, checkpoints)
+    print_attempts({side: calls[warmup:] for side, calls in seen.items()}, checkpoints)
+    same = sum(articles[REVISED][i] == sha for i, sha in articles[FRESH].items())
+    print(f"revised article byte for byte the fresh run's: {same} of {len(articles[FRESH])} pairs")
     return rows
 
 
