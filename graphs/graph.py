@@ -219,13 +219,13 @@ def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
     return STOP
 
 
-def route_after_revision(state: Mapping[str, Any]) -> Literal["research", "__end__"]:
-    """A revision applied starts over at research; one refused ends the run.
-
-    Research's results are reused where still valid. A refused revision is still in its
-    channel, and the thread is left as it was.
-    """
-    return STOP if state.get("revision") is not None else "research"
+def route_after_revision(
+    state: Mapping[str, Any],
+) -> Literal["research", "writer", "approve_research", "conclude", "__end__"]:
+    """Research again, or on as after the join when research holds; refused: the end."""
+    if state.get("revision") is not None:
+        return STOP
+    return "research" if state.get("research") is None else route_after_research(state)
 
 
 WIRING: Wiring = (

@@ -8,6 +8,7 @@ validates, audits and hands over the rest.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_type_hints
 
@@ -52,6 +53,8 @@ class NodeCall:
     task: TaskSpec
     ctx: RunContext
     step: StepInfo
+    nodes: Mapping[str, NodeSpec] = field(default_factory=dict)
+    """Every node of the graph by name, as built (a node that reasons about another's work)."""
 
     def read(self, channel: str) -> Any:
         """A channel the node declared it reads, as its contract (or None), re-validated."""

@@ -73,7 +73,14 @@ class Visit:
 
     def call(self, step: StepInfo) -> NodeCall:
         """The body's view of this visit at one attempt."""
-        return NodeCall(spec=self.spec, state=self.state, task=self.task, ctx=self.ctx, step=step)
+        return NodeCall(
+            spec=self.spec,
+            state=self.state,
+            task=self.task,
+            ctx=self.ctx,
+            step=step,
+            nodes=self.nodes,
+        )
 
     def validate(self, update: Mapping[str, Any]) -> dict[str, Any]:
         """The update, each channel checked against what this node (or the runner) writes."""

@@ -29,17 +29,22 @@ from contracts import (
 )
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
+from graphs.research_holds import RESEARCH, record_reused, research_holds
 
 REVISE = "revise"
 """The action a revision is recorded under in the decision log."""
 
 
 class ReviseInput(TypedDict):
-    """The task as it is, the revision asked for, and the decisions made so far."""
+    """The task as it is, the revision asked for, and the decisions made so far.
+
+    The research too: it is kept when it still holds for the revised task.
+    """
 
     task: TaskSpec
     revision: TaskRevision | None
     decisions: DecisionLog | None
+    research: ResearchBundle | None
 
 
 class ReviseOutput(TypedDict, total=False):
@@ -56,8 +61,9 @@ class ReviseOutput(TypedDict, total=False):
     branches: BranchResults | None
 
 
-DERIVED = tuple(sorted(set(ReviseOutput.__annotations__) - set(ReviseInput.__annotations__)))
-"""What the old task's run produced: cleared, so no node reads it as the new task's."""
+DERIVED = tuple(sorted(set(ReviseOutput.__annotations__) - {"task", "revision", "decisions"}))
+"""What the old task's run produced: cleared, so no node reads it as the new task's (the
+research bundle is kept when it still holds: ``graphs.research_holds``)."""
 
 
 @node("revise_task", reads=ReviseInput, writes=ReviseOutput, retry=None, starts_on="revision")
@@ -92,4 +98,9 @@ def revise_task(call: NodeCall) -> NodeResult:
     update: dict[str, Any] = {name: None for name in DERIVED}
     update.update(task=task, revision=None, decisions=DecisionLog(decisions=decisions))
     note = f"task v{call.task.task_version} -> v{task.task_version}: {'; '.join(changes)}"
+    held = research_holds(call, task)
+    if held is not None:  # research would replay every branch: kept, and the run goes on
+        del update[RESEARCH]
+        record_reused(call, task, call.nodes[RESEARCH], held)
+        note += f"; research holds ({len(held)} branches reused)"
     return NodeResult(update, note=note[:500])

@@ -2,7 +2,7 @@
 
 A thread runs to completion (the objective and one sub-question, at most 400 words), then
 a spawned process revises it to at most 150 words with a ``kill`` fault rule, so the
-process SIGKILLs itself inside the re-run: as a research branch starts, as the Writer
+process SIGKILLs itself inside the re-run: before the revision is applied, as the Writer
 starts, after the Writer's attempt was recorded but before LangGraph saw it, or as the
 Reviewer starts. A resume in the test's process must then finish the revision: a new
 article within the new limit, research for version 2 only ever reused (a word limit is no
@@ -71,11 +71,16 @@ def did_work(runs: list[NodeRun]) -> list[NodeRun]:
 
 
 @pytest.mark.parametrize(
-    "point",
-    ["research[q-2]:start", "writer:start", "writer:before_return", "reviewer:start"],
+    ("point", "version"),  # the task version saved when the kill came
+    [
+        ("revise_task:start", 1),
+        ("writer:start", 2),
+        ("writer:before_return", 2),
+        ("reviewer:start", 2),
+    ],
 )
 def test_a_revision_killed_mid_rerun_is_finished_by_resume_without_redoing_reused_work(
-    settings: Settings, point: str
+    settings: Settings, point: str, version: int
 ) -> None:
     with Workflow(settings) as workflow:
         task = workflow.task(
@@ -98,7 +103,7 @@ def test_a_revision_killed_mid_rerun_is_finished_by_resume_without_redoing_reuse
     assert reviser.exitcode == -signal.SIGKILL, f"the revision was not killed at {point}"
 
     with Workflow(settings) as workflow:
-        assert current_task(workflow).task_version == 2, "the killed process lost the revision"
+        assert current_task(workflow).task_version == version, "the saved task is not as killed"
 
         outcome = resume_once_released(workflow, THREAD)
         assert outcome.result_status == "completed", outcome

@@ -1,0 +1,78 @@
+"""Whether a thread's research still holds for a revised task, without running it again.
+
+A revision starts over at research, whose branches then reuse their recorded results when
+their inputs are unchanged. When every branch would, the research already in the state is
+what research would produce again (each branch's result is replayed, and the join merges
+them the same way), so ``revise_task`` keeps it and the run goes on from where the join
+would: two steps and every branch's bookkeeping fewer. The audit still records each
+branch as reused, so ``handoff history`` reads the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from contracts import BranchTask, NodeRun, TaskSpec
+from graphs.declare import NodeSpec
+from graphs.input_hash import hash_of, input_digests
+from graphs.node_call import NodeCall
+
+RESEARCH = "research"
+
+
+def research_holds(call: NodeCall, task: TaskSpec) -> list[tuple[str, dict[str, str]]] | None:
+    """Each research branch's input hash and digests, when all have a recorded result.
+
+    The branches are those a first pass of ``task`` starts, reading what a first pass
+    reads (no earlier bundle, no freshness report). None when the state holds no bundle,
+    or a branch would do new work.
+    """
+    spec = call.nodes.get(RESEARCH)
+    if spec is None or spec.branch is None or call.read("research") is None:
+        return None
+    first: dict[str, object] = {channel: None for channel in spec.inputs}
+    first["task"] = task
+    keys = spec.branch(first)
+    found = []
+    for key in keys:
+        branch = BranchTask(node=spec.name, key=key, tasks=len(keys), nodes=[spec.name])
+        digests = input_digests(spec, {**first, "branch": branch}, call.ctx, task)
+        key_hash = hash_of(digests)
+        if call.ctx.ledger.result(call.step.thread_id, spec.name, key_hash) is None:
+            return None
+        found.append((key_hash, digests))
+    return found
+
+
+def record_reused(
+    call: NodeCall, task: TaskSpec, spec: NodeSpec, held: list[tuple[str, dict[str, str]]]
+) -> None:
+    """Audit each kept branch as a reused pass of the new task version, as a visit would."""
+    earlier = _origins(call.ctx.ledger.runs(call.step.thread_id), spec.name)
+    now = call.ctx.clock()
+    for key_hash, digests in held:
+        run = NodeRun(
+            task_version=task.task_version,
+            node_id=spec.name,
+            attempt=1,
+            status="succeeded",
+            input_hash=key_hash,
+            inputs=[f"{name}:{digest[:12]}" for name, digest in sorted(digests.items())],
+            started_at=now,
+            ended_at=now,
+            duration_ms=0,
+            reused=True,
+            note=f"reused (task v{earlier.get(key_hash, task.task_version - 1)})",
+        )
+        call.ctx.ledger.finish(
+            call.step.thread_id, call.ctx.ledger.start(call.step.thread_id, run), run
+        )
+
+
+def _origins(runs: list[NodeRun], node: str) -> Mapping[str, int]:
+    """The task version whose pass recorded each input hash's result (the latest wins)."""
+    return {
+        run.input_hash: run.task_version
+        for run in runs
+        if run.node_id == node and run.status == "succeeded" and not run.reused
+    }
