@@ -10,7 +10,8 @@ on new threads:
   sub-questions, max_words=150) on a new thread.
 - revision (candidate): a new thread runs the task with max_words=400 to its end
   (untimed), then ``Workflow.revise(thread, {"max_words": 150, ...})`` is timed: the
-  revision becomes task version 2 and the graph runs again from research.
+  revision becomes task version 2, and the run keeps research when every branch would
+  reuse its result.
 
 Printed besides: the node attempts each timed call recorded (``Workflow.history``), split
 into work done and results reused (``NodeRun.reused``), which is why the ratio is what it is;

@@ -39,7 +39,13 @@ from contracts.research import (
     research_questions,
 )
 from contracts.review import RequiredChange, ReviewResult, Verdict
-from contracts.revision import RevisionRefused, TaskRevision
+from contracts.revision import (
+    MOVED_QUESTIONS,
+    REVISE_ACTION,
+    RevisionRefused,
+    TaskRevision,
+    moved_questions,
+)
 from contracts.task import Budget, Constraints, Policies, RunChoices, StalePolicy, TaskSpec
 from contracts.tools import (
     ExportArticleInput,
@@ -58,6 +64,9 @@ from contracts.tools import (
 from contracts.upgrades import upgrader
 
 __all__ = [
+    "MOVED_QUESTIONS",
+    "REVISE_ACTION",
+    "moved_questions",
     "ARTIFACT_PATH",
     "CONFIDENCE_RULE",
     "ActionName",

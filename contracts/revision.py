@@ -14,6 +14,27 @@ from pydantic import Field, ValidationError, model_validator
 from contracts.base import ProseText, VersionedContract
 from contracts.task import TaskSpec
 
+REVISE_ACTION = "revise"
+"""The action a revision is recorded under in the thread's decision log."""
+MOVED_QUESTIONS = "question_ids"
+"""The recorded revision's ``details`` key: each question id the revision moved, to its
+new id ("" when the question was dropped). Answers given earlier follow their question."""
+
+
+def moved_questions(before: TaskSpec, after: TaskSpec) -> dict[str, str]:
+    """The research question ids that change from ``before`` to ``after``, by question.
+
+    Ids are positions (q-1 the objective, then each sub-question), so dropping one moves
+    every later one down: an answer a person gave to q-3 belongs to q-2 afterwards.
+    """
+    new_ids = {text: f"q-{index + 1}" for index, text in enumerate(after.research_questions())}
+    moved = {}
+    for index, text in enumerate(before.research_questions()):
+        old = f"q-{index + 1}"
+        if new_ids.get(text, "") != old:
+            moved[old] = new_ids.get(text, "")
+    return moved
+
 
 class RevisionRefused(ValueError):
     """A revision that cannot apply to the task it is given; the message names the field."""
@@ -139,4 +160,10 @@ def _must(holds: bool, name: str, index: int, text: str, problem: str, have: lis
         raise RevisionRefused(f"{name}[{index}]: {text!r} is {problem} (the task has: {listed})")
 
 
-__all__ = ["RevisionRefused", "TaskRevision"]
+__all__ = [
+    "MOVED_QUESTIONS",
+    "REVISE_ACTION",
+    "RevisionRefused",
+    "TaskRevision",
+    "moved_questions",
+]

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from contracts import (
+    MOVED_QUESTIONS,
+    REVISE_ACTION,
     ArtifactRef,
     AuthoritativeInput,
     ConstraintItem,
@@ -71,12 +73,24 @@ def source_pins(
 
 
 def open_questions(bundle: ResearchBundle | None, log: DecisionLog | None) -> list[Question]:
-    """Research's open questions, with the answers people gave."""
-    answered = {
-        answer.question_id: (answer.text, item.provenance)
-        for item in (log.decisions if log else [])
-        for answer in item.answers
-    }
+    """Research's open questions, with the answers people gave.
+
+    An answer follows its question when a revision moved it to another id, and goes with
+    it when the revision dropped it.
+    """
+    answered: dict[str, tuple[str, Any]] = {}
+    for item in log.decisions if log else []:
+        if item.action == REVISE_ACTION and item.details and MOVED_QUESTIONS in item.details:
+            moved = item.details[MOVED_QUESTIONS]
+            assert isinstance(moved, dict)
+            answered = {
+                str(moved.get(old, old)): given
+                for old, given in answered.items()
+                if moved.get(old, old)
+            }
+        answered.update(
+            {answer.question_id: (answer.text, item.provenance) for answer in item.answers}
+        )
     return [
         question.model_copy(
             update={"answer": answered[question.id][0], "answered_by": answered[question.id][1]}

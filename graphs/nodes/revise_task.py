@@ -15,6 +15,8 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from contracts import (
+    MOVED_QUESTIONS,
+    REVISE_ACTION,
     BranchResults,
     DecisionLog,
     DraftArticle,
@@ -26,13 +28,11 @@ from contracts import (
     RunOutcome,
     TaskRevision,
     TaskSpec,
+    moved_questions,
 )
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.research_holds import RESEARCH, record_reused, research_holds
-
-REVISE = "revise"
-"""The action a revision is recorded under in the decision log."""
 
 
 class ReviseInput(TypedDict):
@@ -84,13 +84,14 @@ def revise_task(call: NodeCall) -> NodeResult:
     decision = RecordedDecision(
         interrupt_id=f"revise-task-v{task.task_version}",
         request_kind=call.spec.name,
-        action=REVISE,
+        action=REVISE_ACTION,
         reason=revision.reason,
         decided_by=revision.decided_by,
         details={
             "task_version": task.task_version,
             "changes": changes,  # type: ignore[dict-item]
             "decided_at": call.ctx.clock().isoformat(),
+            MOVED_QUESTIONS: moved_questions(call.task, task),  # type: ignore[dict-item]
         },
         provenance=call.step.provenance().model_copy(update={"producer": "human"}),
     )

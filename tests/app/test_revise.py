@@ -191,3 +191,23 @@ def test_an_envelope_of_an_older_task_version_is_never_consumed(workflow: Workfl
     )
     with pytest.raises(ContractViolation, match=r"envelope for task v1 .* task is v2"):
         workflow.graph.invoke(None, config, context=workflow.context)
+
+
+def test_an_answer_follows_its_question_when_a_revision_renumbers_it(workflow: Workflow) -> None:
+    found, lunch = "Who found the Rosetta Stone in 1799?", "What did Champollion eat for lunch?"
+    task = workflow.task(OBJECTIVE, questions=[found, lunch], policies={"require_approval": True})
+    request = workflow.run(task, "t-rev-answer").human_request
+    assert request is not None and [q.id for q in request.open_questions] == ["q-3"]
+    answer = "No record of his lunch survives"
+    decision = {
+        "interrupt_id": request.interrupt_id,
+        "action": "revise",
+        "answers": [{"question_id": "q-3", "text": answer}],
+    }
+    assert workflow.resume("t-rev-answer", decision).result_status == "completed"
+    revised = workflow.revise("t-rev-answer", {"drop_questions": [found], "reason": "known"})
+    assert revised.state == TaskState.INPUT_REQUIRED and revised.human_request is not None
+    [moved] = revised.human_request.open_questions
+    assert (moved.id, moved.text, moved.answer) == ("q-2", lunch, answer)
+    log = workflow.state("t-rev-answer")["decisions"]
+    assert log.decisions[-1].details["question_ids"] == {"q-2": "", "q-3": "q-2"}
