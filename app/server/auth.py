@@ -12,6 +12,9 @@ handlers before every request that changes a thread. The policy:
 * **No state edits inside a run.** A run's ``command`` may carry ``resume`` only:
   ``command.update`` and ``command.goto`` would edit state or jump over the nodes that check
   it.
+* **A revision is a run.** A run whose input carries ``revision`` (a ``TaskRevision``)
+  is checked against its contract here (422 naming the field) and marked in its metadata,
+  so it may start on a thread that has ended; ``revise_task`` applies it.
 * **No rollback.** ``multitask_strategy="rollback"`` and ``runs.cancel(action="rollback")``
   would delete checkpoints (and leave the ledger and artifacts of the deleted steps);
   they are refused with 422 before anything happens, so the thread stays usable.
@@ -42,6 +45,9 @@ ROLLBACK_REFUSED = (
 )
 RUN_COMMANDS = frozenset({"resume"})
 """What a run's ``command`` may carry."""
+REVISION_RUN = "handoff_revision"
+"""Run metadata this handler sets (True when the run's input carries a task revision, else
+False, whatever the client sent): such a run may start on a thread that has ended."""
 
 
 @auth.authenticate
@@ -79,3 +85,26 @@ async def create_run(*, ctx: Auth.types.AuthContext, value: Auth.types.RunsCreat
             detail=f"a run's command may carry only 'resume', not {refused}: "
             + STATE_EDITS_REFUSED,
         )
+    given = kwargs.get("input")
+    revision = given.get("revision") if isinstance(given, dict) else None
+    if revision is not None:
+        check_revision(revision)
+    metadata = value.get("metadata")
+    if isinstance(metadata, dict):
+        metadata[REVISION_RUN] = revision is not None
+
+
+def check_revision(revision: Any) -> None:
+    """A revision in a run's input fails its contract: 422 naming the field, nothing run."""
+    from pydantic import ValidationError
+
+    from contracts import TaskRevision
+    from graphs.boundary import describe_validation_error
+
+    try:
+        TaskRevision.model_validate(revision)
+    except ValidationError as error:
+        raise Auth.exceptions.HTTPException(
+            status_code=422,
+            detail=f"invalid revision: {describe_validation_error(error)}; nothing was run",
+        ) from error

@@ -26,6 +26,7 @@ from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import ConfigDict, Field
 
 from app.errors import ThreadBusy, ThreadFinished
+from app.server.auth import REVISION_RUN
 from app.server.running_nodes import RUNNING_NODES
 from app.server.take_over import release_when_idle, take_over
 from app.services import build_context
@@ -128,7 +129,8 @@ async def make_graph(
     that finds the thread held by another process fails at once with "thread … is busy"
     and changes nothing (a state update gets HTTP 409 with that message), instead of
     forking the checkpoint chain. A run on a thread that has already ended is refused too, so a late
-    decision is never silently dropped.
+    decision is never silently dropped; a run carrying a task revision is not (the auth
+    handler marks it: ``app/server/auth.py``).
     """
     graph = served_graph()
     thread_id = (config.get("configurable") or {}).get("thread_id")
@@ -145,7 +147,8 @@ async def make_graph(
 
             raise HTTPException(status_code=409, detail=busy.message) from busy
         try:
-            if runtime.access_context == "threads.create_run":
+            revising = (config.get("metadata") or {}).get(REVISION_RUN) is True
+            if runtime.access_context == "threads.create_run" and not revising:
                 await refuse_finished(str(thread_id))
             yield graph
         finally:
