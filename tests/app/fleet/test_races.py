@@ -261,3 +261,22 @@ def test_two_decisions_for_one_request_one_is_queued_and_the_other_names_it(
         for thread in winners
     ]
     assert set(counts) == {2}, "one run job and one decision job per thread, nothing more"
+
+
+@pytest.mark.e2e
+def test_a_revision_waits_behind_a_queued_decision_and_changes_nothing(
+    fleet_env: dict[str, str],
+) -> None:
+    """A revision is one more way in: a thread with a queued job is left to the fleet."""
+    settings = settings_of(fleet_env)
+    with fleet_workflow(settings) as workflow:
+        spec = TaskSpec(task_id="revise-queued", objective=OBJECTIVE)
+        paused = workflow.run(spec.model_copy(update={"policies": {"require_approval": True}}))
+        thread = paused.thread_id
+        assert paused.state == TaskState.INPUT_REQUIRED
+        queued = _decide(workflow, thread, "approve")  # no worker runs: it stays queued
+        before = (workflow.history(thread), workflow.state(thread)["task"])
+        with pytest.raises(ThreadQueued, match=f"job {queued.job_id} ") as refused:
+            workflow.revise(thread, {"max_words": 150, "reason": "shorter"})
+        assert thread in refused.value.message and "nothing was revised" in refused.value.message
+        assert (workflow.history(thread), workflow.state(thread)["task"]) == before
