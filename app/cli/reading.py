@@ -49,6 +49,7 @@ def status(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
             "draft_revision": info.draft_revision,
             "verdict": info.verdict,
             "fact_count": info.fact_count,
+            "task_version": info.task_version,
             "outcome": json.loads(outcome.model_dump_json()),
             "freshness": json.loads(info.freshness.model_dump_json()) if info.freshness else None,
             "job": None if job is None else job_json(job),
@@ -58,6 +59,8 @@ def status(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
     out.print(f"thread: {info.thread_id}", markup=False)
     out.print(state_line(outcome), markup=False)
     out.print(f"step: {info.step}  checkpoints: {info.checkpoints}", markup=False)
+    if info.task_version is not None:
+        out.print(f"task version: {info.task_version}", markup=False)
     if job is not None:
         out.print(f"job: {job_line(job)}", markup=False)
     out.print(f"next: {', '.join(info.next_nodes) or '(nothing: thread has ended)'}", markup=False)

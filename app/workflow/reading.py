@@ -172,6 +172,7 @@ class ThreadReading(OpenWorkflow):
         values = snapshot.values
         draft = read(values, "draft", DraftArticle, node="workflow")
         review = read(values, "review", ReviewResult, node="workflow")
+        task = read(values, "task", TaskSpec, node="workflow")
         step = (snapshot.metadata or {}).get("step")
         facts = self._fact_count(snapshot)
         return ThreadStatus(
@@ -186,6 +187,7 @@ class ThreadReading(OpenWorkflow):
             current=self._outcome_of(thread_id, snapshot, facts),
             freshness=read(values, "freshness", FreshnessReport, node="workflow"),
             updated_at=snapshot.created_at,
+            task_version=task.task_version if task else None,
         )
 
     @storage

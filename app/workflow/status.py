@@ -28,6 +28,8 @@ class ThreadStatus:
     freshness: FreshnessReport | None = None
     updated_at: str | None = None
     """When its latest checkpoint was written (ISO 8601, UTC)."""
+    task_version: int | None = None
+    """The version of the task it serves (``handoff revise`` makes the next one)."""
 
 
 @dataclass(frozen=True)

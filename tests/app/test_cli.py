@@ -156,6 +156,7 @@ def test_revise_runs_the_next_task_version_and_names_a_field_it_refuses(tmp_path
     revised = handoff(tmp_path, "revise", "t-cli-rev", "--max-words", "150", "--reason", "short")
     assert revised.returncode == ExitCode.COMPLETED, revised.stderr
     assert "revision 2" in revised.stdout
+    assert "task version: 2" in handoff(tmp_path, "status", "t-cli-rev").stdout
     history = handoff(tmp_path, "history", "t-cli-rev")
     assert "reused (task v1)" in history.stdout and "re-run for task v2" in history.stdout
     refused = handoff(tmp_path, "revise", "t-cli-rev", "--drop-section", "Nope", "--reason", "x")
