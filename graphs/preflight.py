@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from contracts import Handoff
 from graphs.attempt_log import Attempt
 from graphs.budget import exhausted
+from graphs.node_call import NodeResult
 from graphs.visit import Visit
 
 
@@ -14,12 +16,16 @@ def reuse(visit: Visit) -> dict[str, Any] | None:
     """Replay the update a finished attempt with this very input recorded.
 
     The node finished, then the process died before the checkpoint: its work is not done
-    twice.
+    twice. Or a revised task left the node's inputs as they were: its result holds. The
+    envelope is made again from the state now (with the tool calls the work made), so it
+    serves the task version in force, never the one the result was first made for.
     """
     stored = visit.ctx.ledger.result(visit.step.thread_id, visit.spec.name, visit.key)
     if stored is None:
         return None
     update = visit.validate(json.loads(stored))
+    made: Handoff | None = update.pop("handoff", None)
+    update = visit.hand_over(NodeResult(update, receipts=made.tool_receipts if made else []))
     Attempt(visit, visit.step).finish(reused=True)
     return update
 

@@ -21,18 +21,25 @@ RESEARCH = "research"
 
 
 def research_holds(call: NodeCall, task: TaskSpec) -> list[tuple[str, dict[str, str]]] | None:
-    """Each research branch's input hash and digests, when all have a recorded result.
+    """Each research branch's input hash and digests, when the bundle holds for ``task``.
 
-    The branches are those a first pass of ``task`` starts, reading what a first pass
-    reads (no earlier bundle, no freshness report). None when the state holds no bundle,
-    or a branch would do new work.
+    It holds when ``task`` starts the branches the thread's task (``call.task``) started,
+    each with the same view of the task (so the bundle in the state was made from what
+    they would read), and each would replay a recorded result: the first pass of every
+    branch, reading no earlier bundle, has one (the corpus on disk is what it read then).
+    None when the state holds no bundle, or a branch would do new work.
     """
     spec = call.nodes.get(RESEARCH)
     if spec is None or spec.branch is None or call.read("research") is None:
         return None
     first: dict[str, object] = {channel: None for channel in spec.inputs}
+    keys = spec.branch({**first, "task": task})
+    if keys != spec.branch({**first, "task": call.task}) or spec.task_view is None:
+        return None
+    view = spec.task_view
+    if any(view(task, key) != view(call.task, key) for key in keys):
+        return None
     first["task"] = task
-    keys = spec.branch(first)
     found = []
     for key in keys:
         branch = BranchTask(node=spec.name, key=key, tasks=len(keys), nodes=[spec.name])

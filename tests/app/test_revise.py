@@ -211,3 +211,61 @@ def test_an_answer_follows_its_question_when_a_revision_renumbers_it(workflow: W
     assert (moved.id, moved.text, moved.answer) == ("q-2", lunch, answer)
     log = workflow.state("t-rev-answer")["decisions"]
     assert log.decisions[-1].details["question_ids"] == {"q-2": "", "q-3": "q-2"}
+
+
+def test_dropping_an_unanswerable_question_lets_a_waiting_thread_complete(
+    workflow: Workflow,
+) -> None:
+    lunch = "What did Champollion eat for lunch?"
+    asked = workflow.run(workflow.task(OBJECTIVE, questions=[lunch]), "t-rev-lunch")
+    assert asked.state == TaskState.INPUT_REQUIRED, "the open question is put to a person"
+    done = workflow.revise("t-rev-lunch", {"drop_questions": [lunch], "reason": "unanswerable"})
+    assert done.result_status == "completed", done.errors
+    bundle = workflow.state("t-rev-lunch")["research"]
+    assert bundle.open_questions == [] and {fact.question_id for fact in bundle.facts} <= {
+        "q-1",
+        None,
+    }, "the dropped question's research is not kept"
+    [objective] = runs_at(workflow, "t-rev-lunch", 2, "research")
+    assert objective.note == "reused (task v1)"
+
+
+def test_a_thread_that_found_too_little_completes_on_the_corpus_a_revision_names(
+    workflow: Workflow, settings: Any
+) -> None:
+    bees = settings.data_dir.parent / "bees"
+    bees.mkdir()
+    (bees / "honey.md").write_text("# Bees\n\nBees make honey from the nectar of flowers.\n")
+    thin = workflow.run(workflow.task(OBJECTIVE, corpus=[str(bees)]), "t-rev-corpus")
+    assert thin.result_status != "completed" and thin.article is None
+    done = workflow.revise("t-rev-corpus", {"corpus": [], "reason": "the bundled corpus"})
+    assert done.result_status == "completed" and done.article is not None
+    assert workflow.state("t-rev-corpus")["task"].corpus == []
+    assert all(not run.reused for run in runs_at(workflow, "t-rev-corpus", 2, "research"))
+
+
+def test_a_question_asked_again_gets_its_own_research_back_not_the_last_versions(
+    workflow: Workflow,
+) -> None:
+    other = "Who deciphered the hieroglyphs?"
+    completed(workflow, "t-rev-flip")
+    workflow.revise(
+        "t-rev-flip", {"drop_questions": [QUESTION], "add_questions": [other], "reason": "b"}
+    )
+    workflow.revise(
+        "t-rev-flip", {"drop_questions": [other], "add_questions": [QUESTION], "reason": "a"}
+    )
+    [revised] = [
+        run
+        for run in workflow.history("t-rev-flip")
+        if run.task_version == 2 and run.node_id == "revise_task"
+    ]
+    assert revised.note is not None and "research holds" not in revised.note
+    completed(workflow, "t-rev-fresh")
+    facts = [
+        (fact.question_id, fact.quote) for fact in workflow.state("t-rev-flip")["research"].facts
+    ]
+    fresh = [
+        (fact.question_id, fact.quote) for fact in workflow.state("t-rev-fresh")["research"].facts
+    ]
+    assert facts == fresh, "v3 asks what v1 asked: v1's research, replayed, not v2's"
