@@ -11,8 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from graphs.graph import build_graph
-from graphs.wiring import Wiring
+from langchain_core.runnables.graph import Graph
+from langgraph.graph import START
+
+from graphs.entry import entry_router
+from graphs.graph import WIRING, build_graph, routed
+from graphs.wiring import Wiring, targets
 
 BEGIN = "<!-- graph: drawn by `python -m graphs.diagram` from build_graph(); do not edit -->"
 END = "<!-- graph: end -->"
@@ -25,10 +29,25 @@ def node_names(wiring: Wiring | None = None) -> set[str]:
     return set(builder.nodes)
 
 
+def drawn_graph(wiring: Wiring | None = None) -> Graph:
+    """The compiled graph as LangGraph draws it, with only the edges a router names.
+
+    LangGraph finds a drawing's edges by simulating steps, and gives a deferred node (a
+    join) an edge from every node of the step before it runs, whatever their routers
+    say; those edges are no route a run can take, so they are left out.
+    """
+    chosen = WIRING if wiring is None else wiring
+    graph = build_graph(wiring=chosen).compile().get_graph()
+    built = routed(chosen)
+    named = {(spec.name, target) for spec, route in built for target in targets(route)}
+    named |= {(START, target) for target in targets(entry_router(built))}
+    graph.edges = [edge for edge in graph.edges if (edge.source, edge.target) in named]
+    return graph
+
+
 def mermaid(wiring: Wiring | None = None) -> str:
     """The compiled graph as a Mermaid flowchart (every node, every route a router names)."""
-    builder = build_graph() if wiring is None else build_graph(wiring=wiring)
-    return builder.compile().get_graph().draw_mermaid()
+    return drawn_graph(wiring).draw_mermaid()
 
 
 def block(wiring: Wiring | None = None) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 
 from app.workflow import Workflow
 from contracts import BranchResults, Handoff
-from graphs import NodeSpec, build_graph
+from graphs import NodeSpec
+from graphs.diagram import drawn_graph
 
 WALKED: set[tuple[str, str]] = set()
 """(from_node, next node) pairs seen in handoffs during this session."""
@@ -22,7 +23,7 @@ WALKED: set[tuple[str, str]] = set()
 
 def graph_edges() -> set[tuple[str, str]]:
     """Every edge of the compiled graph between nodes (START excluded)."""
-    drawn = build_graph().compile().get_graph()
+    drawn = drawn_graph()
     return {(edge.source, edge.target) for edge in drawn.edges if edge.source != "__start__"}
 
 

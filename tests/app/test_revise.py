@@ -36,6 +36,14 @@ def runs_at(workflow: Workflow, thread: str, version: int, node: str) -> list[No
     ]
 
 
+def thin_corpus(settings: Any) -> Any:
+    """A corpus (under the test's corpus root) that says nothing of the objective."""
+    bees = settings.data_dir.parent / "bees"
+    bees.mkdir()
+    (bees / "honey.md").write_text("# Bees\n\nBees make honey from the nectar of flowers.\n")
+    return bees
+
+
 def worked(runs: list[NodeRun]) -> list[NodeRun]:
     return [run for run in runs if not run.reused]
 
@@ -233,9 +241,7 @@ def test_dropping_an_unanswerable_question_lets_a_waiting_thread_complete(
 def test_a_thread_that_found_too_little_completes_on_the_corpus_a_revision_names(
     workflow: Workflow, settings: Any
 ) -> None:
-    bees = settings.data_dir.parent / "bees"
-    bees.mkdir()
-    (bees / "honey.md").write_text("# Bees\n\nBees make honey from the nectar of flowers.\n")
+    bees = thin_corpus(settings)
     thin = workflow.run(workflow.task(OBJECTIVE, corpus=[str(bees)]), "t-rev-corpus")
     assert thin.result_status != "completed" and thin.article is None
     done = workflow.revise("t-rev-corpus", {"corpus": [], "reason": "the bundled corpus"})
@@ -269,3 +275,17 @@ def test_a_question_asked_again_gets_its_own_research_back_not_the_last_versions
         (fact.question_id, fact.quote) for fact in workflow.state("t-rev-fresh")["research"].facts
     ]
     assert facts == fresh, "v3 asks what v1 asked: v1's research, replayed, not v2's"
+
+
+def test_a_thread_that_found_too_little_ends_again_without_research_on_a_word_limit(
+    workflow: Workflow, settings: Any
+) -> None:
+    bees = thin_corpus(settings)
+    thin = workflow.run(workflow.task(OBJECTIVE, corpus=[str(bees)]), "t-rev-thin")
+    again = workflow.revise("t-rev-thin", {"max_words": 120, "reason": "shorter"})
+    assert (again.state, again.result_status) == (thin.state, thin.result_status)
+    assert [run.node_id for run in workflow.history("t-rev-thin") if run.task_version == 2] == [
+        "research",
+        "conclude",
+    ], "the revision keeps the research that found too little, and concludes again"
+    check_handoffs_follow_the_route(workflow)
