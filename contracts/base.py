@@ -12,6 +12,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -53,6 +54,12 @@ def _to_utc(value: datetime) -> datetime:
 
 UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
 """A timezone-aware instant, normalised to UTC so it survives JSON exactly."""
+
+
+def first_problem(error: ValidationError) -> tuple[str, str]:
+    """Where (dotted path) and what the first problem of a validation error is."""
+    first = error.errors()[0]
+    return ".".join(str(part) for part in first["loc"]), first["msg"]
 
 
 class Contract(BaseModel):

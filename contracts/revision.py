@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from contracts.base import ProseText, VersionedContract
+from contracts.base import ProseText, VersionedContract, first_problem
 from contracts.task import TaskSpec
 
 REVISE_ACTION = "revise"
@@ -141,11 +141,8 @@ class TaskRevision(VersionedContract):
         try:
             revised = TaskSpec.model_validate(data)
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise RevisionRefused(
-                f"the revised task's {where} is invalid: {first['msg']}"
-            ) from None
+            where, problem = first_problem(error)
+            raise RevisionRefused(f"the revised task's {where} is invalid: {problem}") from None
         before = task.model_dump(exclude={"task_version"})
         if revised.model_dump(exclude={"task_version"}) == before:
             raise RevisionRefused(

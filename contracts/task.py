@@ -10,7 +10,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from contracts.base import Contract, Identifier, ProseText, UtcDatetime, VersionedContract
+from contracts.base import (
+    Contract,
+    Identifier,
+    ProseText,
+    UtcDatetime,
+    VersionedContract,
+    first_problem,
+)
 
 StalePolicy = Literal["reevaluate", "fail", "ask"]
 
@@ -78,10 +85,9 @@ def _check(text: str, data: dict[str, Any]) -> Constraints:
     try:
         return Constraints.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
+        where, problem = first_problem(error)
         raise ValueError(
-            f"constraint {text[:80]!r} would make {where} invalid: {first['msg']}"
+            f"constraint {text[:80]!r} would make {where} invalid: {problem}"
         ) from None
 
 

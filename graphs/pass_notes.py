@@ -19,7 +19,19 @@ if TYPE_CHECKING:
 def reuse_note(visit: Visit) -> str | None:
     """The task version whose pass recorded the result being reused."""
     origin = [run for run in _own_runs(visit) if run.input_hash == visit.key and _worked(run)]
-    return f"reused (task v{origin[-1].task_version})" if origin else None
+    return reused_from(origin[-1].task_version) if origin else None
+
+
+def reused_from(version: int) -> str:
+    """The audit's note on a pass that reused the result task ``version`` recorded."""
+    return f"reused (task v{version})"
+
+
+def origins(runs: list[NodeRun], node: str) -> dict[str, int]:
+    """The task version whose pass recorded each input hash's result (the latest wins)."""
+    return {
+        run.input_hash: run.task_version for run in runs if run.node_id == node and _worked(run)
+    }
 
 
 def version_note(visit: Visit) -> str | None:

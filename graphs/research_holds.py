@@ -10,12 +10,11 @@ branch as reused, so ``handoff history`` reads the same either way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from contracts import BranchTask, NodeRun, TaskSpec
 from graphs.declare import NodeSpec
 from graphs.input_hash import hash_of, input_digests
 from graphs.node_call import NodeCall
+from graphs.pass_notes import origins, reused_from
 
 RESEARCH = "research"
 
@@ -55,7 +54,7 @@ def record_reused(
     call: NodeCall, task: TaskSpec, spec: NodeSpec, held: list[tuple[str, dict[str, str]]]
 ) -> None:
     """Audit each kept branch as a reused pass of the new task version, as a visit would."""
-    earlier = _origins(call.ctx.ledger.runs(call.step.thread_id), spec.name)
+    earlier = origins(call.ctx.ledger.runs(call.step.thread_id), spec.name)
     now = call.ctx.clock()
     for key_hash, digests in held:
         run = NodeRun(
@@ -69,17 +68,8 @@ def record_reused(
             ended_at=now,
             duration_ms=0,
             reused=True,
-            note=f"reused (task v{earlier.get(key_hash, task.task_version - 1)})",
+            note=reused_from(earlier.get(key_hash, task.task_version - 1)),
         )
         call.ctx.ledger.finish(
             call.step.thread_id, call.ctx.ledger.start(call.step.thread_id, run), run
         )
-
-
-def _origins(runs: list[NodeRun], node: str) -> Mapping[str, int]:
-    """The task version whose pass recorded each input hash's result (the latest wins)."""
-    return {
-        run.input_hash: run.task_version
-        for run in runs
-        if run.node_id == node and run.status == "succeeded" and not run.reused
-    }
