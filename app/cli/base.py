@@ -7,16 +7,14 @@ import traceback
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from app.cli.terminal import TerminalConsole, visible
+from app.errors import error_line
 from app.exit_codes import EXPECTED_ERRORS, for_error
 from app.settings import Settings
 from app.storage.postgres import is_postgres_url, redact
 from app.workflow import Workflow
-from graphs.boundary import describe_validation_error
-from graphs.errors import HandoffError
 
 if TYPE_CHECKING:
     from app.fleet.queue import Queue
@@ -24,14 +22,6 @@ if TYPE_CHECKING:
 out = TerminalConsole(highlight=False, soft_wrap=True)
 wide = TerminalConsole(highlight=False, width=None if out.is_terminal else 200)
 err = TerminalConsole(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _message(error: BaseException) -> str:
-    if isinstance(error, ValidationError):
-        return f"invalid {error.title}: {describe_validation_error(error)}"
-    if isinstance(error, HandoffError):
-        return error.message
-    return str(error)
 
 
 class _MappedErrors(TyperGroup):
@@ -52,7 +42,7 @@ class _MappedErrors(TyperGroup):
         except EXPECTED_ERRORS as error:
             if ctx.params.get("debug"):
                 _write_traceback(error)
-            line = visible(_redacted(_message(error)), lines=False)
+            line = visible(_redacted(error_line(error)), lines=False)
             err.print(f"error: {line}", markup=False)
             raise typer.Exit(int(for_error(error))) from None
 

@@ -15,7 +15,8 @@ from app.cli.terminal import visible
 from app.corpus.citations import SourceEntry
 from app.settings import Settings
 from app.storage.postgres import describe_url
-from contracts import RunOutcome, VersionedContract
+from app.workflow.progress import step_summary
+from contracts import RunOutcome
 
 if TYPE_CHECKING:
     from app.fleet.jobs import JobState
@@ -58,18 +59,9 @@ def artifacts_where(settings: Settings) -> str:
 
 def progress(node: str, values: dict[str, Any]) -> None:
     """One line per finished node: the summaries of the contracts it wrote."""
-    if node == "__interrupt__":
-        node, summary = "paused", "waiting for a human decision"
-    else:
-        summary = " · ".join(
-            text
-            for channel, value in values.items()
-            if channel != "handoff" and isinstance(value, VersionedContract)
-            for text in [value.summary()]
-            if text
-        )
+    name, summary = step_summary(node, values)
     mark = "[green]✓[/green] " if err.is_terminal else ""
-    line = visible(f"{node}: {summary}".rstrip(": "), lines=False)
+    line = visible(f"{name}: {summary}".rstrip(": "), lines=False)
     err.print(f"{mark}{escape(line) if err.is_terminal else line}", markup=err.is_terminal)
 
 

@@ -1,4 +1,4 @@
-"""Commands around the workflow: serve, schema, eval and db init."""
+"""Commands around the workflow: serve, a2a, schema, eval and db init."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import typer
 from app.cli.base import cli, err, out
 from app.errors import QueueUnavailable, UnknownContract
 from app.settings import Settings
-from app.storage.postgres import is_postgres_url
+from app.storage.postgres import describe_url, is_postgres_url
 from graphs.errors import ExitCode
 
 
@@ -43,6 +43,49 @@ def serve(
     sys.stdout.flush()
     sys.stderr.flush()
     server.exec_dev_server(plan)
+
+
+@cli.command("a2a")
+def a2a_server(
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 9999,
+    host: Annotated[
+        str,
+        typer.Option("--host", help="Interface to listen on (see docs/a2a.md before changing)."),
+    ] = "127.0.0.1",
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="The URL clients reach it by, for the agent card (default: http://HOST:PORT/).",
+        ),
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Tasks run at once.")] = 4,
+    max_request_bytes: Annotated[
+        int, typer.Option("--max-request-bytes", min=1024, help="Largest request body accepted.")
+    ] = 1_000_000,
+) -> None:
+    """Serve the workflow as an A2A agent (needs the a2a extra), on the settings' storage."""
+    from app.server.dev_server import ServeError, port_is_free
+
+    try:
+        import uvicorn
+
+        from app.a2a.service import build_app
+    except ImportError as error:
+        raise ServeError(
+            f"the A2A server needs {error.name}: install the 'a2a' extra, e.g. "
+            "pip install -e '.[a2a]'"
+        ) from error
+    if not port_is_free(host, port):
+        raise ServeError(f"port {port} on {host} is taken; choose another with --port")
+    settings = Settings()
+    served = url or f"http://{host}:{port}/"
+    app = build_app(settings, url=served, max_runs=jobs, max_request_bytes=max_request_bytes)
+    out.print(f"serving the A2A agent at {served}", markup=False)
+    out.print(f"  agent card: {served.rstrip('/')}/.well-known/agent-card.json", markup=False)
+    out.print(f"  threads:    {describe_url(settings.resolved_database_url())}", markup=False)
+    sys.stdout.flush()
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 @cli.command()

@@ -72,9 +72,14 @@ def find_config(explicit: Path | None = None, cwd: Path | None = None) -> Path:
 
 
 def port_is_free(host: str, port: int) -> bool:
-    """Whether ``port`` can be bound on ``host`` right now."""
+    """Whether ``port`` can be bound on ``host`` right now, as a server binds it.
+
+    Servers (uvicorn) set SO_REUSEADDR, so a port whose last server was killed and whose
+    connections linger in TIME_WAIT is free to them; the probe asks the same question.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:

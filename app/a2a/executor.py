@@ -1,0 +1,136 @@
+"""The agent: carries out a message's plan on its thread and publishes what the thread says.
+
+``execute`` starts the run in a worker thread (``app.a2a.threads``), publishes a working
+status update per finished node (the summaries of the contracts it wrote, as the CLI's
+progress lines), and when the run stops publishes the task as its thread now tells it:
+its artifacts, then its state. So the stream a client watched ends where ``tasks/get``
+and ``handoff status`` stand. ``cancel`` stops the run after its current step and makes
+the audited cancel ``handoff cancel`` makes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Task, TaskArtifactUpdateEvent, TaskState, TaskStatus
+from a2a.utils.errors import TaskNotCancelableError
+
+from app.a2a.errors import a2a_error
+from app.a2a.parts import agent_message
+from app.a2a.plans import Plan, plan_for
+from app.a2a.store import ThreadTaskStore
+from app.a2a.threads import Stopped, Threads
+from app.errors import ThreadFinished
+from app.workflow.progress import step_summary
+from contracts import RunOutcome
+
+PLAN = "handoff_plan"
+"""Where the request handler leaves the plan it admitted, in the call context's state."""
+
+CANCEL_REASON = "cancelled by an A2A client (tasks/cancel)"
+
+
+class WorkflowExecutor(AgentExecutor):
+    """Runs, resumes and cancels threads for the A2A server."""
+
+    def __init__(self, threads: Threads, store: ThreadTaskStore) -> None:
+        self.threads = threads
+        self.store = store
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Carry out the admitted plan and publish until the thread stops or pauses."""
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        admitted = context.call_context.state.get(PLAN)
+        plan: Plan = (
+            admitted  # a request that did not pass the handler's check is read here
+            if isinstance(admitted, Plan)
+            else await asyncio.to_thread(self._plan, context)
+        )
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        if context.current_task is None:
+            submitted = Task(
+                id=task_id,
+                context_id=context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                history=[context.message] if context.message else [],
+            )
+            await event_queue.enqueue_event(submitted)
+        await updater.start_work(
+            agent_message(plan.describe(), task_id=task_id, context_id=context_id)
+        )
+        loop = asyncio.get_running_loop()
+        steps: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+
+        def progress(node: str, values: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(steps.put_nowait, step_summary(node, values))
+
+        run = self.threads.start(task_id, plan, progress)
+        finished: asyncio.Future[RunOutcome] = asyncio.wrap_future(run.future)
+        while True:
+            step: asyncio.Future[tuple[str, str]] = asyncio.ensure_future(steps.get())
+            waiting: list[asyncio.Future[Any]] = [step, finished]
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if not step.done():
+                step.cancel()
+                break
+            name, summary = step.result()
+            if not run.stop.is_set() and name != "paused":
+                line = f"{name}: {summary}".rstrip(": ")
+                message = agent_message(line, task_id=task_id, context_id=context_id)
+                await updater.update_status(
+                    TaskState.TASK_STATE_WORKING, message, metadata={"node": name}
+                )
+        try:
+            finished.result()
+        except Stopped:
+            return  # cancel() publishes the end it made
+        except Exception as error:
+            raise a2a_error(error) from error
+        await self.publish(task_id, event_queue, updater)
+
+    def _plan(self, context: RequestContext) -> Plan:
+        assert context.message is not None
+        with self.threads.reading() as workflow:
+            return plan_for(workflow, context.message, running=False)
+
+    async def publish(self, task_id: str, event_queue: EventQueue, updater: TaskUpdater) -> None:
+        """The task as its thread tells it now: its artifacts, then its status."""
+        task = await asyncio.to_thread(self.store.read, task_id)
+        if task is None:
+            return
+        for artifact in task.artifacts:
+            await event_queue.enqueue_event(
+                TaskArtifactUpdateEvent(
+                    task_id=task_id, context_id=task.context_id, artifact=artifact, last_chunk=True
+                )
+            )
+        metadata = {key: value for key, value in task.metadata.items()}
+        await updater.update_status(task.status.state, task.status.message, metadata=metadata)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Stop the run after its current step, then cancel the thread as the CLI does."""
+        task_id = str(context.task_id)
+        run = self.threads.running(task_id)
+        if run is not None:
+            run.stop.set()
+            try:
+                await asyncio.wrap_future(run.future)
+            except Exception:  # noqa: BLE001, S110  # Stopped, or a failure execute reports
+                pass
+        await audited_cancel(self.threads, task_id)
+        updater = TaskUpdater(event_queue, task_id, str(context.context_id))
+        await self.publish(task_id, event_queue, updater)
+
+
+async def audited_cancel(threads: Threads, task_id: str) -> None:
+    """The cancel ``handoff cancel`` makes (recorded in the audit), with A2A's errors."""
+    try:
+        await asyncio.to_thread(threads.cancel, task_id, CANCEL_REASON, "a2a client")
+    except ThreadFinished as error:
+        raise TaskNotCancelableError(message=error.message) from error
+    except Exception as error:
+        raise a2a_error(error) from error
