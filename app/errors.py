@@ -2,20 +2,8 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from contracts import ErrorCode, HumanRequest, RunOutcome
-from graphs.boundary import describe_validation_error
 from graphs.errors import ArtifactNotFound, ExitCode, HandoffError, NotFound, UsageError
-
-
-def error_line(error: BaseException) -> str:
-    """An error in one line, as every way in reports it (the field, for a contract's)."""
-    if isinstance(error, ValidationError):
-        return f"invalid {error.title}: {describe_validation_error(error)}"
-    if isinstance(error, HandoffError):
-        return error.message
-    return str(error)
 
 
 class ThreadNotFound(NotFound):

@@ -46,7 +46,7 @@ def stale_outcome(
     return run_outcome(
         task,
         step,
-        TaskState.FAILED,
+        TaskState.REJECTED,  # the workflow refused to go on with inputs it cannot trust
         "failed",
         draft=draft,
         errors=[ErrorDetail(code=ErrorCode.STALE_INPUT, detail=report.describe()[:2000])],

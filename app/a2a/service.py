@@ -3,8 +3,8 @@
 ``handoff a2a`` serves it with uvicorn, with ``GET /threads/{id}/artifacts/{name}`` (the
 route ``handoff serve`` mounts) so a published outcome's ``article_path`` reads here too.
 It listens on 127.0.0.1 unless told otherwise: it has no authentication of its own
-(docs/a2a.md says how to put one in front of it). A request body over
-``max_request_bytes`` is refused before it is parsed.
+(docs/a2a.md says how to put one in front of it). A request body that is not JSON, or is
+over ``max_request_bytes``, is refused before it is parsed.
 """
 
 from __future__ import annotations
@@ -29,19 +29,32 @@ from app.settings import Settings
 MAX_REQUEST_BYTES = 1_000_000
 
 
-class BodyLimit:
-    """Refuse a request whose body is larger than ``limit`` bytes with a 413, unread."""
+JSON_TYPES = ("application/json", "application/a2a+json")
+"""What a request body may be. A browser sends any other type (text/plain, a form) to any
+origin without asking first, so a page on another site could start tasks here; a JSON body
+needs a CORS preflight, which this server never grants."""
+
+
+class RequestGuard:
+    """Refuse, unread, a POST body that is not JSON (415) or is over ``limit`` bytes (413)."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
         self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Count the body as it arrives; answer 413 as soon as it passes the limit."""
+        """Check the declared type and length, then count the body as it arrives."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        kind = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        if scope.get("method") == "POST" and kind not in JSON_TYPES:
+            await self._refuse(
+                scope, receive, send, 415, f"a request body must be JSON, not {kind!r}"
+            )
+            return
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await self._refuse(scope, receive, send)
             return
@@ -60,11 +73,11 @@ class BodyLimit:
         except _TooLarge:
             await self._refuse(scope, receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse(
-            {"error": f"request body over {self.limit} bytes; nothing was read"}, status_code=413
-        )
-        await response(scope, receive, send)
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, status: int = 413, why: str = ""
+    ) -> None:
+        why = why or f"request body over {self.limit} bytes; nothing was read"
+        await JSONResponse({"error": why}, status_code=status)(scope, receive, send)
 
 
 class _TooLarge(Exception):
@@ -96,5 +109,5 @@ def build_app(
         ],
         lifespan=lifespan,
     )
-    app.add_middleware(BodyLimit, limit=max_request_bytes)
+    app.add_middleware(RequestGuard, limit=max_request_bytes)
     return app

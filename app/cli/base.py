@@ -10,10 +10,10 @@ import typer
 from typer.core import TyperGroup
 
 from app.cli.terminal import TerminalConsole, visible
-from app.errors import error_line
+from app.error_lines import error_line, redacted
 from app.exit_codes import EXPECTED_ERRORS, for_error
 from app.settings import Settings
-from app.storage.postgres import is_postgres_url, redact
+from app.storage.postgres import is_postgres_url
 from app.workflow import Workflow
 
 if TYPE_CHECKING:
@@ -42,22 +42,13 @@ class _MappedErrors(TyperGroup):
         except EXPECTED_ERRORS as error:
             if ctx.params.get("debug"):
                 _write_traceback(error)
-            line = visible(_redacted(error_line(error)), lines=False)
+            line = visible(redacted(error_line(error)), lines=False)
             err.print(f"error: {line}", markup=False)
             raise typer.Exit(int(for_error(error))) from None
 
 
-def _redacted(text: str) -> str:
-    """``text`` with the database passwords masked (a driver's error may quote its URL)."""
-    try:
-        url: str | None = Settings().resolved_database_url()
-    except Exception:  # settings that do not load: mask what the patterns find
-        url = None
-    return redact(text, url)
-
-
 def _write_traceback(error: BaseException) -> None:
-    sys.stderr.write(visible(_redacted("".join(traceback.format_exception(error)))))
+    sys.stderr.write(visible(redacted("".join(traceback.format_exception(error)))))
 
 
 cli = typer.Typer(

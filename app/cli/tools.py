@@ -45,9 +45,16 @@ def serve(
     server.exec_dev_server(plan)
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+A2A_PORT = 9999
+"""Where ``handoff a2a`` listens unless told, or the port is taken."""
+
+
 @cli.command("a2a")
 def a2a_server(
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 9999,
+    port: Annotated[
+        int | None, typer.Option("--port", help="Port (default 9999, or a free one if taken).")
+    ] = None,
     host: Annotated[
         str,
         typer.Option("--host", help="Interface to listen on (see docs/a2a.md before changing)."),
@@ -65,7 +72,7 @@ def a2a_server(
     ] = 1_000_000,
 ) -> None:
     """Serve the workflow as an A2A agent (needs the a2a extra), on the settings' storage."""
-    from app.server.dev_server import ServeError, port_is_free
+    from app.server.dev_server import ServeError, free_port, port_is_free
 
     try:
         import uvicorn
@@ -76,10 +83,18 @@ def a2a_server(
             f"the A2A server needs {error.name}: install the 'a2a' extra, e.g. "
             "pip install -e '.[a2a]'"
         ) from error
-    if not port_is_free(host, port):
+    if port is None:
+        port = A2A_PORT if port_is_free(host, A2A_PORT) else free_port(host)
+    elif not port_is_free(host, port):
         raise ServeError(f"port {port} on {host} is taken; choose another with --port")
     settings = Settings()
-    served = url or f"http://{host}:{port}/"
+    served = url or (f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/")
+    if host not in LOOPBACK:
+        err.print(
+            f"warning: listening on {host} with no authentication: anyone who reaches it can "
+            "run and cancel tasks; docs/a2a.md says how to put it behind a proxy that checks",
+            markup=False,
+        )
     app = build_app(settings, url=served, max_runs=jobs, max_request_bytes=max_request_bytes)
     out.print(f"serving the A2A agent at {served}", markup=False)
     out.print(f"  agent card: {served.rstrip('/')}/.well-known/agent-card.json", markup=False)

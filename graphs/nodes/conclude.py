@@ -99,7 +99,7 @@ def conclude(call: NodeCall) -> NodeResult:
             ErrorDetail(code=ErrorCode.REVIEW_REJECTED, detail="the reviewer rejected the draft")
         )
         outcome = call.outcome(
-            TaskState.FAILED,
+            TaskState.REJECTED,  # the reviewer refused the draft: nothing is published
             "failed",
             draft=draft,
             bundle=bundle,

@@ -123,11 +123,11 @@ class RejectingReviewer:
         )
 
 
-def test_a_rejected_draft_ends_the_run_failed_with_review_rejected(workflow: Workflow) -> None:
+def test_a_rejected_draft_ends_the_run_rejected_with_review_rejected(workflow: Workflow) -> None:
     context = workflow.context.with_agent("reviewer", RejectingReviewer())
     with Workflow(workflow.settings, context=context) as rejecting:
         outcome = rejecting.run(OBJECTIVE, "t-rejected")
-    assert outcome.state == TaskState.FAILED
+    assert outcome.state == TaskState.REJECTED
     assert outcome.result_status == "failed"
     assert ErrorCode.REVIEW_REJECTED in {error.code for error in outcome.errors}
     assert outcome.review_rounds == 1

@@ -130,7 +130,7 @@ def test_edited_source_under_fail_ends_stale_input_naming_the_source(
     workflow: Workflow, corpus: Path
 ) -> None:
     bundle, outcome = approved_after_an_edit(workflow, corpus, "fail", "t-fail")
-    assert (outcome.state, outcome.result_status) == (TaskState.FAILED, "failed")
+    assert (outcome.state, outcome.result_status) == (TaskState.REJECTED, "failed")
     [error] = outcome.errors
     assert error.code == ErrorCode.STALE_INPUT
     assert f"source {source_of(bundle, EDITED).id} is stale" in error.detail

@@ -1,7 +1,7 @@
 """The fenced blocks of the README and docs/, with what each one's info string asks for.
 
 A block's info string is its language and then attributes: words (``ci``, ``project``,
-``serve``, ``postgres``, ``adapted``, ``server``) or ``key=value`` (``file=PATH``). Each
+``serve``, ``postgres``, ``adapted``, ``server``, ``a2a``) or ``key=value`` (``file=PATH``). Each
 language and attribute has one meaning, which ``tests/docs/test_snippets.py`` carries out; anything
 else is refused, so a block can never be left out of the tests by a typo.
 """
@@ -17,8 +17,8 @@ DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 
 ATTRIBUTES: dict[str, frozenset[str]] = {
     "text": frozenset(),  # not code: diagrams, synopses, layouts; `handoff` lines are checked
-    "bash": frozenset({"ci", "serve", "postgres", "adapted", "project"}),
-    "python": frozenset({"server", "file", "postgres"}),
+    "bash": frozenset({"ci", "serve", "postgres", "adapted", "project", "a2a"}),
+    "python": frozenset({"server", "file", "postgres", "a2a"}),
     "diff": frozenset(),
     "dotenv": frozenset(),
     "mermaid": frozenset(),  # drawn from the graph (graphs/diagram.py), checked against it

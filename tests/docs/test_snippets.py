@@ -144,11 +144,13 @@ HANDLED = {
     ("bash", ("project",)),
     ("bash", ("postgres",)),
     ("bash", ("serve",)),
+    ("bash", ("a2a",)),  # tests/docs/test_a2a_snippets.py
     ("bash", ("adapted",)),
     ("python", ()),
     ("python", ("file",)),
     ("python", ("postgres",)),
     ("python", ("server",)),
+    ("python", ("a2a",)),  # tests/docs/test_a2a_snippets.py
     ("mermaid", ()),  # tests/docs/test_graph_diagram.py: the drawing of the built graph
 }
 """Each kind of block a test below carries out; a block of any other kind would be skipped."""
@@ -324,13 +326,18 @@ def serving(script: str, folder: Path) -> Iterator[tuple[str, subprocess.Popen[s
         assert url is not None
         yield url, process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=20)
+        stop_group(process)
+
+
+def stop_group(process: subprocess.Popen[str]) -> None:
+    """End a block's process group: SIGTERM, then SIGKILL if it lingers."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=20)
 
 
 @pytest.mark.server

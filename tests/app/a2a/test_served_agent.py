@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -285,3 +286,44 @@ def test_a_server_killed_mid_task_restarts_truthful_and_a_resend_resumes(
             assert status_json(a2a_server, thread_id)["outcome"]["state"] == "TASK_STATE_COMPLETED"
 
     asyncio.run(resumed())
+
+
+def test_bad_input_is_refused_naming_the_field_and_makes_no_task(a2a_server: A2AServer) -> None:
+    a2a_server.start()
+    outside = a2a_server.folder.parent / "elsewhere"
+    outside.mkdir()
+    (outside / "notes.md").write_text("# Notes\n\nA sentence to read.\n", encoding="utf-8")
+
+    async def scenario() -> None:
+        async with client_of(a2a_server) as client:
+            too_long = {"objective": OBJECTIVE, "constraints": {"max_words": -3}}
+            with pytest.raises(InvalidParamsError, match=r"constraints\.max_words"):
+                await send(client, spec_message(too_long))
+            with pytest.raises(InvalidParamsError, match="corpus roots|outside"):
+                await send(client, spec_message({"objective": OBJECTIVE, "corpus": [str(outside)]}))
+            with pytest.raises(InvalidParamsError, match="empty message"):
+                await send(client, text_message("   "))
+            with pytest.raises(InvalidParamsError, match="context_id"):
+                await send(
+                    client, spec_message({**UNATTENDED, "task_id": "mine"}, context_id="other")
+                )
+        with a2a_server.workflow() as workflow:
+            assert workflow.threads() == [], "nothing refused was saved"
+
+    asyncio.run(scenario())
+    oversized = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"x": "y" * 2_000_000}}
+    )
+    request = urllib.request.Request(
+        a2a_server.url, data=oversized.encode(), headers={"Content-Type": "application/json"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 413
+    small = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}})
+    as_a_form_would = urllib.request.Request(  # a page on another site can send this unasked
+        a2a_server.url, data=small.encode(), headers={"Content-Type": "text/plain"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(as_a_form_would)
+    assert refused.value.code == 415

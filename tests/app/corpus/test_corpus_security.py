@@ -230,7 +230,7 @@ def test_a_source_repointed_before_resume_is_refused_by_name_and_the_policy_hand
     writer = next(run for run in workflow.history("t-repoint") if run.node_id == "writer")
     assert any(refusal in line for line in writer.checked_inputs), writer.checked_inputs
     if policy == "fail":
-        assert outcome.state == TaskState.FAILED and for_outcome(outcome) == ExitCode.FAILED
+        assert outcome.state == TaskState.REJECTED and for_outcome(outcome) == ExitCode.FAILED
         assert outcome.errors[0].code == ErrorCode.STALE_INPUT
         assert "source src-1 is missing" in outcome.errors[0].detail
         assert refusal in outcome.errors[0].detail and "\n" not in outcome.errors[0].detail
