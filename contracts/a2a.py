@@ -16,3 +16,13 @@ class TaskState(StrEnum):
     CANCELED = "TASK_STATE_CANCELED"
     REJECTED = "TASK_STATE_REJECTED"
     AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
+
+    @property
+    def ended(self) -> bool:
+        """A terminal state: A2A never restarts a task in one (a refinement is a new task)."""
+        return self in {
+            TaskState.COMPLETED,
+            TaskState.FAILED,
+            TaskState.CANCELED,
+            TaskState.REJECTED,
+        }

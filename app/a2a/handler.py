@@ -20,7 +20,7 @@ from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 from app.a2a.errors import a2a_error
 from app.a2a.executor import PLAN, WorkflowExecutor, audited_cancel
-from app.a2a.plans import ENDED, Plan, plan_for
+from app.a2a.plans import Plan, plan_for
 from app.a2a.store import ThreadTaskStore
 from app.a2a.threads import Threads
 from contracts import RunOutcome
@@ -67,7 +67,7 @@ class WorkflowRequestHandler(DefaultRequestHandler):
         current = await asyncio.to_thread(self._outcome, task_id)
         if current is None:
             raise TaskNotFoundError(message=f"no task {task_id!r}")
-        if current.state in ENDED:
+        if current.state.ended:
             raise TaskNotCancelableError(
                 message=f"task {task_id!r} has ended ({current.state.name.lower()}); "
                 "nothing to cancel"

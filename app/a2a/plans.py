@@ -26,9 +26,6 @@ from contracts import (
     TaskState,
 )
 
-ENDED = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED})
-"""The A2A states a task never leaves: a refinement is a new task."""
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -77,7 +74,7 @@ def _continue(workflow: Workflow, message: Message, running: bool) -> Plan:
     if not workflow.threads_has(thread):
         raise TaskNotFoundError(message=f"no task {thread!r}: send a message without task_id")
     current = workflow.outcome(thread)
-    if current.state in ENDED:
+    if current.state.ended:
         raise UnsupportedOperationError(
             message=f"task {thread!r} has ended ({_state(current)}); an ended task is never "
             f"restarted: to refine it, send a message without task_id, with "
@@ -115,7 +112,7 @@ def _refine(workflow: Workflow, message: Message) -> Plan:
     if not workflow.threads_has(old):
         raise TaskNotFoundError(message=f"reference_task_ids[0]: no task {old!r}")
     current = workflow.outcome(old)
-    if current.state not in ENDED:
+    if not current.state.ended:
         raise UnsupportedOperationError(
             message=f"reference_task_ids[0]: task {old!r} has not ended ({_state(current)}); "
             "send to it with task_id instead"

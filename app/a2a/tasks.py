@@ -26,8 +26,6 @@ CONTRACT_ARTIFACTS: tuple[str, ...] = ("research", "draft", "review")
 """The contracts a task returns as data artifacts; each is also the name of its channel
 and of the artifact store entry it names (``Workflow.artifact_ref``)."""
 
-_ENDED = {Lifecycle.COMPLETED, Lifecycle.FAILED, Lifecycle.CANCELED, Lifecycle.REJECTED}
-
 
 def task_of(
     workflow: Workflow, thread_id: str, *, running: bool, artifacts: bool = True
@@ -58,7 +56,7 @@ def task_of(
         ),
         metadata=metadata,
     )
-    if artifacts and current.state in _ENDED:
+    if artifacts and current.state.ended:
         task.artifacts.extend(artifacts_of(workflow, thread_id, current))
     return task
 

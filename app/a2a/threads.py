@@ -139,7 +139,14 @@ class Threads:
             return workflow.cancel(task_id, reason, decided_by=decided_by)
 
     def close(self) -> None:
-        """Wait for the runs in flight, then release the reader's connections."""
+        """Stop the runs in flight after their current step, then release the connections.
+
+        A stopped thread stays ``working`` with its finished steps saved; a message sent
+        to its task once the server is back resumes it.
+        """
+        with self._runs_lock:
+            for run in self._runs.values():
+                run.stop.set()
         self._pool.shutdown(wait=True)
         with self._read_lock:
             if self._reader is not None:
