@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
@@ -29,12 +30,27 @@ def package_version() -> str:
         return "0+unknown"
 
 
+def described_fields(schema: dict[str, Any]) -> list[str]:
+    """``name: description`` for each input field, a nested contract's fields by their path.
+
+    So the card names the word limit and the required sections (``constraints.*``), the
+    budget's limits and the policies, each in the contract's own words.
+    """
+    lines = []
+    for name in INPUT_FIELDS:
+        field = schema["properties"][name]
+        nested = field.get("$ref", "").rpartition("/")[2] or None
+        if nested:
+            for inner, spec in schema["$defs"][nested]["properties"].items():
+                lines.append(f"{name}.{inner}: {spec.get('description', '').rstrip('.')}")
+        else:
+            lines.append(f"{name}: {field.get('description', '').rstrip('.')}")
+    return lines
+
+
 def agent_card(url: str) -> AgentCard:
     """The card served at ``/.well-known/agent-card.json`` for an agent reached at ``url``."""
-    properties = TaskSpec.model_json_schema()["properties"]
-    fields = "; ".join(
-        f"{name}: {properties[name].get('description', '').rstrip('.')}" for name in INPUT_FIELDS
-    )
+    fields = "; ".join(described_fields(TaskSpec.model_json_schema()))
     skill = AgentSkill(
         id=SKILL_ID,
         name="Research, write and review an article",

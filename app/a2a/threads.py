@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.a2a.plans import Plan
+from app.opening import open_workflow
 from app.settings import Settings
-from app.storage.postgres import is_postgres_url
 from app.workflow import Workflow
 from contracts import RunOutcome
 from graphs.attempt_log import record_event
@@ -37,15 +37,6 @@ class Run:
 
     future: Future[RunOutcome]
     stop: threading.Event = field(default_factory=threading.Event)
-
-
-def open_workflow(settings: Settings, *, read_only: bool = False) -> Workflow:
-    """The Workflow every other way in opens for these settings (the fleet's on PostgreSQL)."""
-    if not is_postgres_url(settings.resolved_database_url()):
-        return Workflow(settings, read_only=read_only)
-    from app.fleet.guard import fleet_workflow
-
-    return fleet_workflow(settings, read_only=read_only)
 
 
 class Threads:

@@ -12,7 +12,7 @@ from typer.core import TyperGroup
 from app.cli.terminal import TerminalConsole, visible
 from app.error_lines import error_line, redacted
 from app.exit_codes import EXPECTED_ERRORS, for_error
-from app.settings import Settings
+from app.opening import open_workflow as opened_workflow
 from app.storage.postgres import is_postgres_url
 from app.workflow import Workflow
 
@@ -70,18 +70,8 @@ def _options(
 
 
 def open_workflow(*, read_only: bool = False) -> Workflow:
-    """The Workflow of the settings; inspecting commands open it read-only (no writes).
-
-    On PostgreSQL it is the fleet's (``app.fleet.guard.fleet_workflow``): a thread with an
-    unfinished job is left to its job. Elsewhere no queue can exist, and the fleet is not
-    imported.
-    """
-    settings = Settings()
-    if not is_postgres_url(settings.resolved_database_url()):
-        return Workflow(settings, read_only=read_only)
-    from app.fleet.guard import fleet_workflow
-
-    return fleet_workflow(settings, read_only=read_only)
+    """The Workflow of the settings; inspecting commands open it read-only (no writes)."""
+    return opened_workflow(read_only=read_only)
 
 
 def open_queue(workflow: Workflow) -> Queue | None:

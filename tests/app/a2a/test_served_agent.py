@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from a2a.types import AgentCard, CancelTaskRequest, TaskState
+from a2a.types import AgentCard, CancelTaskRequest, ListTasksRequest, TaskState
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from google.protobuf.json_format import ParseDict
 
@@ -66,8 +66,15 @@ def test_agent_card_validates_against_the_sdk_types(a2a_server: A2AServer) -> No
     assert card.supported_interfaces[0].protocol_binding == "JSONRPC"
     (skill,) = card.skills
     assert skill.id == "research-write-review"
-    for field in ("objective", "constraints", "questions", "corpus"):
+    for field in (
+        "objective",
+        "constraints.max_words",
+        "constraints.required_sections",
+        "questions",
+        "corpus",
+    ):
         assert f"{field}:" in skill.description
+    assert "corpus roots" in skill.description
     assert "application/json" in card.default_input_modes
     assert "text/markdown" in card.default_output_modes
 
@@ -201,6 +208,9 @@ def test_a_follow_up_on_an_ended_task_is_a_new_task_and_the_old_one_is_unchanged
             after = await get(client, first.id)
             assert after.artifacts == first.artifacts
             assert after.status.state == first.status.state
+            listed = await client.list_tasks(ListTasksRequest(context_id=first.context_id))
+            assert {task.id for task in listed.tasks} == {first.id, second.id}
+            assert all(not task.artifacts for task in listed.tasks), "asked for none"
             with a2a_server.workflow() as workflow:
                 assert workflow.state(second.id)["task"].constraints.max_words == 250
                 assert workflow.state(first.id)["task"].task_version == 1
