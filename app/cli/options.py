@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import Annotated, Any, TypeVar, get_args, get_type_hints
 
 import typer
 
@@ -90,50 +90,46 @@ DecisionFileOpt = Annotated[
 ]
 
 
-TASK_OPTIONS = (
-    CorpusOpt,
-    ThreadOpt,
-    MaxWordsOpt,
-    SectionOpt,
-    MaxRoundsOpt,
-    QuestionOpt,
-    ApprovalOpt,
-    AskOnReviewOpt,
-    ExportOpt,
-)
-"""A task's options (``run``, ``submit``)."""
+TASK_OPTIONS: dict[str, Any] = {
+    "corpus": CorpusOpt,
+    "thread": ThreadOpt,
+    "max_words": MaxWordsOpt,
+    "section": SectionOpt,
+    "max_rounds": MaxRoundsOpt,
+    "question": QuestionOpt,
+    "require_approval": ApprovalOpt,
+    "ask_on_review": AskOnReviewOpt,
+    "export": ExportOpt,
+}
+"""A task's options (``run``, ``submit``), by the keyword the command's body gets each as
+(Typer's idiom: the keyword is the parameter's name, the flag is declared in its option)."""
 
-DECISION_OPTIONS = (
-    ApproveOpt,
-    RejectOpt,
-    AcceptPartialOpt,
-    GrantRoundOpt,
-    AbortOpt,
-    ActionOpt,
-    ReasonOpt,
-    AnswerOpt,
-    ConstraintOpt,
-    DetailOpt,
-    DecisionFileOpt,
-)
+DECISION_OPTIONS: dict[str, Any] = {
+    "approve": ApproveOpt,
+    "reject": RejectOpt,
+    "accept_partial": AcceptPartialOpt,
+    "grant_round": GrantRoundOpt,
+    "abort": AbortOpt,
+    "action": ActionOpt,
+    "reason": ReasonOpt,
+    "answer": AnswerOpt,
+    "constraint": ConstraintOpt,
+    "detail": DetailOpt,
+    "decision_file": DecisionFileOpt,
+}
 """A decision's options (``resume``, ``submit --resume``)."""
 
 
-def parameter(option: Any) -> inspect.Parameter:
-    """The keyword an option is passed as: its flag's name (``--max-words``: ``max_words``).
+def parameter(name: str, option: Any) -> inspect.Parameter:
+    """The keyword parameter ``name`` of an option, read by Typer from the signature.
 
     A flag (``bool``) defaults to False, any other option to None (not given).
     """
-    info = next(item for item in option.__metadata__ if isinstance(item, typer.models.OptionInfo))
-    # In an Annotated option, Typer takes the first declaration in the ``default`` slot.
-    declared = [info.default, *(info.param_decls or ())]
-    flag = next(decl for decl in declared if isinstance(decl, str) and decl.startswith("--"))
-    default = False if option.__origin__ is bool else None
-    name = flag.removeprefix("--").replace("-", "_")
+    default = False if get_args(option)[0] is bool else None
     return inspect.Parameter(name, KEYWORD_ONLY, default=default, annotation=option)
 
 
-def taking(*groups: tuple[Any, ...]) -> Callable[[Command], Command]:
+def taking(*groups: Mapping[str, Any]) -> Callable[[Command], Command]:
     """Give a command the options of ``groups`` after its own; its ``**options`` gets them."""
 
     def decorate(function: Command) -> Command:
@@ -143,7 +139,7 @@ def taking(*groups: tuple[Any, ...]) -> Callable[[Command], Command]:
             for parameter in inspect.signature(function).parameters.values()
             if parameter.kind is not inspect.Parameter.VAR_KEYWORD
         ]
-        added = [parameter(option) for group in groups for option in group]
+        added = [parameter(name, option) for group in groups for name, option in group.items()]
 
         @functools.wraps(function)
         def command(**given: Any) -> None:
