@@ -53,10 +53,22 @@ def research_holds(call: NodeCall, task: TaskSpec) -> list[tuple[str, dict[str, 
 def record_reused(
     call: NodeCall, task: TaskSpec, spec: NodeSpec, held: list[tuple[str, dict[str, str]]]
 ) -> None:
-    """Audit each kept branch as a reused pass of the new task version, as a visit would."""
-    earlier = origins(call.ctx.ledger.runs(call.step.thread_id), spec.name)
+    """Audit each kept branch as a reused pass of the new task version, as a visit would.
+
+    A branch already audited so for this version is not audited again: ``revise_task``
+    runs again when its process died after auditing but before its step was saved.
+    """
+    runs = call.ctx.ledger.runs(call.step.thread_id)
+    earlier = origins(runs, spec.name)
+    audited = {
+        run.input_hash
+        for run in runs
+        if run.node_id == spec.name and run.reused and run.task_version == task.task_version
+    }
     now = call.ctx.clock()
     for key_hash, digests in held:
+        if key_hash in audited:
+            continue
         run = NodeRun(
             task_version=task.task_version,
             node_id=spec.name,

@@ -14,6 +14,9 @@ from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow import Workflow
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
 from graphs.errors import ContractViolation
+from graphs.node_call import CheckedState, NodeCall
+from graphs.ports import StepInfo
+from graphs.research_holds import record_reused
 from tests.conftest import OBJECTIVE
 from tests.routes import check_handoffs_follow_the_route
 
@@ -69,6 +72,23 @@ def test_a_tighter_word_limit_reuses_research_and_reruns_writer_and_reviewer(
     old = workflow.context.store.get(first.article)  # the published revision stays readable
     assert old != workflow.context.store.get(revised.article)
     check_handoffs_follow_the_route(workflow)
+
+
+def test_kept_research_is_audited_once_when_revise_task_runs_again(workflow: Workflow) -> None:
+    completed(workflow, "t-rev-again", constraints={"max_words": 400})
+    workflow.revise("t-rev-again", {"max_words": 120, "reason": "a shorter piece"})
+    audited = runs_at(workflow, "t-rev-again", 2, "research")
+    assert len(audited) == 2
+    # revise_task's body again, as after a process killed inside it once it had audited
+    # the kept branches but before its own attempt was recorded
+    values = workflow.graph.get_state(workflow.config("t-rev-again")).values
+    task: TaskSpec = workflow.state("t-rev-again")["task"]
+    nodes = {spec.name: spec for spec, _ in workflow.wiring}
+    step = StepInfo(thread_id="t-rev-again", node="revise_task", step=9, task_version=2)
+    call = NodeCall(nodes["revise_task"], CheckedState(values), task, workflow.context, step, nodes)
+    held = [(run.input_hash, {"task": run.input_hash}) for run in audited]
+    record_reused(call, task, nodes["research"], held)
+    assert runs_at(workflow, "t-rev-again", 2, "research") == audited
 
 
 def test_an_added_sub_question_is_the_only_branch_researched(workflow: Workflow) -> None:

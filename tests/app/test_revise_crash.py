@@ -126,6 +126,7 @@ def test_a_revision_killed_mid_rerun_is_finished_by_resume_without_redoing_reuse
             (run.attempt, run.status, run.reused) for run in research_v2
         ]
         assert {run.input_hash for run in research_v2} == {run.input_hash for run in research_v1}
+        assert len(research_v2) == len(research_v1), "each kept branch is audited once"
 
         writer_v2 = attempts(runs, "writer", 2)
         assert len(did_work(writer_v2)) == 1, "the Writer's version-2 work was done twice"
