@@ -126,3 +126,16 @@ def record_event(
         duration_ms=0,
     )
     ledger.finish(thread_id, ledger.start(thread_id, event), event)
+
+
+SEALED = "sealed once ended: "
+"""The audit label of a thread that, once it has ended, is never revised in place (an A2A
+task: a refinement is a new task). What follows it names who sealed it."""
+
+
+def sealed_by(runs: list[NodeRun]) -> str | None:
+    """Who sealed the thread these audit rows are of, if anyone (see ``SEALED``)."""
+    for run in runs:
+        if run.node_id.startswith(SEALED):
+            return run.node_id.removeprefix(SEALED)
+    return None

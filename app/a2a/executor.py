@@ -11,6 +11,7 @@ the audited cancel ``handoff cancel`` makes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -24,7 +25,7 @@ from app.a2a.parts import agent_message
 from app.a2a.plans import Plan, plan_for
 from app.a2a.store import ThreadTaskStore
 from app.a2a.threads import Stopped, Threads
-from app.errors import ThreadFinished
+from app.errors import ThreadFinished, ThreadNotFound
 from app.workflow.progress import step_summary
 from contracts import RunOutcome
 
@@ -40,10 +41,30 @@ class WorkflowExecutor(AgentExecutor):
     def __init__(self, threads: Threads, store: ThreadTaskStore) -> None:
         self.threads = threads
         self.store = store
+        self._ended: set[str] = set()
+        """Tasks whose end a request is publishing: exactly one publishes it."""
+        self._cancelled: dict[str, asyncio.Event] = {}
+        """Tasks a cancel is ending, set once it has published their end."""
+
+    def _claim_end(self, task_id: str) -> bool:
+        """Whether the caller publishes the task's end (no ``await`` between test and set)."""
+        if task_id in self._ended:
+            return False
+        self._ended.add(task_id)
+        return True
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Carry out the admitted plan and publish until the thread stops or pauses."""
         task_id, context_id = str(context.task_id), str(context.context_id)
+        try:
+            await self._execute(task_id, context_id, context, event_queue)
+        finally:
+            self._ended.discard(task_id)
+            self.threads.release(task_id)
+
+    async def _execute(
+        self, task_id: str, context_id: str, context: RequestContext, event_queue: EventQueue
+    ) -> None:
         admitted = context.call_context.state.get(PLAN)
         plan: Plan = (
             admitted  # a request that did not pass the handler's check is read here
@@ -87,10 +108,16 @@ class WorkflowExecutor(AgentExecutor):
         try:
             finished.result()
         except Stopped:
-            return  # cancel() publishes the end it made
+            pass  # a cancel stopped it and publishes the end it made (or the server stops)
         except Exception as error:
             raise a2a_error(error) from error
-        await self.publish(task_id, event_queue, updater)
+        else:
+            if self._claim_end(task_id):
+                await self.publish(task_id, event_queue, updater)
+                return
+        cancelling = self._cancelled.get(task_id)
+        if cancelling is not None:  # the sender hears the end the cancel publishes
+            await cancelling.wait()
 
     def _plan(self, context: RequestContext) -> Plan:
         assert context.message is not None
@@ -112,25 +139,48 @@ class WorkflowExecutor(AgentExecutor):
         await updater.update_status(task.status.state, task.status.message, metadata=metadata)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Stop the run after its current step, then cancel the thread as the CLI does."""
+        """Stop the run after its current step, then cancel the thread as the CLI does.
+
+        What is published is where the thread then stands: cancelled, or the end it
+        reached first (a run in its last node is let finish).
+        """
         task_id = str(context.task_id)
-        run = self.threads.running(task_id)
-        if run is not None:
-            run.stop.set()
-            try:
-                await asyncio.wrap_future(run.future)
-            except Exception:  # noqa: BLE001, S110  # Stopped, or a failure execute reports
-                pass
-        await audited_cancel(self.threads, task_id)
-        updater = TaskUpdater(event_queue, task_id, str(context.context_id))
-        await self.publish(task_id, event_queue, updater)
+        done = self._cancelled.setdefault(task_id, asyncio.Event())
+        try:
+            run = self.threads.running(task_id)
+            if run is not None:
+                run.stop.set()
+                with contextlib.suppress(Exception):  # Stopped, or the failure execute reports
+                    await asyncio.wrap_future(run.future)
+            with contextlib.suppress(TaskNotCancelableError):  # it ended first: say how
+                await audited_cancel(self.threads, task_id)
+            if self._claim_end(task_id):
+                updater = TaskUpdater(event_queue, task_id, str(context.context_id))
+                if await asyncio.to_thread(self.store.read, task_id) is None:  # never began
+                    await updater.cancel(
+                        agent_message(
+                            "cancelled before it began",
+                            task_id=task_id,
+                            context_id=str(context.context_id),
+                        )
+                    )
+                else:
+                    await self.publish(task_id, event_queue, updater)
+        finally:
+            done.set()
+            self._cancelled.pop(task_id, None)
 
 
 async def audited_cancel(threads: Threads, task_id: str) -> None:
-    """The cancel ``handoff cancel`` makes (recorded in the audit), with A2A's errors."""
+    """The cancel ``handoff cancel`` makes (recorded in the audit), with A2A's errors.
+
+    A thread that never began (a task stopped while queued) has nothing to cancel.
+    """
     try:
         await asyncio.to_thread(threads.cancel, task_id, CANCEL_REASON, "a2a client")
     except ThreadFinished as error:
         raise TaskNotCancelableError(message=error.message) from error
+    except ThreadNotFound:
+        return
     except Exception as error:
         raise a2a_error(error) from error

@@ -82,8 +82,9 @@ def _continue(workflow: Workflow, message: Message, running: bool) -> Plan:
         )
     if running:
         raise UnsupportedOperationError(
-            message=f"task {thread!r} is working (this server is running it); follow it "
-            "with tasks/get or tasks/subscribe, or cancel it with tasks/cancel",
+            message=f"task {thread!r} is busy in this server (its run, or another message "
+            "to it, is in progress); follow it with tasks/get or tasks/subscribe, or cancel "
+            "it with tasks/cancel",
             data={"error": "THREAD_BUSY"},
         )
     with workflow.backend.writing(thread):  # busy elsewhere (the CLI, a worker): refused now

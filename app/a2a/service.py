@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from urllib.parse import urlsplit
 
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.utils.constants import DEFAULT_RPC_URL
 from starlette.applications import Starlette
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.a2a.card import agent_card
 from app.a2a.handler import WorkflowRequestHandler
@@ -27,6 +28,23 @@ from app.server import artifacts_http
 from app.settings import Settings
 
 MAX_REQUEST_BYTES = 1_000_000
+PARKED_SECONDS = 300.0
+"""How long a task waiting for a person keeps its in-memory SDK state; a later message
+rebuilds it from the thread."""
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+DRAIN_BYTES = 16_000_000
+"""How much of a refused body is read and dropped before answering."""
+
+
+def allowed_hosts(url: str) -> list[str]:
+    """The Host headers answered: this machine's names and the one in the agent's URL.
+
+    A page whose name an attacker re-points at 127.0.0.1 (DNS rebinding) becomes
+    same-origin with this server and needs no CORS to send JSON; its requests still carry
+    its own name in Host, and are refused.
+    """
+    named = urlsplit(url).hostname
+    return [*LOOPBACK_NAMES, *([named] if named else [])]
 
 
 JSON_TYPES = ("application/json", "application/a2a+json")
@@ -58,30 +76,50 @@ class RequestGuard:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await self._refuse(scope, receive, send)
             return
-        seen = 0
-
-        async def counted() -> Any:
-            nonlocal seen
+        body = bytearray()  # read here, so a body sent without a length is held to it too
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise _TooLarge
-            return message
+            if message["type"] != "http.request":
+                await self.app(scope, receive, send)  # the client went away: let it see
+                return
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._refuse(scope, receive, send, more=bool(message.get("more_body")))
+                return
+            if not message.get("more_body", False):
+                break
+        delivered = False
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send)
+        async def replay() -> Message:
+            nonlocal delivered
+            if delivered:
+                return await receive()  # the disconnect, when the app waits for one
+            delivered = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _refuse(
-        self, scope: Scope, receive: Receive, send: Send, status: int = 413, why: str = ""
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        status: int = 413,
+        why: str = "",
+        more: bool = True,
     ) -> None:
+        """Answer why, once the rest of a modest body was read and dropped.
+
+        The client then hears the answer instead of a reset mid-send; a body over
+        DRAIN_BYTES is cut off all the same.
+        """
+        drained = 0
+        while more and drained < DRAIN_BYTES:
+            message = await receive()
+            drained += len(message.get("body", b""))
+            more = message["type"] == "http.request" and bool(message.get("more_body", False))
         why = why or f"request body over {self.limit} bytes; nothing was read"
         await JSONResponse({"error": why}, status_code=status)(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    """The body passed the limit while it was read."""
 
 
 def build_app(
@@ -91,7 +129,9 @@ def build_app(
     threads = Threads(settings, max_runs=max_runs)
     store = ThreadTaskStore(threads)
     card = agent_card(url)
-    handler = WorkflowRequestHandler(threads, store, agent_card=card)
+    handler = WorkflowRequestHandler(
+        threads, store, agent_card=card, interrupted_task_timeout=PARKED_SECONDS
+    )
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -110,4 +150,5 @@ def build_app(
         lifespan=lifespan,
     )
     app.add_middleware(RequestGuard, limit=max_request_bytes)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(url))
     return app

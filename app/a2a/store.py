@@ -2,7 +2,9 @@
 
 The SDK saves a task after each event it applies; here a save is kept only until the
 thread it starts has its first checkpoint (a moment after ``message/send``), so a
-``tasks/get`` in that moment finds it. After that every read is derived from the thread
+``tasks/get`` in that moment finds it; a task cancelled or refused before its thread began
+is kept so for the life of the process (after a restart it was never there, as nothing
+was done). After that every read is derived from the thread
 (``app.a2a.tasks``), so a restarted server, the CLI and this server tell the same story.
 Deleting a task is refused: the thread is the audit.
 """
@@ -11,17 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
-from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from a2a.utils.errors import A2AError, InvalidParamsError, UnsupportedOperationError
 
+from app.a2a.errors import a2a_error
 from app.a2a.tasks import task_of
 from app.a2a.threads import Threads
 
 DEFAULT_PAGE = DEFAULT_LIST_TASKS_PAGE_SIZE
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class ThreadTaskStore(TaskStore):
@@ -51,28 +58,23 @@ class ThreadTaskStore(TaskStore):
                 kept.CopyFrom(task)
                 self._unborn[task.id] = kept
 
-    def forget(self, task_id: str) -> None:
-        """Drop the in-memory copy once the run has ended (its thread says the rest)."""
-        with self._lock:
-            self._unborn.pop(task_id, None)
-
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         """The task as its thread tells it."""
         if not task_id:
             return None
-        return await asyncio.to_thread(self.read, task_id)
+        return await _answered(self.read, task_id)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         """Every thread as a task, newest first, filtered by context and state, paged."""
-        return await asyncio.to_thread(self._list, params)
+        return await _answered(self._list, params)
 
     def _list(self, params: ListTasksRequest) -> ListTasksResponse:
-        try:
-            start = int(params.page_token or 0)
-        except ValueError:
+        token = params.page_token or "0"
+        if not token.isdigit():
             raise InvalidParamsError(
                 message=f"page_token: {params.page_token!r} is not one this server gave"
-            ) from None
+            )
+        start = int(token)
         size = params.page_size or DEFAULT_PAGE
         with self.threads.reading() as workflow:
             summaries = sorted(
@@ -106,3 +108,13 @@ class ThreadTaskStore(TaskStore):
         raise UnsupportedOperationError(
             message=f"task {task_id!r} is a thread; threads are kept as the audit"
         )
+
+
+async def _answered(read: Callable[[T], R], argument: T) -> R:
+    """``read(argument)`` in a worker thread; the project's errors as A2A's (masked)."""
+    try:
+        return await asyncio.to_thread(read, argument)
+    except A2AError:
+        raise
+    except Exception as error:
+        raise a2a_error(error) from error

@@ -130,7 +130,12 @@ def _status_message(
             **ids,
         )
     if current.state == Lifecycle.WORKING:
-        how = "running" if running else "not running: send any message to this task to resume it"
+        how = (
+            "running"
+            if running
+            else "not running in this server: unless another process runs it, send any "
+            "message to this task to resume it"
+        )
         return agent_message(f"{current.reason or 'working'} ({how})", **ids)
     line = current.state.name.lower()
     if current.result_status:

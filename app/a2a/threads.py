@@ -21,10 +21,12 @@ from app.opening import open_workflow
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import RunOutcome
-from graphs.attempt_log import record_event
+from graphs.attempt_log import SEALED, record_event
 
 REFINES = "a2a: refines task "
 """The audit label that links a task to the ended task it refines (read back by the tasks)."""
+SEALER = "an A2A task"
+"""Who seals the threads this server starts: once ended, none is revised in place."""
 
 
 class Stopped(Exception):  # noqa: N818  # not an error: the run was asked to stop
@@ -47,6 +49,7 @@ class Threads:
         self._reader: Workflow | None = None
         self._read_lock = threading.Lock()
         self._runs: dict[str, Run] = {}
+        self._claimed: set[str] = set()
         self._runs_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max_runs, thread_name_prefix="a2a-run")
 
@@ -71,6 +74,23 @@ class Threads:
         with self._runs_lock:
             return self._runs.get(task_id)
 
+    def claim(self, task_id: str) -> bool:
+        """Reserve ``task_id`` for one request, from its check to the end it publishes.
+
+        False if another request holds it or a run of this server drives it: two messages
+        sent to one task at once must not both pass the check and run one after the other.
+        """
+        with self._runs_lock:
+            if task_id in self._claimed or task_id in self._runs:
+                return False
+            self._claimed.add(task_id)
+            return True
+
+    def release(self, task_id: str) -> None:
+        """End a request's claim (idempotent)."""
+        with self._runs_lock:
+            self._claimed.discard(task_id)
+
     def start(
         self, task_id: str, plan: Plan, progress: Callable[[str, dict[str, Any]], None]
     ) -> Run:
@@ -83,7 +103,7 @@ class Threads:
 
         def stoppable(node: str, values: dict[str, Any]) -> None:
             progress(node, values)
-            if run.stop.is_set():
+            if run.stop.is_set() and "outcome" not in values:  # an ended run is let end
                 raise Stopped(task_id)
 
         def work() -> None:
@@ -92,6 +112,8 @@ class Threads:
             outcome: RunOutcome | None = None
             failure: BaseException | None = None
             try:
+                if run.stop.is_set():  # stopped while queued: nothing was started
+                    raise Stopped(task_id)
                 outcome = self._carry_out(task_id, plan, stoppable)
             except BaseException as error:  # handed to whoever awaits the run
                 failure = error
@@ -111,13 +133,16 @@ class Threads:
         with self.writing() as workflow:
             if plan.action == "run":
                 assert plan.spec is not None
+                marks = [f"{SEALED}{SEALER}"]  # an ended A2A task is never restarted
                 if plan.refines is not None:
+                    marks.append(f"{REFINES}{plan.refines}")
+                for label in marks:
                     record_event(
                         workflow.ledger,
                         task_id,
                         task_version=plan.spec.task_version,
-                        label=f"{REFINES}{plan.refines}",
-                        detail=plan.refines,
+                        label=label,
+                        detail=label,
                         clock=workflow.context.clock,
                     )
                 return workflow.run(plan.spec, task_id, on_progress=progress)

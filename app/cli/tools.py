@@ -47,6 +47,7 @@ def serve(
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 A2A_PORT = 9999
+GRACE_SECONDS = 5
 """Where ``handoff a2a`` listens unless told, or the port is taken."""
 
 
@@ -100,7 +101,10 @@ def a2a_server(
     out.print(f"  agent card: {served.rstrip('/')}/.well-known/agent-card.json", markup=False)
     out.print(f"  threads:    {describe_url(settings.resolved_database_url())}", markup=False)
     sys.stdout.flush()
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # On Ctrl-C, open requests get GRACE_SECONDS; then the runs stop after their node.
+    uvicorn.run(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS
+    )
 
 
 @cli.command()

@@ -11,6 +11,7 @@ from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow.access import one_writer, storage
 from app.workflow.running import ProgressCallback, Running
 from contracts import RevisionRefused, RunOutcome, TaskRevision, TaskSpec, TaskState
+from graphs.attempt_log import sealed_by
 from graphs.boundary import describe_validation_error, read
 
 
@@ -41,6 +42,13 @@ class Revising(Running):
         checked = self.check_revision(thread_id, revision)
         values = self.graph.get_state(self.config(thread_id)).values
         ended = read(values, "outcome", RunOutcome, node="workflow")
+        sealer = sealed_by(self.ledger.runs(thread_id))
+        if ended is not None and ended.state.ended and sealer is not None:
+            raise ThreadFinished(
+                f"thread {thread_id!r} ended sealed ({sealer}): it is never revised in place; "
+                "refine it as a new task (docs/a2a.md), or start a new thread",
+                ended,
+            )
         if ended is not None and ended.state == TaskState.CANCELED:
             raise ThreadFinished(
                 f"thread {thread_id!r} was cancelled ({ended.reason}); a cancelled thread is "

@@ -30,6 +30,7 @@ from contracts import (
     TaskSpec,
     moved_questions,
 )
+from graphs.attempt_log import sealed_by
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.research_holds import RESEARCH, record_reused, research_holds
@@ -45,6 +46,7 @@ class ReviseInput(TypedDict):
     revision: TaskRevision | None
     decisions: DecisionLog | None
     research: ResearchBundle | None
+    outcome: RunOutcome | None
 
 
 class ReviseOutput(TypedDict, total=False):
@@ -72,9 +74,14 @@ def revise_task(call: NodeCall) -> NodeResult:
 
     ``Workflow.revise`` checks a revision before it starts a run, so a refusal here comes
     from a served client: the thread keeps its task and results, the revision stays in
-    its channel (the router ends the run on it) and the audit says why.
+    its channel (the router ends the run on it) and the audit says why. A thread that
+    ended sealed (an A2A task: ``graphs.attempt_log.SEALED``) is refused so too.
     """
     revision: TaskRevision = call.require("revision")
+    ended: RunOutcome | None = call.read("outcome")
+    sealer = sealed_by(call.ctx.ledger.runs(call.step.thread_id))
+    if ended is not None and ended.state.ended and sealer is not None:
+        return NodeResult({}, note=f"revision refused: the thread ended sealed ({sealer})")
     try:
         task = revision.applied_to(call.task)
     except RevisionRefused as error:

@@ -13,6 +13,7 @@ import pytest
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow import Workflow
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
+from graphs.attempt_log import SEALED, record_event
 from graphs.errors import ContractViolation
 from graphs.node_call import CheckedState, NodeCall
 from graphs.ports import StepInfo
@@ -89,6 +90,29 @@ def test_kept_research_is_audited_once_when_revise_task_runs_again(workflow: Wor
     held = [(run.input_hash, {"task": run.input_hash}) for run in audited]
     record_reused(call, task, nodes["research"], held)
     assert runs_at(workflow, "t-rev-again", 2, "research") == audited
+
+
+def test_a_thread_that_ended_sealed_is_never_revised_in_place(workflow: Workflow) -> None:
+    ended = completed(workflow, "t-rev-sealed")
+    record_event(
+        workflow.ledger,
+        "t-rev-sealed",
+        task_version=1,
+        label=f"{SEALED}an A2A task",
+        detail="sealed",
+        clock=workflow.context.clock,
+    )
+    shorter = TaskRevision(max_words=120, reason="a shorter piece")
+    with pytest.raises(ThreadFinished, match=r"ended sealed \(an A2A task\)"):
+        workflow.revise("t-rev-sealed", shorter)
+    # a served client's revision reaches the node, which leaves the thread as it was
+    workflow.graph.invoke(
+        {"revision": shorter}, workflow.config("t-rev-sealed"), context=workflow.context
+    )
+    assert workflow.outcome("t-rev-sealed") == ended
+    assert workflow.state("t-rev-sealed")["task"].task_version == 1
+    [refused] = [run for run in workflow.history("t-rev-sealed") if run.node_id == "revise_task"]
+    assert refused.note == "revision refused: the thread ended sealed (an A2A task)"
 
 
 def test_an_added_sub_question_is_the_only_branch_researched(workflow: Workflow) -> None:

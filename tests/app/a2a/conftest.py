@@ -8,6 +8,7 @@ a2a-sdk client and read what it stored with a Workflow of the same settings.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -31,6 +32,7 @@ from a2a.types import (
     SendMessageRequest,
     StreamResponse,
     Task,
+    TaskState,
 )
 
 from app.a2a.parts import whole_numbers
@@ -38,8 +40,11 @@ from app.server.dev_server import free_port
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from tests.backends import postgres_schema
-from tests.cli import HANDOFF
+from tests.cli import HANDOFF, handoff
+from tests.conftest import OBJECTIVE
 
+UNATTENDED = {"objective": OBJECTIVE, "policies": {"require_approval": False}}
+APPROVAL = {"objective": OBJECTIVE, "policies": {"require_approval": True}}
 READY_SECONDS = 60.0
 STOP_SECONDS = 15.0
 
@@ -206,6 +211,13 @@ async def stream(client: Client, message: Message) -> list[StreamResponse]:
     return [response async for response in client.send_message(SendMessageRequest(message=message))]
 
 
+async def paused(client: Client) -> Task:
+    """A new task that asks a person to approve its research: input-required."""
+    task = await send(client, spec_message(APPROVAL))
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, task.status
+    return task
+
+
 async def get(client: Client, task_id: str) -> Task:
     return await client.get_task(GetTaskRequest(id=task_id))
 
@@ -220,6 +232,14 @@ async def wait_for(client: Client, task_id: str, state: int, timeout: float = 60
         await asyncio.sleep(0.1)
 
 
+def status_json(server: A2AServer, thread_id: str) -> dict[str, Any]:
+    """``handoff status --json`` of the thread, run as a user would, on the server's storage."""
+    result = handoff("status", thread_id, "--json", env=server.env())
+    assert result.returncode in (0, 1, 3, 4), result.stderr
+    found: dict[str, Any] = json.loads(result.stdout)
+    return found
+
+
 def data_of(part: Any) -> Any:
     """A data part's JSON, whole numbers as ints (protobuf keeps every number a double)."""
     from google.protobuf.json_format import MessageToDict
@@ -228,3 +248,16 @@ def data_of(part: Any) -> Any:
 
 
 __all__ = ["A2AClientError"]
+
+
+async def writer_started(server: A2AServer, timeout: float = 60.0) -> str:
+    """The thread whose Writer has started (held at its gate), once one has."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    while loop.time() - began < timeout:
+        with server.workflow() as workflow:
+            for thread in workflow.threads():
+                if any(run.node_id == "writer" for run in workflow.history(thread)):
+                    return thread
+        await asyncio.sleep(0.2)
+    pytest.fail(f"no writer started:\n{server.tail()}")

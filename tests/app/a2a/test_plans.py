@@ -81,7 +81,7 @@ def test_a_waiting_task_takes_only_a_decision_it_allows(workflow: Workflow) -> N
 
 def test_a_running_task_is_busy(workflow: Workflow) -> None:
     workflow.run(workflow.task(OBJECTIVE, policies={"require_approval": True}), "t-busy")
-    with pytest.raises(UnsupportedOperationError, match="is working"):
+    with pytest.raises(UnsupportedOperationError, match="is busy in this server"):
         plan_for(workflow, message(new_text_part("hi"), task_id="t-busy"), running=True)
 
 

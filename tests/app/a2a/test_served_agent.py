@@ -28,15 +28,19 @@ from contracts import (
     RunOutcome,
 )
 from tests.app.a2a.conftest import (
+    UNATTENDED,
     A2AServer,
     client_of,
     data_message,
     data_of,
     get,
+    paused,
     send,
     spec_message,
+    status_json,
     stream,
     text_message,
+    writer_started,
 )
 from tests.cli import handoff
 from tests.conftest import OBJECTIVE
@@ -44,15 +48,6 @@ from tests.conftest import OBJECTIVE
 pytestmark = [pytest.mark.e2e]
 
 CONTRACTS = {"research": ResearchBundle, "draft": DraftArticle, "review": ReviewResult}
-UNATTENDED = {"objective": OBJECTIVE, "policies": {"require_approval": False}}
-APPROVAL = {"objective": OBJECTIVE, "policies": {"require_approval": True}}
-
-
-def status_json(server: A2AServer, thread_id: str) -> dict:
-    """``handoff status --json`` of the thread, run as a user would, on the server's storage."""
-    result = handoff("status", thread_id, "--json", env=server.env())
-    assert result.returncode in (0, 3, 4), result.stderr
-    return json.loads(result.stdout)
 
 
 def test_agent_card_validates_against_the_sdk_types(a2a_server: A2AServer) -> None:
@@ -155,8 +150,7 @@ def test_a_pause_is_input_required_and_an_invalid_decision_changes_nothing(
 
     async def scenario() -> None:
         async with client_of(a2a_server) as client:
-            task = await send(client, spec_message(APPROVAL))
-            assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            task = await paused(client)
             parts = task.status.message.parts
             request = HumanRequest.model_validate(data_of(parts[1]))
             schema = data_of(parts[2])
@@ -205,6 +199,16 @@ def test_a_follow_up_on_an_ended_task_is_a_new_task_and_the_old_one_is_unchanged
             assert second.status.state == TaskState.TASK_STATE_COMPLETED, second.status
             assert second.metadata["refines"] == first.id
             assert second.metadata["task_version"] == 2
+            revised = handoff(
+                "revise",
+                first.id,
+                "--max-words",
+                "200",
+                "--reason",
+                "in place",
+                env=a2a_server.env(),
+            )
+            assert revised.returncode == 6 and "ended sealed" in revised.stderr, revised.stderr
             after = await get(client, first.id)
             assert after.artifacts == first.artifacts
             assert after.status.state == first.status.state
@@ -225,8 +229,8 @@ def test_cancel_while_working_is_the_audited_cancel(a2a_server: A2AServer) -> No
     async def scenario() -> None:
         async with client_of(a2a_server) as client:
             task = await send(client, spec_message(UNATTENDED), immediately=True)
-            await _until_writer_started(a2a_server, task.id)
-            with pytest.raises(UnsupportedOperationError, match="working"):
+            await writer_started(a2a_server)
+            with pytest.raises(UnsupportedOperationError, match="busy"):
                 await send(client, text_message("hurry", task_id=task.id))
             cancelling = asyncio.ensure_future(client.cancel_task(CancelTaskRequest(id=task.id)))
             await asyncio.sleep(0.5)
@@ -244,19 +248,6 @@ def test_cancel_while_working_is_the_audited_cancel(a2a_server: A2AServer) -> No
             assert status_json(a2a_server, task.id)["outcome"]["state"] == "TASK_STATE_CANCELED"
 
     asyncio.run(scenario())
-
-
-async def _until_writer_started(server: A2AServer, thread_id: str, timeout: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    began = loop.time()
-    while loop.time() - began < timeout:
-        with server.workflow() as workflow:
-            if workflow.threads_has(thread_id) and any(
-                run.node_id == "writer" for run in workflow.history(thread_id)
-            ):
-                return
-        await asyncio.sleep(0.2)
-    pytest.fail(f"the writer never started:\n{server.tail()}")
 
 
 @pytest.mark.slow
