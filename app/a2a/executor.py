@@ -18,11 +18,11 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Task, TaskArtifactUpdateEvent, TaskState, TaskStatus
-from a2a.utils.errors import TaskNotCancelableError
+from a2a.utils.errors import InternalError, TaskNotCancelableError
 
 from app.a2a.errors import a2a_error
 from app.a2a.parts import agent_message
-from app.a2a.plans import Plan, plan_for
+from app.a2a.plans import Plan
 from app.a2a.store import ThreadTaskStore
 from app.a2a.threads import Stopped, Threads
 from app.errors import ThreadFinished, ThreadNotFound
@@ -65,12 +65,9 @@ class WorkflowExecutor(AgentExecutor):
     async def _execute(
         self, task_id: str, context_id: str, context: RequestContext, event_queue: EventQueue
     ) -> None:
-        admitted = context.call_context.state.get(PLAN)
-        plan: Plan = (
-            admitted  # a request that did not pass the handler's check is read here
-            if isinstance(admitted, Plan)
-            else await asyncio.to_thread(self._plan, context)
-        )
+        plan = context.call_context.state.get(PLAN)
+        if not isinstance(plan, Plan):  # every send passes WorkflowRequestHandler._admit
+            raise InternalError(message=f"task {task_id!r}: the message was not admitted")
         updater = TaskUpdater(event_queue, task_id, context_id)
         if context.current_task is None:
             submitted = Task(
@@ -118,11 +115,6 @@ class WorkflowExecutor(AgentExecutor):
         cancelling = self._cancelled.get(task_id)
         if cancelling is not None:  # the sender hears the end the cancel publishes
             await cancelling.wait()
-
-    def _plan(self, context: RequestContext) -> Plan:
-        assert context.message is not None
-        with self.threads.reading() as workflow:
-            return plan_for(workflow, context.message, running=False)
 
     async def publish(self, task_id: str, event_queue: EventQueue, updater: TaskUpdater) -> None:
         """The task as its thread tells it now: its artifacts, then its status."""

@@ -76,7 +76,7 @@ def _continue(workflow: Workflow, message: Message, running: bool) -> Plan:
     current = workflow.outcome(thread)
     if current.state.ended:
         raise UnsupportedOperationError(
-            message=f"task {thread!r} has ended ({_state(current)}); an ended task is never "
+            message=f"task {thread!r} has ended ({state_words(current)}); an ended task is never "
             f"restarted: to refine it, send a message without task_id, with "
             f"reference_task_ids [{thread!r}] and a TaskRevision (or a TaskSpec) data part"
         )
@@ -115,7 +115,7 @@ def _refine(workflow: Workflow, message: Message) -> Plan:
     current = workflow.outcome(old)
     if not current.state.ended:
         raise UnsupportedOperationError(
-            message=f"reference_task_ids[0]: task {old!r} has not ended ({_state(current)}); "
+            message=f"reference_task_ids[0]: task {old!r} has not ended ({state_words(current)}); "
             "send to it with task_id instead"
         )
     served = workflow.state(old).get("task")
@@ -174,6 +174,7 @@ def _spec(workflow: Workflow, message: Message, *, context_id: str | None) -> Ta
     return workflow.task(**fields) if "objective" in fields else TaskSpec.model_validate(fields)
 
 
-def _state(outcome: RunOutcome) -> str:
+def state_words(outcome: RunOutcome) -> str:
+    """Where a task stands, in words: ``completed, result partial``."""
     result = f", result {outcome.result_status}" if outcome.result_status else ""
     return f"{outcome.state.name.lower()}{result}"

@@ -16,6 +16,7 @@ from a2a.types import Artifact, Message, Task, TaskState, TaskStatus
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from app.a2a.parts import agent_message, contract_part, json_part
+from app.a2a.plans import state_words
 from app.a2a.threads import REFINES
 from app.workflow import Workflow, pause_of
 from contracts import ArtifactRef, HumanRequest, RunOutcome, VersionedContract
@@ -137,9 +138,7 @@ def _status_message(
             "message to this task to resume it"
         )
         return agent_message(f"{current.reason or 'working'} ({how})", **ids)
-    line = current.state.name.lower()
-    if current.result_status:
-        line += f", result {current.result_status}"
+    line = state_words(current)
     if current.reason:
         line += f": {current.reason}"
     return agent_message(line, contract_part(current), **ids)

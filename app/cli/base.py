@@ -12,7 +12,7 @@ from typer.core import TyperGroup
 from app.cli.terminal import TerminalConsole, visible
 from app.error_lines import error_line, redacted
 from app.exit_codes import EXPECTED_ERRORS, for_error
-from app.opening import open_workflow as opened_workflow
+from app.opening import open_workflow as open_workflow  # the commands' way to their threads
 from app.storage.postgres import is_postgres_url
 from app.workflow import Workflow
 
@@ -67,11 +67,6 @@ def _options(
     ] = False,
 ) -> None:
     """Read by the error handler of ``_MappedErrors`` from the context's params."""
-
-
-def open_workflow(*, read_only: bool = False) -> Workflow:
-    """The Workflow of the settings; inspecting commands open it read-only (no writes)."""
-    return opened_workflow(read_only=read_only)
 
 
 def open_queue(workflow: Workflow) -> Queue | None:

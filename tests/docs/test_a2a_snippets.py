@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -21,7 +20,14 @@ from pathlib import Path
 import pytest
 
 from tests.docs.snippets import Snippet
-from tests.docs.test_snippets import chosen, python, reader_env, stop_group, succeeded
+from tests.docs.test_snippets import (
+    chosen,
+    python,
+    reader_env,
+    start_block,
+    stop_group,
+    succeeded,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -34,16 +40,7 @@ def a2a_serving(script: str, folder: Path) -> Iterator[str]:
     """Run a block that starts ``handoff a2a`` in ``folder``; yield the URL it printed."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "a2a.log"
-    with log.open("w", encoding="utf-8") as sink:
-        process = subprocess.Popen(
-            ["bash", "-euo", "pipefail", "-c", script],
-            cwd=folder,
-            env=reader_env(HANDOFF_DATA_DIR=str(folder / "data")),
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
+    process = start_block(script, folder, reader_env(HANDOFF_DATA_DIR=str(folder / "data")), log)
     try:
         began = time.monotonic()
         while time.monotonic() - began < READY_SECONDS:

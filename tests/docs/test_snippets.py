@@ -293,16 +293,7 @@ def serving(script: str, folder: Path) -> Iterator[tuple[str, subprocess.Popen[s
     """Run a block that starts the dev server in ``folder``; yield the API URL it prints."""
     server_folder(folder)
     log = folder / "serve.log"
-    with log.open("w", encoding="utf-8") as sink:
-        process = subprocess.Popen(
-            ["bash", "-euo", "pipefail", "-c", script],
-            cwd=folder,
-            env=reader_env(),
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
+    process = start_block(script, folder, reader_env(), log)
     try:
         began = time.monotonic()
         url = None
@@ -327,6 +318,20 @@ def serving(script: str, folder: Path) -> Iterator[tuple[str, subprocess.Popen[s
         yield url, process
     finally:
         stop_group(process)
+
+
+def start_block(script: str, folder: Path, env: dict[str, str], log: Path) -> subprocess.Popen[str]:
+    """A block that starts a server, run in its own process group, its output in ``log``."""
+    with log.open("w", encoding="utf-8") as sink:
+        return subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=folder,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
 
 
 def stop_group(process: subprocess.Popen[str]) -> None:
