@@ -3,6 +3,9 @@
 Every writer, offline or model-backed, ends its draft with these, built here from the
 contracts alone, so a reader can follow each ``[claim-N]`` to a file, a section and a line
 range without tools, and sees which of the task's questions the corpus left unanswered.
+Titles, headings and questions come from the corpus and from people: each entry is made
+safe to show (``app/text/publishable.py``) as it is built, so the entries the Reviewer
+expects are the ones a writer wrote.
 The Reviewer checks both (``app/agents/task_checks.py``).
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlparse
 
+from app.text.publishable import publishable
 from contracts import Fact, Question, ResearchBundle, Source
 from graphs import ReviewRequest, WriteRequest
 from graphs.markdown import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, apparatus_heading
@@ -59,13 +63,14 @@ def sources_list(bundle: ResearchBundle, cited: list[str]) -> list[str]:
 
 
 def source_entry(source: Source) -> str:
-    """The start of a source's line in the Sources list, up to its claims."""
-    return f"- {source.id}: *{source.title}*, {file_name(source)} (sha256 {source.sha256[:12]}): "
+    """The start of a source's line in the Sources list, up to its claims (safe to show)."""
+    entry = f"- {source.id}: *{source.title}*, {file_name(source)} (sha256 {source.sha256[:12]}): "
+    return publishable(entry)
 
 
 def claim_entry(fact: Fact, source: Source) -> str:
-    """One claim in its source's line: its id, and where its quote sits."""
-    return fact.id + (f" ({found})" if (found := where(fact, source.title)) else "")
+    """One claim in its source's line: its id, and where its quote sits (safe to show)."""
+    return publishable(fact.id + (f" ({found})" if (found := where(fact, source.title)) else ""))
 
 
 def open_questions_list(questions: list[Question]) -> list[str]:
@@ -79,7 +84,7 @@ def open_questions_list(questions: list[Question]) -> list[str]:
             if question.answer
             else UNANSWERED
         )
-        lines.append(f"- {question.id}: {' '.join(question.text.split())} ({answer})")
+        lines.append(publishable(f"- {question.id}: {' '.join(question.text.split())} ({answer})"))
     return lines + [""]
 
 

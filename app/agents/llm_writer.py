@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.agents import prompt_inputs, prompts, replies
-from app.agents.apparatus import apparatus, open_questions, without_apparatus
+from app.agents.apparatus import open_questions, without_apparatus
+from app.agents.article_text import draft_markdown
 from app.agents.structured import ModelBacked
 from app.agents.writer import OfflineWriterAgent, addressed_changes
-from app.text.primitives import CITATION, word_count
+from app.text.primitives import word_count
 from contracts import DraftArticle, Usage
 from graphs import AgentOutput, WriteRequest
 
@@ -54,9 +55,7 @@ class LLMWriterAgent(ModelBacked):
         )
         reply = self.ask_model(prompt, replies.DraftReply, step, "draft")
         text = without_apparatus(reply.value.markdown.strip())
-        cited = list(dict.fromkeys(CITATION.findall(text)))
-        closing = apparatus(bundle, open_questions(request), cited)
-        body = text + "\n" + closing if closing else text
+        body, cited = draft_markdown(text, bundle, open_questions(request))
         ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")
         draft = DraftArticle(
             task_id=task.task_id,

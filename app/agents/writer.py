@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.agents.apparatus import apparatus, open_questions
+from app.agents.apparatus import open_questions
+from app.agents.article_text import draft_markdown
 from app.text.key_terms import heading_keys, keys, query_keys
 from app.text.primitives import FULL_STOPS, join_sentences, strip_citations, word_count
 from app.text.primitives import cite as cite_claim
@@ -198,7 +199,6 @@ class OfflineWriterAgent:
                 if position < len(facts):
                     take(facts[position], heading)
         lines = [f"# {strip_citations(task.objective).rstrip('.?!' + FULL_STOPS)}", ""]
-        cited: list[str] = []
         for heading, _ in groups:
             facts = sorted(
                 (fact for fact in bundle.facts if chosen.get(fact.id, "\0") == heading),
@@ -208,10 +208,7 @@ class OfflineWriterAgent:
                 lines += [f"## {heading}", ""]
             for paragraph in _paragraphs(facts):
                 lines += [join_sentences([cite(fact) for fact in paragraph]), ""]
-            cited += [fact.id for fact in facts]
-        body = "\n".join(lines).rstrip() + "\n"
-        closing = apparatus(bundle, still_open, cited)
-        return (body + "\n" + closing if closing else body), cited
+        return draft_markdown("\n".join(lines).rstrip() + "\n", bundle, still_open)
 
 
 def _layers(fact: Fact, bundle: ResearchBundle) -> tuple[frozenset[str], ...]:
