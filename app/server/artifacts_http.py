@@ -6,8 +6,11 @@ mounts this app (``http.app``): ``GET /threads/{thread_id}/artifacts/{name}`` an
 bytes of the artifact the thread's own state names (``article``, ``draft``, ``notes``,
 ``research``, ``review``, or a source's snapshot by id, ``src-N``), verified against the
 sha256 the thread recorded, with its media type, revision and hash in the headers. A name
-is resolved through the thread's state, so no name reaches another thread's artifacts.
-Reading is all it does; the same rules as ``handoff show`` apply.
+is resolved through the thread's state, and a ref there that is not the thread's own (a
+copied thread's: ``threads.copy`` copies checkpoints, not artifacts) is refused with 409,
+so no name reaches another thread's artifacts. Copies are not refused themselves: the
+server raises no event of its own for them, only a thread ``create``. Reading is all it
+does; the same rules as ``handoff show`` apply.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ from contracts import (
     TaskSpec,
 )
 from graphs.boundary import read
+from graphs.errors import IntegrityError
+from graphs.ports import scoped_artifact_id
 
 ArtifactName = Literal["article", "draft", "notes", "research", "review"]
 ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "review")
@@ -42,11 +44,12 @@ class ArtifactAccess(ThreadReading):
         """The reference the thread holds for a named artifact, or a source's snapshot.
 
         A source id (``src-N``, see :meth:`sources`) names the snapshot of the bytes
-        research read from that source.
+        research read from that source. Only the thread's own artifact is answered (see
+        :func:`owned`): whoever reads or edits it by this thread's name gets this thread's.
         """
         if SOURCE_ID.match(name):
             research = read(self._values(thread_id), "research", ResearchBundle, node="workflow")
-            return snapshot_ref(find_source(research, name, thread_id))
+            return owned(thread_id, name, snapshot_ref(find_source(research, name, thread_id)))
         if name not in ARTIFACT_NAMES:
             raise UnknownArtifactName(
                 f"unknown artifact {name!r}; expected one of {', '.join(ARTIFACT_NAMES)}, "
@@ -68,7 +71,7 @@ class ArtifactAccess(ThreadReading):
             ref = review.report if review else None
         if ref is None:
             raise UnknownArtifactName(f"thread {thread_id!r} has no {name} artifact yet")
-        return ref
+        return owned(thread_id, ref.kind, ref)
 
     @storage
     def artifact(self, thread_id: str, name: str) -> bytes:
@@ -146,3 +149,21 @@ class ArtifactAccess(ThreadReading):
         seq = self.ledger.start(thread_id, edit)
         self.ledger.finish(thread_id, seq, edit)
         return ref
+
+
+def owned(thread_id: str, name: str, ref: ArtifactRef) -> ArtifactRef:
+    """The ref, when it is the thread's own artifact (``<thread>-<name>``); else refused.
+
+    State is not proof of ownership: a copied server thread (``threads.copy``) or an edited
+    one names another thread's artifacts. Reading them by this thread's name would serve
+    another thread's bytes, and an edit would store a new revision of another thread's
+    draft; finalize refuses such a ref as tampered, and so does every read here.
+    """
+    expected = scoped_artifact_id(thread_id, name)
+    if ref.artifact_id != expected:
+        raise IntegrityError(
+            f"thread {thread_id!r} names {ref.artifact_id} as its {name}, which is not this "
+            f"thread's artifact (expected {expected}); a copied or edited thread's state "
+            "names another thread's artifacts, and they are not served from it"
+        )
+    return ref

@@ -62,6 +62,25 @@ def test_a_finished_threads_article_is_read_over_http_verified(
     assert source_status == 200 and snapshot
 
 
+def test_a_copied_thread_is_not_served_its_source_threads_artifacts(
+    dev_server: RunningServer,
+) -> None:
+    async def copied() -> tuple[str, str]:
+        client = get_client(url=dev_server.url)
+        thread_id, request = await start(client, "http-copied")
+        await client.runs.wait(thread_id, GRAPH_ID, command={"resume": approval(request)})
+        return thread_id, (await client.threads.copy(thread_id))["thread_id"]
+
+    source, copy = asyncio.run(copied())
+    for name in ("article", "draft", "notes", "review", "src-1"):
+        status, _, body = fetch(dev_server, copy, name)
+        assert status == 409, (name, body)
+        detail = json.loads(body)["detail"]
+        assert f"names {source}-{name} " in detail and f"expected {copy}-{name}" in detail
+        assert "\n" not in detail
+        assert fetch(dev_server, source, name)[0] == 200
+
+
 @pytest.mark.parametrize(
     ("thread_id", "name", "status", "says"),
     [
