@@ -22,9 +22,17 @@ from contracts import (
     HumanDecision,
     RevisionRefused,
     RunOutcome,
+    TaskRevision,
     TaskSpec,
     TaskState,
 )
+
+REVISION_KIND: str = TaskRevision.model_fields["kind"].default
+SPEC_KIND: str = TaskSpec.model_fields["kind"].default
+REVISION_FIELDS = frozenset(TaskRevision.model_fields) - frozenset(TaskSpec.model_fields)
+SPEC_FIELDS = frozenset(TaskSpec.model_fields) - frozenset(TaskRevision.model_fields)
+"""The fields only one of the two contracts has: a data part sent without ``kind`` is the
+contract whose own fields it uses (``corpus`` and ``schema_version`` are both's)."""
 
 
 @dataclass(frozen=True)
@@ -128,8 +136,7 @@ def _refine(workflow: Workflow, message: Message) -> Plan:
             f"({base.task_id!r})"
         )
     values = data_parts(message)
-    kinds = [value.get("kind") if isinstance(value, dict) else None for value in values]
-    if len(values) == 1 and kinds[0] == "task_revision":
+    if len(values) == 1 and _kind(values[0], refining=old) == REVISION_KIND:
         revision = workflow.check_revision(old, values[0])
         try:
             revised = revision.applied_to(base)
@@ -156,6 +163,11 @@ def _spec(workflow: Workflow, message: Message, *, context_id: str | None) -> Ta
     if values:
         if not isinstance(values[0], dict):
             raise InvalidParamsError(message="parts[0].data: expected a TaskSpec JSON object")
+        if _kind(values[0]) == REVISION_KIND:
+            raise InvalidParamsError(
+                message="parts[0].data: a TaskRevision changes an ended task: name that task "
+                "in reference_task_ids, or send a TaskSpec to start a new one"
+            )
         fields = dict(values[0])
     elif text_of(message):
         fields = {"objective": text_of(message)}
@@ -172,6 +184,37 @@ def _spec(workflow: Workflow, message: Message, *, context_id: str | None) -> Ta
             )
         fields["task_id"] = context_id
     return workflow.task(**fields) if "objective" in fields else TaskSpec.model_validate(fields)
+
+
+def _kind(value: Any, *, refining: str | None = None) -> Any:
+    """Which contract a data part is: its ``kind``, else the one whose own fields it uses.
+
+    A TaskRevision sent without ``kind`` must not be read as a TaskSpec (whose error would
+    name fields the sender never meant). When ``refining`` an ended task a part that uses
+    both contracts' own fields, or neither's, is refused naming the ``kind`` to add; a new
+    task's part reads as a TaskSpec then, whose own check names what is wrong.
+    """
+    if not isinstance(value, dict):
+        return None
+    if "kind" in value:
+        return value["kind"]
+    revision, spec = sorted(REVISION_FIELDS & value.keys()), sorted(SPEC_FIELDS & value.keys())
+    if revision and not spec:
+        return REVISION_KIND
+    if spec and not revision:
+        return SPEC_KIND
+    if refining is None:
+        return None
+    seen = (
+        f"{', '.join(revision)} are a TaskRevision's fields and {', '.join(spec)} a TaskSpec's"
+        if revision
+        else f"its fields ({', '.join(sorted(value)) or 'none'}) are both's or neither's"
+    )
+    raise InvalidParamsError(
+        message=f'parts[0].data.kind: missing, and {seen}; add "kind": "{REVISION_KIND}" '
+        f'to revise task {refining!r}, or "kind": "{SPEC_KIND}" to send its next TaskSpec '
+        "whole"
+    )
 
 
 def state_words(outcome: RunOutcome) -> str:

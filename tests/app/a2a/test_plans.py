@@ -115,3 +115,37 @@ def test_a_refinement_names_one_ended_task(workflow: Workflow) -> None:
         plan_for(workflow, message(revision, reference_task_ids=["t-open"]), running=False)
     with pytest.raises(InvalidParamsError, match="2 were named"):
         plan_for(workflow, message(revision, reference_task_ids=["a", "b"]), running=False)
+
+
+def test_a_revision_sent_without_kind_is_read_by_its_fields(workflow: Workflow) -> None:
+    workflow.run(workflow.task(OBJECTIVE), "t-unkinded")
+    revision = {"max_words": 200, "reason": "shorter"}
+    refine = message(new_data_part(revision), reference_task_ids=["t-unkinded"])
+    plan = plan_for(workflow, refine, running=False)
+    assert plan.spec is not None and plan.spec.task_version == 2
+    assert plan.spec.objective == OBJECTIVE and plan.spec.constraints.max_words == 200
+    with pytest.raises(InvalidParamsError, match="name that task in reference_task_ids"):
+        plan_for(workflow, message(new_data_part(revision)), running=False)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        pytest.param(
+            {"objective": OBJECTIVE, "max_words": 200, "reason": "r"},
+            "max_words, reason are a TaskRevision's fields and objective a TaskSpec's",
+            id="both contracts' fields",
+        ),
+        pytest.param({"corpus": []}, r"its fields \(corpus\) are both's", id="only shared ones"),
+    ],
+)
+def test_an_unkinded_part_both_contracts_could_be_names_the_kind_to_add(
+    workflow: Workflow, data: dict[str, object], says: str
+) -> None:
+    workflow.run(workflow.task(OBJECTIVE), "t-ambiguous")
+    refine = message(new_data_part(data), reference_task_ids=["t-ambiguous"])
+    with pytest.raises(InvalidParamsError, match=says) as refused:
+        plan_for(workflow, refine, running=False)
+    assert '"kind": "task_revision"' in refused.value.message
+    assert '"kind": "task_spec"' in refused.value.message
+    assert workflow.state("t-ambiguous")["task"].task_version == 1, "nothing was changed"

@@ -189,7 +189,12 @@ def test_a_follow_up_on_an_ended_task_is_a_new_task_and_the_old_one_is_unchanged
             assert first.status.state == TaskState.TASK_STATE_COMPLETED
             with pytest.raises(UnsupportedOperationError, match="reference_task_ids"):
                 await send(client, text_message("again", task_id=first.id))
-            revision = {"kind": "task_revision", "max_words": 250, "reason": "shorter, please"}
+            revision = {"max_words": 250, "reason": "shorter, please"}  # a revision by its fields
+            with pytest.raises(InvalidParamsError, match='add "kind": "task_revision"'):
+                await send(
+                    client,
+                    data_message({**revision, "objective": "x"}, reference_task_ids=[first.id]),
+                )
             second = await send(
                 client,
                 data_message(revision, reference_task_ids=[first.id], context_id=first.context_id),
