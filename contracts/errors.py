@@ -51,6 +51,7 @@ ErrorKind = Literal[
     "insufficient_evidence",
     "stale_input",
     "budget_exhausted",
+    "refused_input",
     "internal",
 ]
 """Recovery class of a failed node attempt; the workflow picks the recovery by kind."""

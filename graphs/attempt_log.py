@@ -59,8 +59,12 @@ class Attempt:
     ) -> None:
         """Record how the attempt ended; a succeeded one stores the update it returns.
 
-        A failed attempt is charged for the tool calls it made, and receipts them.
+        A failed attempt is charged for the tool calls it made, and receipts them. A
+        refusal (``NodeResult.refused``) is a failed attempt that says why, and stores
+        nothing a later visit could reuse as the node's work.
         """
+        if result is not None and result.refused:
+            error, update = ("refused_input", result.note or "input refused"), None
         toolbox = self.call.opened_tools() if self.call and result is None else None
         if toolbox is not None:
             usage = toolbox.charged(usage or Usage())

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
+from langgraph.channels import LastValue
 from typing_extensions import TypedDict
 
 from contracts import VersionedContract
@@ -78,15 +79,38 @@ def reducer(contract: type[VersionedContract]) -> Any:
     return getattr(contract, "merged", None)
 
 
-def state_schema(name: str, channels: dict[str, Channel]) -> type:
+class RunInput(LastValue[Any]):
+    """A channel holding what one run was asked (a revision): gone once that run finishes.
+
+    LangGraph tells every channel when a run is finishing (``finish``); this one lets go of
+    its value then, so a request a node refused leaves nothing of itself in the thread's
+    state, and is never taken as the next run's. While the run goes, it is a LastValue.
+    """
+
+    __slots__ = ()
+
+    def finish(self) -> bool:
+        """Let go of the run's request as the run finishes (True: the channel changed)."""
+        if not self.is_available():
+            return False
+        self.value = LastValue(self.typ).value  # the empty channel's value: no value
+        return True
+
+
+def state_schema(name: str, channels: dict[str, Channel], per_run: Iterable[str] = ()) -> type:
     """A TypedDict over the channels, for ``StateGraph`` (nullable ones may hold None).
 
-    A channel whose contract merges writes (``reducer``) is annotated with its reducer.
+    A channel whose contract merges writes (``reducer``) is annotated with its reducer; one
+    named in ``per_run`` holds a run's request only while that run goes (``RunInput``).
     """
     fields: dict[str, Any] = {}
+    run_inputs = set(per_run)
     for channel in channels.values():
         kind: Any = channel.contract | None if channel.nullable else channel.contract
         merge_writes = reducer(channel.contract)
+        if channel.name in run_inputs:
+            fields[channel.name] = Annotated[kind, RunInput]
+            continue
         fields[channel.name] = Annotated[kind, merge_writes] if merge_writes else kind
     schema: type = TypedDict(name, fields, total=False)  # type: ignore[misc]
     return schema

@@ -280,7 +280,7 @@ def build_graph(
     channels = workflow_channels(wiring)
     ends = check_wiring(built, entry_router(built))
     builder: StateGraph[Any, RunContext, WorkflowInput, WorkflowOutput] = StateGraph(
-        state_schema("WorkflowState", channels),
+        state_schema("WorkflowState", channels, [s.starts_on for s, _ in built if s.starts_on]),
         input_schema=WorkflowInput,
         output_schema=WorkflowOutput,
         context_schema=RunContext,

@@ -179,6 +179,18 @@ class NodeResult:
     receipts: list[ToolReceipt] = field(default_factory=list)
     note: str | None = None
     """Why this pass ran, for the audit (``NodeRun.note``), when it is not the obvious one."""
+    refused: bool = False
+    """The node refused its input (``note`` says why): see ``refusal``."""
+
+    @classmethod
+    def refusal(cls, why: str) -> NodeResult:
+        """The node takes nothing from its input: the thread stays exactly as it was.
+
+        Nothing is written and no envelope handed over; the attempt is audited as failed
+        (``refused_input``, ``why``), never as the work done, and its result is never
+        reused. The node's route must end the run (the runner checks it does).
+        """
+        return cls({}, note=why[:500], refused=True)
 
     @classmethod
     def of_agent(

@@ -28,6 +28,7 @@ from graphs.budget import Tally, fanned_by
 from graphs.channels import channels_of
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
+from graphs.errors import ContractViolation
 from graphs.handoffs import derive_handoff
 from graphs.joins import joined_handoff
 from graphs.node_call import NodeCall, NodeResult
@@ -99,7 +100,21 @@ class Visit:
         return result, self.hand_over(result)
 
     def hand_over(self, result: NodeResult) -> dict[str, Any]:
-        """The validated update plus the envelope for the node the route picks next."""
+        """The validated update plus the envelope for the node the route picks next.
+
+        A refusal hands nothing over (``NodeResult.refusal``): its route must end the run.
+        """
+        if result.refused:
+            target = self.route(self.state)
+            if target != END:
+                raise ContractViolation(
+                    f"node {self.spec.name!r} refused its input ({result.note}) but its route "
+                    f"goes on to {target!r}: a refusal must end the run",
+                    node=self.spec.name,
+                    channel="handoff",
+                    fields=["next_allowed_action"],
+                )
+            return {}
         update = self.validate(result.update)
         after = self.state.updated(update)
         target = self.route(after)

@@ -31,6 +31,7 @@ from contracts import (
     TaskState,
 )
 from graphs import RunContext
+from graphs.admission import admit
 from graphs.attempt_log import record_event
 from graphs.boundary import read
 
@@ -70,15 +71,10 @@ class Running(ThreadReading):
     def admit(self, task: TaskSpec) -> None:
         """Refuse, before the thread has anything saved, a task its first steps would refuse.
 
-        Each node's fingerprint (what it will read outside state, e.g. the corpus) is what
-        the graph computes before the node starts, and it raises for input the rules refuse
-        (SourceRefused: a corpus path outside the roots, a device, a file over the limit).
-        Asking it here makes ``run`` fail with that error and leave no thread behind.
+        ``graphs.admission.admit`` over this wiring's nodes: ``run`` fails with the error a
+        node would raise (SourceRefused for a corpus the rules refuse) and leaves no thread.
         """
-        for spec, _ in self.wiring:
-            if spec.fingerprint is not None:
-                agent = self.context.agent_for(spec) if spec.agent is not None else None
-                spec.fingerprint(agent, task)
+        admit(task, (spec for spec, _ in self.wiring), self.context)
 
     @storage
     @one_writer

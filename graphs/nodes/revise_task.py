@@ -30,8 +30,10 @@ from contracts import (
     TaskSpec,
     moved_questions,
 )
+from graphs.admission import admit
 from graphs.attempt_log import sealed_by
 from graphs.declare import node
+from graphs.errors import SourceRefused
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.research_holds import RESEARCH, record_reused, research_holds
 
@@ -70,22 +72,26 @@ research bundle is kept when it still holds: ``graphs.research_holds``)."""
 
 @node("revise_task", reads=ReviseInput, writes=ReviseOutput, retry=None, starts_on="revision")
 def revise_task(call: NodeCall) -> NodeResult:
-    """Apply the revision, or leave the thread as it was when it cannot apply.
+    """Apply the revision, or leave the thread exactly as it was when it cannot apply.
 
     ``Workflow.revise`` checks a revision before it starts a run, so a refusal here comes
-    from a served client: the thread keeps its task and results, the revision stays in
-    its channel (the router ends the run on it) and the audit says why. A thread that
-    ended sealed (an A2A task: ``graphs.attempt_log.SEALED``) is refused so too.
+    from a served client. The revised task is checked in full first: it must apply, and
+    every node must admit it as it would a new task (``graphs.admission``: a corpus the
+    rules refuse). Refused, nothing is written (``NodeResult.refusal``): the thread keeps
+    its task, results and outcome, the router ends the run on the revision still in its
+    channel, which the run's end clears, and the audit says why. A thread that ended
+    sealed (an A2A task: ``graphs.attempt_log.SEALED``) is refused so too.
     """
     revision: TaskRevision = call.require("revision")
     ended: RunOutcome | None = call.read("outcome")
     sealer = sealed_by(call.ctx.ledger.runs(call.step.thread_id))
     if ended is not None and ended.state.ended and sealer is not None:
-        return NodeResult({}, note=f"revision refused: the thread ended sealed ({sealer})")
+        return NodeResult.refusal(f"revision refused: the thread ended sealed ({sealer})")
     try:
         task = revision.applied_to(call.task)
-    except RevisionRefused as error:
-        return NodeResult({}, note=f"revision refused: {error}"[:500])
+        admit(task, call.nodes.values(), call.ctx)
+    except (RevisionRefused, SourceRefused) as error:
+        return NodeResult.refusal(f"revision refused: {error}")
     log: DecisionLog | None = call.read("decisions")
     changes = revision.changes_asked()
     decision = RecordedDecision(

@@ -14,7 +14,7 @@ from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow import Workflow
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
 from graphs.attempt_log import SEALED, record_event
-from graphs.errors import ContractViolation
+from graphs.errors import ContractViolation, SourceRefused
 from graphs.node_call import CheckedState, NodeCall
 from graphs.ports import StepInfo
 from graphs.research_holds import record_reused
@@ -202,6 +202,18 @@ def test_a_revision_that_cannot_apply_is_refused_naming_the_field_and_changes_no
     assert (workflow.history("t-rev-bad"), workflow.state("t-rev-bad")["task"]) == before
 
 
+def test_a_revision_to_a_corpus_outside_the_roots_is_refused_before_anything_is_written(
+    workflow: Workflow,
+) -> None:
+    completed(workflow, "t-rev-etc")
+    config = workflow.config("t-rev-etc")
+    before = (workflow.history("t-rev-etc"), len(list(workflow.graph.get_state_history(config))))
+    with pytest.raises(SourceRefused, match="corpus path /etc is outside the corpus roots"):
+        workflow.revise("t-rev-etc", {"corpus": ["/etc"], "reason": "elsewhere"})
+    after = (workflow.history("t-rev-etc"), len(list(workflow.graph.get_state_history(config))))
+    assert after == before
+
+
 def test_an_unknown_or_cancelled_thread_is_not_revised(workflow: Workflow) -> None:
     change = {"max_words": 150, "reason": "shorter"}
     with pytest.raises(ThreadNotFound):
@@ -213,18 +225,39 @@ def test_an_unknown_or_cancelled_thread_is_not_revised(workflow: Workflow) -> No
         workflow.revise("t-rev-cancel", change)
 
 
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        pytest.param({"drop_questions": ["Not asked"]}, "drop_questions[0]", id="cannot-apply"),
+        pytest.param({"corpus": ["/etc"]}, "corpus path /etc is outside", id="outside-roots"),
+        pytest.param({"corpus": ["/no-such-corpus"]}, "corpus path /no-such-corpus", id="missing"),
+    ],
+)
 def test_a_served_revision_that_cannot_apply_leaves_the_thread_as_it_was(
-    workflow: Workflow,
+    workflow: Workflow, change: dict[str, Any], named: str
 ) -> None:
-    """A client of the served graph sends the revision as run input, unchecked at the door."""
-    outcome = completed(workflow, "t-rev-served")
+    """A client of the served graph sends the revision as run input, unchecked at the door.
+
+    Refused, twice: the state is the one the thread ended with (the revision gone with its
+    run), and each refusal is in the audit as one, never reused as the node's work.
+    """
+    completed(workflow, "t-rev-served")
     config = workflow.config("t-rev-served")
-    bad = {"drop_questions": ["Not asked"], "reason": "x"}
-    workflow.graph.invoke({"revision": bad}, config, context=workflow.context)
-    state = workflow.state("t-rev-served")
-    assert state["task"].task_version == 1 and state["outcome"] == outcome
-    [refused] = [run for run in workflow.history("t-rev-served") if run.node_id == "revise_task"]
-    assert refused.note is not None and "drop_questions[0]" in refused.note
+    before = workflow.graph.get_state(config)
+    for _ in range(2):
+        workflow.graph.invoke(
+            {"revision": {**change, "reason": "x"}}, config, context=workflow.context
+        )
+        after = workflow.graph.get_state(config)
+        assert (after.values, after.next) == (before.values, before.next)
+    refused = [run for run in workflow.history("t-rev-served") if run.node_id == "revise_task"]
+    assert [(run.status, run.reused, run.task_version) for run in refused] == [
+        ("failed", False, 1)
+    ] * 2
+    for run in refused:
+        assert run.error is not None and run.error.kind == "refused_input"
+        assert run.note is not None and run.note.startswith("revision refused: ")
+        assert named in run.note and named in run.error.detail
     served = {"max_words": 150, "reason": "shorter"}
     workflow.graph.invoke({"revision": served}, config, context=workflow.context)
     assert workflow.outcome("t-rev-served").result_status == "completed"

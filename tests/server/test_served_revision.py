@@ -3,7 +3,7 @@
 A langgraph-sdk client runs a thread to its end on a real ``langgraph dev``, then starts a
 run on the same (ended) thread whose input is a revision: the task's next version runs,
 research is reused; a revision that fails its contract is refused at the door, one that
-cannot apply to the task leaves the thread as it was.
+cannot apply to the task, or names a corpus the rules refuse, leaves the thread as it was.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
+from app.exit_codes import ExitCode
 from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
-from contracts import RunOutcome, TaskSpec
-from tests.server.conftest import RunningServer, approval, start, waiting
+from contracts import RunOutcome, TaskSpec, TaskState
+from tests.server.conftest import RunningServer, approval, cli_resume, start, waiting
 from tests.server.test_server_auth import refused
 
 pytestmark = pytest.mark.server
@@ -56,3 +57,48 @@ def test_a_served_revision_runs_the_next_task_version_and_reuses_research(
     assert refusal.note is not None and "drop_sections[0]" in refusal.note
     research_v2 = [run for run in runs if run.node_id == "research" and run.task_version == 2]
     assert research_v2 and all(run.reused for run in research_v2)
+
+
+def test_a_served_revision_to_a_corpus_the_rules_refuse_leaves_the_thread_as_it_was(
+    dev_server: RunningServer,
+) -> None:
+    outside, missing = "/etc", "/no-such-corpus"
+
+    async def refused_twice() -> tuple[str, list[Any], Any, tuple[int, str], TaskSpec]:
+        client = get_client(url=dev_server.url)
+        thread_id, request = await start(client, "served-revision-corpus")
+        await client.runs.wait(thread_id, GRAPH_ID, command={"resume": approval(request)})
+        seen = [await client.threads.get_state(thread_id)]
+        for corpus in (outside, missing):
+            revision = {"corpus": [corpus], "reason": "research elsewhere"}
+            await client.runs.wait(thread_id, GRAPH_ID, input={"revision": revision})
+            seen.append(await client.threads.get_state(thread_id))
+        with Workflow(dev_server.settings) as workflow:  # what `handoff status` prints
+            shown = workflow.status(thread_id)
+        resumed = await cli_resume(dev_server.folder, thread_id)
+        shorter = {"revision": {"max_words": 120, "reason": "a shorter piece"}}
+        await client.runs.wait(thread_id, GRAPH_ID, input=shorter)
+        await waiting(client, thread_id)  # the next version runs: its research, to approve
+        state = await client.threads.get_state(thread_id)
+        return thread_id, seen, shown, resumed, TaskSpec.model_validate(state["values"]["task"])
+
+    thread_id, seen, shown, (code, output), revised = asyncio.run(refused_twice())
+    ended = seen[0]
+    assert ended["next"] == [] and ended["values"]["outcome"] is not None
+    for after in seen[1:]:
+        assert (after["values"], after["next"]) == (ended["values"], ended["next"])
+    assert (shown.task_version, shown.next_nodes) == (1, ())
+    assert shown.current.state == TaskState.COMPLETED, shown.current
+    assert code == ExitCode.ALREADY_FINISHED and "nothing to resume" in output, output
+    assert (revised.task_version, revised.constraints.max_words, revised.corpus) == (2, 120, [])
+    with Workflow(dev_server.settings) as workflow:
+        runs = [run for run in workflow.history(thread_id) if run.node_id == "revise_task"]
+    refusals, accepted = runs[:-1], runs[-1]
+    assert [run.status for run in refusals] == ["failed", "failed"]
+    for run, corpus in zip(refusals, (outside, missing), strict=True):
+        assert run.task_version == 1 and run.error is not None
+        assert run.error.kind == "refused_input" and corpus in run.error.detail
+        assert run.note is not None
+        assert run.note.startswith(f"revision refused: corpus path {corpus}")
+    assert accepted.status == "succeeded" and accepted.note is not None
+    assert accepted.note.startswith("task v1 -> v2: max_words: 120")
