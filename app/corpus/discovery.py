@@ -33,13 +33,14 @@ class CorpusDocument:
 def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument]:
     """Every .md/.txt file under the locations, sorted, so numbering is deterministic.
 
-    Raises SourceRefused for a location or file the policy refuses, or for more documents
-    than the policy's ``max_files`` (nothing is read), and CorpusNotFound when a location
-    inside the roots does not exist or holds no documents.
+    Raises SourceRefused for a location that does not exist, a location or file the
+    policy refuses, or more documents than the policy's ``max_files`` (nothing is read):
+    the task must change. CorpusNotFound is for a corpus that holds no documents (or a
+    location gone while it was looked at): research finds nothing there and fails.
     """
     files: set[Path] = set()
     for location in locations:
-        resolved = policy.admit(location, "corpus path")
+        resolved = policy.admit_location(location)
         if resolved.is_dir():
             for found in _documents_in(location, policy):
                 files.add(found)
@@ -47,7 +48,7 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
             continue
         try:
             info = resolved.stat()
-        except FileNotFoundError:
+        except FileNotFoundError:  # removed since it was admitted
             raise CorpusNotFound(f"corpus location {location} does not exist") from None
         if resolved.suffix.lower() not in CORPUS_SUFFIXES:
             raise CorpusNotFound(

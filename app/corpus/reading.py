@@ -11,6 +11,7 @@ byte or runs past the time limit. A source re-read later to check it is unchange
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
@@ -54,11 +55,20 @@ def real_path(path: Path | str) -> str:
     component. A path that cannot be opened so (missing, a link loop, no ``/proc``, not
     Linux) is resolved by ``realpath``, as before.
     """
+    return _resolve(path)[0]
+
+
+def _resolve(path: Path | str) -> tuple[str, OSError | None]:
+    """``real_path``, and why the path leads to no file (missing, a link loop), if it does.
+
+    The reason comes from the failed ``O_PATH`` open, or, where that is not available, from
+    a strict ``realpath``: either way only a path that already failed costs a second call.
+    """
     if _O_PATH:
         try:
             fd = os.open(path, _O_PATH | os.O_CLOEXEC)
-        except OSError:
-            return os.path.realpath(path)
+        except OSError as error:
+            return os.path.realpath(path), error
         try:
             real = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
@@ -66,8 +76,11 @@ def real_path(path: Path | str) -> str:
         finally:
             os.close(fd)
         if real.startswith("/") and not real.endswith(" (deleted)"):
-            return real
-    return os.path.realpath(path)
+            return real, None
+    try:
+        return os.path.realpath(path, strict=True), None
+    except OSError as error:
+        return os.path.realpath(path), error
 
 
 DEFAULT_MAX_FILES = 2_000
@@ -119,14 +132,36 @@ class CorpusPolicy:
     def admit(self, path: Path, what: str) -> Path:
         """The resolved path, if it is inside a root; refused otherwise.
 
-        Checked before anything else (existence included), so a refused path reveals
-        nothing about what lies outside the roots.
+        Checked before the path is opened or its kind looked at. A link loop (or a chain of
+        links too long to follow) is refused inside the roots: no file is behind it. A
+        missing path inside the roots is returned, for the caller to treat as gone.
         """
+        return self._admitted(path, what, must_exist=False)
+
+    def admit_location(self, path: Path) -> Path:
+        """A corpus location a task names, resolved: admitted as by :meth:`admit`, and there.
+
+        A location that leads to nothing is refused as missing, wherever it would be:
+        saying it is outside the roots, and how to allow it, would send the task's author
+        after the wrong fix.
+        """
+        return self._admitted(path, "corpus path", must_exist=True)
+
+    def _admitted(self, path: Path, what: str, *, must_exist: bool) -> Path:
         try:
-            real = real_path(path)
-        except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop (3.11)
+            real, unreachable = _resolve(path)
+        except (OSError, RuntimeError, ValueError) as error:  # ValueError: a NUL byte
             raise SourceRefused(f"{what} {path} cannot be resolved: {error}") from error
+        if must_exist and isinstance(unreachable, FileNotFoundError | NotADirectoryError):
+            raise SourceRefused(
+                f"{what} {path} does not exist; name an existing folder or .md/.txt file"
+            )
         if any(real == root or real.startswith(prefix) for root, prefix in self._prefixes):
+            if unreachable is not None and unreachable.errno == errno.ELOOP:
+                raise SourceRefused(
+                    f"{what} {path} is a symlink loop (or a chain of too many links): "
+                    "no file is behind it; only regular files are read"
+                )
             return Path(real)
         resolved = Path(real)
         shown = str(path) if resolved == path.absolute() else f"{path} (resolves to {resolved})"

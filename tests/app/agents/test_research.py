@@ -13,6 +13,7 @@ from app.storage.artifacts import FilesystemArtifactStore
 from app.text.primitives import terms
 from contracts import ErrorCode, TaskSpec
 from graphs import ResearchRequest, StepInfo
+from graphs.errors import SourceRefused
 from tests.conftest import OBJECTIVE, write_corpus
 
 FIXED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -199,13 +200,20 @@ def test_code_tables_badges_html_and_bibtex_never_become_facts(tmp_path: Path) -
     ]
 
 
-def test_a_missing_corpus_fails_naming_the_location(tmp_path: Path) -> None:
+def test_a_missing_corpus_is_refused_naming_the_location(tmp_path: Path) -> None:
     task = TaskSpec(task_id="t", objective=OBJECTIVE, corpus=[str(tmp_path / "absent")])
+    with pytest.raises(SourceRefused, match=rf"corpus path {tmp_path / 'absent'} does not exist"):
+        _run(tmp_path, task)
+
+
+def test_a_corpus_without_documents_fails_naming_the_location(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    task = TaskSpec(task_id="t", objective=OBJECTIVE, corpus=[str(tmp_path / "empty")])
     _, bundle = _run(tmp_path, task)
     assert bundle.result_status == "failed"
     assert bundle.errors[0].code == ErrorCode.MISSING_INPUT
-    assert "absent" in bundle.errors[0].detail
-    assert bundle.missing_inputs == [str(tmp_path / "absent")]
+    assert "empty" in bundle.errors[0].detail
+    assert bundle.missing_inputs == [str(tmp_path / "empty")]
 
 
 @pytest.mark.parametrize("name", ["notes.pdf"])

@@ -70,6 +70,18 @@ def door_case(case: str, root: Path, outside: Path) -> tuple[list[str], list[str
     if case == "oversized_file":
         (corpus / "big.md").write_bytes(b"bees " * 400)
         return [str(corpus)], ["big.md is 2,000 bytes, over the limit of 1,000"]
+    if case == "symlink_loop_in_folder":
+        (corpus / "a.md").symlink_to(corpus / "b.md")
+        (corpus / "b.md").symlink_to(corpus / "a.md")
+        return [str(corpus)], [f"corpus file {corpus}/", ".md is a symlink loop"]
+    if case == "link_to_itself_named_directly":
+        (root / "self.md").symlink_to(root / "self.md")
+        return [str(root / "self.md")], [f"corpus path {root / 'self.md'} is a symlink loop"]
+    if case == "missing_inside_roots":
+        return [str(root / "absent")], [f"corpus path {root / 'absent'} does not exist"]
+    if case == "missing_outside_roots":
+        gone = outside / "gone" / "notes"
+        return [str(gone)], [f"corpus path {gone} does not exist", "name an existing folder"]
     raise AssertionError(case)
 
 
@@ -82,6 +94,10 @@ DOOR_CASES = [
     "fifo",
     "fifo_named_directly",
     "oversized_file",
+    "symlink_loop_in_folder",
+    "link_to_itself_named_directly",
+    "missing_inside_roots",
+    "missing_outside_roots",
 ]
 
 
@@ -293,17 +309,23 @@ def handoff(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedP
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("target", ["/dev/zero", "pipe.md", "/etc/passwd"])
-def test_handoff_run_on_a_device_fifo_or_system_file_exits_2_at_once(
+@pytest.mark.parametrize(
+    "target", ["/dev/zero", "pipe.md", "/etc/passwd", "loop.md", "absent", "/absent/notes"]
+)
+def test_handoff_run_on_a_device_fifo_system_file_link_loop_or_missing_path_exits_2_at_once(
     tmp_path: Path, target: str
 ) -> None:
     if target == "pipe.md":
         os.mkfifo(tmp_path / target)
+    if target == "loop.md":
+        (tmp_path / target).symlink_to(tmp_path / target)
     env = backend_env(sqlite_settings(tmp_path / "data"))
     result = handoff(tmp_path, env, "run", OBJECTIVE, "--corpus", target, "--thread", "t-cli")
     assert result.returncode == ExitCode.USAGE, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: corpus ") and target in lines[0]
+    if "absent" in target:
+        assert lines[0].endswith("does not exist; name an existing folder or .md/.txt file")
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert handoff(tmp_path, env, "status", "t-cli").returncode == ExitCode.NOT_FOUND
 
