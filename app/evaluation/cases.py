@@ -12,6 +12,12 @@ from contracts import ErrorCode
 from graphs.errors import ExitCode, HandoffError
 
 DEFAULT_CASES = PROJECT_ROOT / "evals" / "cases.json"
+BUNDLED_CORPORA = DEFAULT_CASES.parent / "corpora"
+"""The evaluation set's own corpora: a corpus root of ``handoff eval`` only.
+
+They ship with the project, as the bundled corpus does, so the set runs from any folder;
+no other run reads them unless ``HANDOFF_CORPUS_ROOTS`` says so.
+"""
 
 
 class _CasesUsage(HandoffError):

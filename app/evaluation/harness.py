@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from app.evaluation.cases import Case
+from app.evaluation.cases import BUNDLED_CORPORA, Case
 from app.evaluation.measures import CaseResult, check_answerability, check_article
 from app.settings import Settings
 from contracts import DraftArticle, ResearchBundle, RunOutcome, TaskState
@@ -23,17 +24,20 @@ def evaluate(
     *,
     progress: Callable[[CaseResult], None] | None = None,
 ) -> list[CaseResult]:
-    """Run every case on a scratch database and measure what it produced."""
+    """Run every case on a scratch database and measure what it produced.
+
+    Raises SourceRefused (nothing run) for a case whose corpus is outside the roots.
+    """
     from app.workflow import Workflow  # the harness drives the public API
 
     results: list[CaseResult] = []
-    roots = sorted({corpus for _, corpus in cases})
+    admit(cases, settings)
     with tempfile.TemporaryDirectory(prefix="handoff-eval-") as scratch:
         scratch_settings = settings.with_overrides(
             data_dir=Path(scratch),
             database_url=f"sqlite:///{scratch}/eval.db",
             artifact_dir=None,
-            corpus_roots=[*settings.corpus_roots, *roots],
+            corpus_roots=[*settings.corpus_roots, BUNDLED_CORPORA],
         )
         with Workflow(scratch_settings) as workflow:
             for case, corpus in cases:
@@ -42,6 +46,19 @@ def evaluate(
                 if progress is not None:
                     progress(result)
     return results
+
+
+def admit(cases: list[tuple[Case, Path]], settings: Settings) -> None:
+    """Refuse, before any case runs, a case whose corpus lies outside the corpus roots.
+
+    A cases file names folders as a task does, so the same roots apply: those of the
+    settings, and the evaluation set's own corpora (``BUNDLED_CORPORA``). The hint names
+    the ``HANDOFF_CORPUS_ROOTS`` value that admits the folder, from the settings' roots.
+    """
+    policy = settings.corpus_policy()
+    policy = replace(policy, roots=(*policy.roots, BUNDLED_CORPORA.resolve()))
+    for case, corpus in cases:
+        policy.admit(corpus, f"case {case.id!r} corpus")
 
 
 def _run_case(workflow: Any, case: Case, corpus: Path) -> CaseResult:

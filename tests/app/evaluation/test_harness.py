@@ -9,7 +9,8 @@ import pytest
 
 from app.evaluation import DEFAULT_CASES, evaluate, load_cases, table
 from app.settings import Settings
-from tests.cli import handoff
+from graphs.errors import ExitCode
+from tests.cli import handoff, one_line_error
 
 
 def test_the_offline_agents_keep_every_task_of_the_set(tmp_path: Path) -> None:
@@ -36,3 +37,34 @@ def test_handoff_eval_prints_the_table_and_exits_one_on_a_defect(tmp_path: Path)
     assert result.returncode == 1, result.stderr
     assert "| claims-lunch-is-answerable | paused |" in result.stdout
     assert "answerable question left open: 'What did Young eat?'" in result.stdout
+
+
+def test_the_bundled_cases_run_from_any_folder_though_no_run_may_read_their_corpora(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the project folder is no corpus root here
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    [bees] = [(case, corpus) for case, corpus in load_cases() if "honeybees" in case.corpus][:1]
+    [result] = evaluate([bees], settings.with_overrides(model="offline", fault=None))
+    assert result.defects == [] and result.status == "completed"
+    policy = settings.corpus_policy()
+    assert not any(bees[1].is_relative_to(root) for root in policy.roots), "roots not widened"
+
+
+@pytest.mark.e2e
+def test_handoff_eval_refuses_a_case_corpus_outside_the_roots_naming_it_and_the_setting(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.md").write_text("# Notes\n\nThe vault password is hunter2.\n")
+    case = {"id": "peek", "corpus": "elsewhere", "objective": "What is the vault password?"}
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([{**case, "expect": "completed"}]), encoding="utf-8")
+    data = tmp_path / "data"
+    result = handoff("eval", "--cases", str(path), data_dir=data, env={"HANDOFF_MODEL": "offline"})
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    line = one_line_error(result)
+    assert f"case 'peek' corpus {elsewhere} is outside the corpus roots" in line
+    assert f"HANDOFF_CORPUS_ROOTS={elsewhere}" in line
+    assert "hunter2" not in result.stdout + result.stderr and result.stdout == ""
