@@ -14,6 +14,10 @@ class ThreadExists(UsageError):
     """A new run was asked for on a thread id that already has history."""
 
 
+class CheckpointNotLatest(UsageError):
+    """A run asked to start from a checkpoint other than its thread's latest: a fork."""
+
+
 class InvalidThreadId(UsageError):
     """A thread id that cannot be used to name artifacts safely."""
 
@@ -74,6 +78,15 @@ class DatabaseUnavailable(HandoffError, RuntimeError):
 
     code = ErrorCode.TRANSIENT
     exit_code = ExitCode.DATABASE_UNAVAILABLE
+
+
+class DatabaseMissing(UsageError):
+    """The PostgreSQL server answered, and has no database of the name the URL gives.
+
+    Not an outage: no waiting brings the database back, so it is not DatabaseUnavailable
+    (exit 9, "resume once it is back") but a configuration error (exit 2): create the
+    database, or name an existing one.
+    """
 
 
 class StorageDamaged(HandoffError, RuntimeError):

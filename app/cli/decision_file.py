@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from app.cli.input_files import InputFileError, read_input_file
 from graphs.errors import UsageError
 
 
@@ -55,14 +56,9 @@ def read_decision_file(path: Path) -> dict[str, Any]:
     """
     where = f"decision file {short(str(path), 200)}"
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_DECISION_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise DecisionInputError(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise DecisionInputError(f"{where}: is a directory, expected a JSON file") from None
-    except OSError as error:
-        raise DecisionInputError(f"{where}: cannot be read ({error.strerror})") from None
+        data = read_input_file(path, where, MAX_DECISION_FILE_BYTES)
+    except InputFileError as error:
+        raise DecisionInputError(error.message) from None
     if len(data) > MAX_DECISION_FILE_BYTES:
         raise DecisionInputError(
             f"{where}: larger than {MAX_DECISION_FILE_BYTES} bytes; a decision is a few fields"

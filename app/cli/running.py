@@ -10,9 +10,11 @@ import typer
 
 from app.cli import base
 from app.cli.base import cli, err, out
+from app.cli.decision_file import short
 from app.cli.decision_hints import render_request, request_hints
 from app.cli.decision_prompt import prompt_decision
 from app.cli.decisions import decision_for
+from app.cli.input_files import read_input_file
 from app.cli.options import (
     DECISION_OPTIONS,
     TASK_OPTIONS,
@@ -199,7 +201,7 @@ def edit(
     file: Annotated[Path, typer.Option("--file", help="The new content.")],
 ) -> None:
     """Store a new revision of a thread's artifact; the thread notices it on resume."""
-    content = file.read_bytes()
+    content = read_input_file(file, f"--file {short(str(file), 200)}")
     with base.open_workflow() as workflow:
         ref = workflow.put_artifact(thread_id, name, content)
     out.print(f"{ref.uri} revision {ref.revision} (sha256 {ref.sha256[:12]}…)", markup=False)

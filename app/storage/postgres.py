@@ -20,12 +20,15 @@ import logging
 import math
 import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus, urlsplit
+
+from app.errors import DatabaseMissing
 
 if TYPE_CHECKING:  # psycopg is imported on first use, so SQLite-only processes start faster
     import psycopg
@@ -113,10 +116,51 @@ def connection_kwargs(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
 
 
 def connect(url: str, timeout: float = DEFAULT_TIMEOUT) -> PgConnection:
-    """A dedicated connection (for a thread lock, or administration)."""
+    """A dedicated connection (for a thread lock, or administration).
+
+    Every backend connects here first (``open_pool`` too), so a database that does not
+    exist is reported once, as DatabaseMissing, instead of as an outage.
+    """
     import psycopg
 
-    return psycopg.connect(url, **connection_kwargs(timeout))
+    try:
+        return psycopg.connect(url, **connection_kwargs(timeout))
+    except psycopg.OperationalError as error:
+        name = missing_database(error)
+        if name is None:
+            raise
+        raise DatabaseMissing(
+            f"HANDOFF_DATABASE_URL names database {name!r}, which does not exist on the "
+            f"server at {describe_url(url)}; create it with `createdb {shlex.quote(name)}`, "
+            "or name an existing database"
+        ) from error
+
+
+_NO_DATABASE = re.compile(r'\bFATAL:\s+database "(?P<name>[^"]*)" does not exist')
+"""The server's refusal of a connection to a database it does not have (SQLSTATE 3D000)."""
+
+
+def missing_database(error: BaseException) -> str | None:
+    """The name of the database a failed connection found missing; None for any other failure.
+
+    libpq reports a refused connection without its SQLSTATE, so the server's message is
+    read, and it must name the very database the connection asked for: a server that is
+    down, refuses the role or the password, or times out is never taken for this.
+    """
+    if getattr(error, "sqlstate", None) == "3D000":
+        match = _NO_DATABASE.search(str(error))
+        return match["name"] if match else _requested_database(error)
+    match = _NO_DATABASE.search(str(error))
+    if match is None:
+        return None
+    requested = _requested_database(error)
+    return match["name"] if requested in (None, match["name"]) else None
+
+
+def _requested_database(error: BaseException) -> str | None:
+    """The database name the failed connection asked for, when psycopg kept it."""
+    db = getattr(getattr(error, "pgconn", None), "db", None)
+    return db.decode("utf-8", "replace") if isinstance(db, bytes) and db else None
 
 
 @contextmanager

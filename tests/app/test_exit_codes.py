@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 import app.agents.models
 import app.cli.decision_file
 import app.server.dev_server
+from app.cli.input_files import InputFileError
 from app.errors import (
+    DatabaseMissing,
     DatabaseUnavailable,
     DecisionRequired,
     InvalidDecision,
@@ -26,8 +30,10 @@ from app.errors import (
     UnknownContract,
 )
 from app.exit_codes import EXPECTED_ERRORS, ExitCode, for_error, for_outcome
+from app.storage.backends import UnsupportedDatabaseUrl
 from contracts import Constraints, RunOutcome, TaskState
 from graphs.errors import ArtifactNotFound, ContractViolation, HandoffError, IntegrityError
+from tests.cli import handoff, one_line_error
 
 
 def _outcome(state: TaskState, result_status: str | None) -> RunOutcome:
@@ -64,6 +70,9 @@ EXAMPLES: list[tuple[BaseException, ExitCode]] = [
     (SubmitUsage("objective and --resume"), ExitCode.USAGE),
     (app.server.dev_server.ServeError("port taken"), ExitCode.USAGE),
     (app.cli.decision_file.DecisionInputError("two actions"), ExitCode.USAGE),
+    (InputFileError("--file: no such file"), ExitCode.USAGE),
+    (UnsupportedDatabaseUrl("mysql://"), ExitCode.USAGE),
+    (DatabaseMissing("no database 'x'"), ExitCode.USAGE),
     (DecisionRequired("decide first", None), ExitCode.WAITING_FOR_HUMAN),
     (ThreadNotFound("no thread"), ExitCode.NOT_FOUND),
     (UnknownArtifactName("no artifact"), ExitCode.NOT_FOUND),
@@ -119,3 +128,24 @@ def test_an_unexpected_exception_is_a_failure_and_not_an_expected_error() -> Non
     bug = KeyError("oops")
     assert for_error(bug) is ExitCode.FAILED
     assert not isinstance(bug, EXPECTED_ERRORS)
+
+
+@pytest.mark.e2e
+def test_handoff_edit_with_a_missing_file_exits_2_naming_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.md"
+    result = handoff("edit", "t-any", "draft", "--file", str(missing), data_dir=tmp_path)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert one_line_error(result) == f"error: --file '{missing}': no such file"
+
+
+@pytest.mark.e2e
+def test_an_unsupported_database_url_exits_2_naming_the_setting_and_the_schemes(
+    tmp_path: Path,
+) -> None:
+    url = "mysql://someone@127.0.0.1/handoff"
+    result = handoff("status", "t-any", env={"HANDOFF_DATABASE_URL": url}, data_dir=tmp_path)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    line = one_line_error(result)
+    assert f"HANDOFF_DATABASE_URL: unsupported database URL scheme 'mysql' in {url!r}" in line
+    for scheme in ("sqlite:///", "postgresql://", "memory://"):
+        assert scheme in line

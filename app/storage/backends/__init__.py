@@ -68,8 +68,8 @@ def backend_for(url: str) -> StorageBackend:
     if backend is None:
         known = ", ".join(f"{name} ({kind.example})" for name, kind in sorted(BACKENDS.items()))
         raise UnsupportedDatabaseUrl(
-            f"unsupported database URL scheme {scheme!r} in {describe_url(url)!r}; "
-            f"registered schemes: {known}"
+            f"HANDOFF_DATABASE_URL: unsupported database URL scheme {scheme!r} in "
+            f"{describe_url(url)!r}; supported schemes: {known}"
         )
     return backend
 

@@ -29,13 +29,17 @@ from app.storage.ledger import RunLedgerBackend
 from app.storage.locks import ThreadLock
 from app.storage.postgres import DEFAULT_TIMEOUT, describe_url, is_outage, redact
 from app.storage.sqlite_files import NO_SPACE, full
-from graphs.errors import HandoffError
+from graphs.errors import HandoffError, UsageError
 
 ArtifactStoreBackend = FilesystemArtifactStore | PostgresArtifactStore | SqliteArtifactStore
 
 
-class UnsupportedDatabaseUrl(ValueError):
-    """A database URL with a scheme this project cannot open, or a store it cannot host."""
+class UnsupportedDatabaseUrl(UsageError):
+    """A database URL with a scheme this project cannot open, or a store it cannot host.
+
+    The settings must change, so it is a usage error (exit code 2), refused before
+    anything is opened.
+    """
 
 
 @dataclass

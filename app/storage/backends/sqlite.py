@@ -35,8 +35,8 @@ def sqlite_path(url: str) -> Path:
     path = url.removeprefix("sqlite:///")
     if not path or path == url:
         raise UnsupportedDatabaseUrl(
-            f"invalid SQLite URL {url!r}; expected sqlite:///relative/path.db or "
-            "sqlite:////absolute/path.db"
+            f"HANDOFF_DATABASE_URL: invalid SQLite URL {url!r}; expected "
+            "sqlite:///relative/path.db or sqlite:////absolute/path.db"
         )
     return Path(path)
 

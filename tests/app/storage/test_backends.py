@@ -131,7 +131,7 @@ def test_an_unknown_scheme_is_refused_naming_every_registered_scheme(tmp_path: P
     assert "unsupported database URL scheme 'mysql' in 'mysql://db/x'" in message
     for scheme in BACKENDS:
         assert f"{scheme} (" in message
-    with pytest.raises(UnsupportedDatabaseUrl, match="registered schemes"):
+    with pytest.raises(UnsupportedDatabaseUrl, match="supported schemes"):
         open_checkpointer("mysql://db/x")
 
 

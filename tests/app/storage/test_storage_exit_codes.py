@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -21,7 +22,7 @@ from app.workflow import Workflow
 from contracts import ArtifactRef
 from graphs.errors import ArtifactNotFound
 from tests.app.store_faults import delete
-from tests.backends import backend_env, backend_settings
+from tests.backends import backend_env, backend_settings, require_postgres
 from tests.cli import handoff, one_line_error
 from tests.conftest import OBJECTIVE
 
@@ -120,3 +121,24 @@ def test_resume_after_lost_research_blobs_reads_the_corpus_again(tmp_path: Path)
         assert "is missing" in resumed.stderr, "the missing inputs are named"
         notes = handoff("show", "t-lost", "--artifact", "notes", env=env)
         assert notes.returncode == ExitCode.COMPLETED, notes.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.postgres
+def test_a_database_that_does_not_exist_is_a_usage_error_naming_it_not_an_outage(
+    tmp_path: Path,
+) -> None:
+    """exit 9 says "resume once it is back"; no wait brings back a database never created."""
+    server = urlsplit(require_postgres())
+    missing = server._replace(path="/handoff_no_such_db").geturl()
+    result = handoff("run", OBJECTIVE, env={"HANDOFF_DATABASE_URL": missing}, data_dir=tmp_path)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    line = one_line_error(result)
+    assert "database 'handoff_no_such_db', which does not exist" in line, line
+    assert "`createdb handoff_no_such_db`" in line and "HANDOFF_DATABASE_URL" in line
+    no_role = server._replace(netloc=f"handoff_no_such_role@{server.hostname}:{server.port}")
+    refused = handoff("run", OBJECTIVE, env={"HANDOFF_DATABASE_URL": no_role.geturl()})
+    assert "createdb" not in refused.stderr, "a missing role is no missing database"
+    down = server._replace(netloc=f"{server.username}@127.0.0.1:1", path="/handoff_no_such_db")
+    outage = handoff("run", OBJECTIVE, env={"HANDOFF_DATABASE_URL": down.geturl()})
+    assert outage.returncode == ExitCode.DATABASE_UNAVAILABLE, outage.stderr
