@@ -3,16 +3,21 @@
 ``handoff a2a`` serves it with uvicorn, with ``GET /threads/{id}/artifacts/{name}`` (the
 route ``handoff serve`` mounts) so a published outcome's ``article_path`` reads here too.
 It listens on 127.0.0.1 unless told otherwise: it has no authentication of its own
-(docs/a2a.md says how to put one in front of it). A request body that is not JSON, or is
-over ``max_request_bytes``, is refused before it is parsed.
+(docs/a2a.md says how to put one in front of it). A request body that is not JSON, is
+over ``max_request_bytes`` or nests deeper than ``MAX_JSON_DEPTH``, is refused before it
+is parsed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from itertools import accumulate
 from urllib.parse import urlsplit
 
+from a2a.server.jsonrpc_models import JSONParseError
+from a2a.server.request_handlers import build_error_response
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.utils.constants import DEFAULT_RPC_URL
 from starlette.applications import Starlette
@@ -34,6 +39,23 @@ rebuilds it from the thread."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 DRAIN_BYTES = 16_000_000
 """How much of a refused body is read and dropped before answering."""
+MAX_JSON_DEPTH = 64
+"""How deep a request body's arrays and objects may nest. A message needs about ten
+levels; the SDK's parsers recurse once or more per level, so a body nested thousands deep
+would fail inside them (as an internal error) instead of being refused as what it is."""
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+NESTING_STEP = [1 if byte in b"[{" else -1 for byte in range(256)]
+
+
+def json_depth(body: bytes) -> int:
+    """How deep a JSON text's arrays and objects nest, counted without parsing it.
+
+    Strings are taken out first, so brackets inside them do not count; the count runs
+    in constant stack, however deep the text goes.
+    """
+    brackets = JSON_STRING.sub(b"", body).translate(None, NOT_BRACKETS)
+    return max(accumulate(map(NESTING_STEP.__getitem__, brackets)), default=0)
 
 
 def allowed_hosts(url: str) -> list[str]:
@@ -54,7 +76,11 @@ needs a CORS preflight, which this server never grants."""
 
 
 class RequestGuard:
-    """Refuse, unread, a POST body that is not JSON (415) or is over ``limit`` bytes (413)."""
+    """Refuse, unread, a POST body that is not JSON (415) or is over ``limit`` bytes (413).
+
+    A body nested deeper than ``MAX_JSON_DEPTH`` is answered as JSON-RPC answers JSON it
+    cannot parse: a parse error (-32700).
+    """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -88,6 +114,13 @@ class RequestGuard:
                 return
             if not message.get("more_body", False):
                 break
+        if json_depth(bytes(body)) > MAX_JSON_DEPTH:
+            refused = JSONParseError(
+                message=f"request body nests deeper than {MAX_JSON_DEPTH} levels of arrays "
+                "and objects; nothing was read"
+            )
+            await JSONResponse(build_error_response(None, refused))(scope, receive, send)
+            return
         delivered = False
 
         async def replay() -> Message:

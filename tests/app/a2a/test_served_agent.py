@@ -333,3 +333,12 @@ def test_bad_input_is_refused_naming_the_field_and_makes_no_task(a2a_server: A2A
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(as_a_form_would)
     assert refused.value.code == 415
+    deep = b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"x": '
+    deep += b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    nested = urllib.request.Request(
+        a2a_server.url, data=deep, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(nested) as answered:
+        error = json.loads(answered.read())["error"]
+    assert error["code"] == -32700, error
+    assert "nests deeper than" in error["message"] and "\n" not in error["message"]
