@@ -124,7 +124,11 @@ def schema(
 def evaluate(
     cases: Annotated[
         Path | None,
-        typer.Option("--cases", help="Cases file (default: the project's evals/cases.json)."),
+        typer.Option(
+            "--cases",
+            help="Cases file (default: the project's evals/cases.json); its corpora must be "
+            "in the corpus roots (HANDOFF_CORPUS_ROOTS), or in the project's evals/corpora.",
+        ),
     ] = None,
     only: Annotated[
         list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")
