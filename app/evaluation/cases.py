@@ -58,6 +58,11 @@ def load_cases(path: Path = DEFAULT_CASES) -> list[tuple[Case, Path]]:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise InvalidCases(f"cannot read evaluation cases {path}: {error}") from error
+    except RecursionError:  # json's decoder counts each nesting level against the limit
+        raise InvalidCases(
+            f"cannot read evaluation cases {path}: its JSON is nested too deeply to parse "
+            "(expected a list of case objects)"
+        ) from None
     if not isinstance(raw, list):
         raise InvalidCases(f"{path}: expected a JSON list of cases, got {type(raw).__name__}")
     cases: list[tuple[Case, Path]] = []

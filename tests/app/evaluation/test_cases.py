@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.evaluation.cases import InvalidCases, load_cases
+from app.exit_codes import ExitCode
+from tests.cli import handoff, one_line_error
 from tests.conftest import OBJECTIVE
 
 
@@ -43,3 +45,15 @@ def test_a_missing_corpus_and_a_repeated_id_are_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps([{**case, "corpus": "."}] * 2), encoding="utf-8")
     with pytest.raises(InvalidCases, match="case ids must be unique"):
         load_cases(path)
+
+
+@pytest.mark.e2e
+def test_a_case_file_nested_too_deep_for_the_parser_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    result = handoff("eval", "--cases", str(path), data_dir=tmp_path / "data")
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    line = one_line_error(result)
+    assert str(path) in line and "nested too deeply" in line
