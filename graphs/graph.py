@@ -30,9 +30,9 @@ from graphs.declare import NodeSpec
 from graphs.entry import entry_router
 from graphs.fan_out import fanning
 from graphs.node_runner import ContextFactory, Router, run_node
+from graphs.nodes import export_article as export
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.conclude import conclude
-from graphs.nodes.export_article import export_article, wants_export
 from graphs.nodes.finalize import finalize
 from graphs.nodes.join_research import join_research
 from graphs.nodes.research import research
@@ -146,14 +146,14 @@ FinalizeStale = Literal["reviewer", "writer", "stale_decision"]
 
 def route_after_finalize(
     state: Mapping[str, Any],
-) -> FinalizeStale | Literal["export_article", "__end__"]:
-    """Finalize ends the run, or exports first; a changed input is reviewed again."""
+) -> FinalizeStale | Literal["confirm_export", "__end__"]:
+    """Finalize ends the run, or asks to export first; a changed input is reviewed again."""
     report = refused(state, "finalize")
-    if report is None and wants_export(
+    if report is None and export.wants_export(
         require(state, "task", TaskSpec, node="route_after_finalize"),
         read(state, "outcome", RunOutcome, node="route_after_finalize"),
     ):
-        return "export_article"
+        return "confirm_export"
     if stopped(state) or report is None:
         return STOP
     return cast(FinalizeStale, route_stale(state, report, FinalizeStale))
@@ -209,11 +209,6 @@ def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
     ]
 
 
-def route_after_export(state: Mapping[str, Any]) -> Literal["__end__"]:
-    """The export, written or refused, is the last step."""
-    return STOP
-
-
 def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
     """Conclude records the end."""
     return STOP
@@ -237,7 +232,8 @@ WIRING: Wiring = (
     (review_decision, route_after_review_decision),
     (stale_decision, route_after_stale_decision),
     (finalize, route_after_finalize),
-    (export_article, route_after_export),
+    (export.confirm_export, export.route_after_confirm_export),
+    (export.export_article, export.route_after_export),
     (conclude, route_after_conclude),
     (revise_task, route_after_revision),
 )

@@ -128,6 +128,10 @@ class ThreadReading(OpenWorkflow):
             return ended.model_copy(
                 update={**update, "human_request": request, "reason": request.question}
             )
+        if ended is not None and snapshot.next:  # recorded, but a step is still due
+            update = {"state": TaskState.WORKING, "result_status": None}
+            reason = f"next step: {', '.join(snapshot.next)}"
+            return ended.model_copy(update={**update, "reason": reason})
         if ended is not None:
             return ended
         task = read(values, "task", TaskSpec, node="workflow")

@@ -21,6 +21,7 @@ from app.workflow.decisions import check_decision
 from app.workflow.ids import check_thread_id, new_thread_id
 from app.workflow.reading import ThreadReading
 from contracts import (
+    DecisionLog,
     DraftArticle,
     ErrorCode,
     ErrorDetail,
@@ -115,8 +116,13 @@ class Running(ThreadReading):
                 request,
             )
         if request is None and decision is not None:
+            log = read(snapshot.values, "decisions", DecisionLog, node="workflow")
+            last = log.last() if log is not None else None
+            stands = f" (its last decision, {last.summary()}, stands)" if last else ""
+            due = f"; its next step is {', '.join(snapshot.next)}" if snapshot.next else ""
             raise NotWaiting(
-                f"thread {thread_id!r} is not waiting for a decision; the decision was not used"
+                f"thread {thread_id!r} is not waiting for a decision{stands}{due}: the decision "
+                f"was not used; `handoff resume {thread_id}` without one continues it"
             )
         payload: Any = None
         context = self.context

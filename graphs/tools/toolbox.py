@@ -28,6 +28,16 @@ if TYPE_CHECKING:
     from graphs.ports import RunLedger
 
 
+def target_of(spec: ToolSpec, code: Mapping[str, ToolFn], args: BaseModel) -> str | None:
+    """What a call of ``spec`` would change, if its code (its own, else ``code``'s) can say.
+
+    A node that asks a person to confirm a write describes it before any toolbox runs it,
+    so this needs the tool's code only, not a node that declares the tool.
+    """
+    describe = getattr(spec.run or code.get(spec.name), "target", None)
+    return str(describe(args)) if callable(describe) else None
+
+
 @dataclass(frozen=True)
 class ToolResult:
     """What a caller gets back: the output (or its ref, when trimmed), or the error."""
@@ -104,7 +114,7 @@ class Toolbox:
         if spec.kind == "write" and not confirmed:
             unconfirmed = (
                 f"{name!r} writes; a write tool runs only once a person confirmed the call "
-                "(graphs.tools.writes.confirmed_write)"
+                "(graphs.tools.writes: confirm_write asks, approved_write runs it)"
             )
             return self._refuse(asked, "permission_denied", unconfirmed)
         try:
@@ -168,13 +178,6 @@ class Toolbox:
         if spec.run is not None:
             raise TypeError(f"tool {name!r} brings its own code; it cannot be given other code")
         self.code = {**self.code, name: code}
-
-    def target_of(self, name: str, args: BaseModel) -> str | None:
-        """What a call of ``name`` would change, if its code can say (``target(args)``)."""
-        spec = next((spec for spec in self.tools if spec.name == name), None)
-        code = None if spec is None else spec.run or self.code.get(spec.name)
-        describe = getattr(code, "target", None)
-        return str(describe(args)) if callable(describe) else None
 
     def settle(self, result: NodeResult) -> NodeResult:
         """The body's result with this attempt's calls: receipts first, their cost added."""

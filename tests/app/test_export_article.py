@@ -13,7 +13,7 @@ import pytest
 from app.errors import InvalidDecision, ThreadFinished
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import ARTIFACT_PATH, RunOutcome, TaskState, WriteConfirmation
+from contracts import ARTIFACT_PATH, ErrorCode, RunOutcome, TaskState, WriteConfirmation
 from tests.conftest import OBJECTIVE
 from tests.routes import check_handoffs_follow_the_route
 
@@ -99,8 +99,34 @@ def test_a_rejected_export_never_runs_and_the_reason_is_recorded(
         "reject",
         "not for publication",
     )
-    [run] = export_runs(workflow, "t-reject")
-    assert run.tool_receipts == []  # type: ignore[attr-defined]
+    assert export_runs(workflow, "t-reject") == [], "the writing step never ran"
+
+
+def test_a_failed_export_is_asked_again_and_a_declined_retry_ends_it_unexported(
+    workflow: Workflow, settings: Settings
+) -> None:
+    target = settings.resolved_export_dir() / "t-declined.md"
+    target.mkdir(parents=True)  # a directory where the file goes: the write fails
+    paused = exporting(workflow, "t-declined")
+    again = workflow.resume("t-declined", decide(paused, "approve"))
+    assert again.state == TaskState.INPUT_REQUIRED and again.retryable
+    assert again.human_request is not None and "failed" in again.human_request.question
+    [failed] = again.errors
+    assert (failed.code, failed.field) == (ErrorCode.TRANSIENT, "policies.export_article")
+    done = workflow.resume("t-declined", decide(again, "reject", reason="leave it unexported"))
+    assert (done.state, done.result_status, done.retryable) == (
+        TaskState.COMPLETED,
+        "completed",
+        False,
+    )
+    [declined] = done.errors
+    assert declined.code == ErrorCode.HUMAN_REJECTED
+    assert "published but not exported" in declined.detail
+    assert "leave it unexported" in declined.detail
+    assert target.is_dir() and workflow.pending("t-declined") is None
+    [run] = export_runs(workflow, "t-declined")  # the one failed write, not a second one
+    [receipt] = run.tool_receipts  # type: ignore[attr-defined]
+    assert receipt.error is not None and receipt.error.code == "retryable"
 
 
 def test_a_task_that_asks_for_no_export_never_pauses_for_one(

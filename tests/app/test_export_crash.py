@@ -2,9 +2,11 @@
 
 Real ``handoff`` processes on both backends: the run pauses for the export's
 confirmation, the approving resume is killed just before the write (``before_write``) or
-just after it and before its record (``after_write``), and a second approving resume
-finishes. The file is written once: absent before the first kill point, and at the second
-the very file the killed process wrote (same inode, same bytes) is what the run reports.
+just after it and before its record (``after_write``). The approval is on record before
+the write starts, so the thread asks nothing again: a contradicting ``--reject`` is
+refused and changes nothing, and a resume without a decision finishes the export. The
+file is written once: absent before the first kill point, and at the second the very file
+the killed process wrote (same inode, same bytes) is what the run reports.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import pytest
 from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import WriteConfirmation
+from contracts import TaskState, WriteConfirmation
 from tests.backends import BACKENDS, backend_env, backend_settings
-from tests.cli import handoff
+from tests.cli import handoff, one_line_error
 from tests.conftest import OBJECTIVE
 
 pytestmark = pytest.mark.e2e
@@ -34,18 +36,17 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings
         yield settings
 
 
-def approve(settings: Settings, fault: str | None = None) -> int:
-    env = backend_env(settings)
-    if fault is not None:
-        env["HANDOFF_FAULT"] = fault
+def approve(settings: Settings, fault: str) -> int:
+    env = {**backend_env(settings), "HANDOFF_FAULT": fault}
     return handoff("resume", THREAD, "--approve", env=env).returncode
 
 
 @pytest.mark.parametrize("point", ["before_write", "after_write"])
-def test_a_confirmed_export_runs_once_across_a_sigkill_around_the_write(
+def test_an_approved_export_killed_around_its_write_finishes_once_and_stays_approved(
     backend: Settings, point: str
 ) -> None:
-    started = handoff("run", OBJECTIVE, "--thread", THREAD, "--export", env=backend_env(backend))
+    env = backend_env(backend)
+    started = handoff("run", OBJECTIVE, "--thread", THREAD, "--export", env=env)
     assert started.returncode == ExitCode.WAITING_FOR_HUMAN, started.stderr
     with Workflow(backend) as workflow:
         request = workflow.pending(THREAD)
@@ -56,8 +57,20 @@ def test_a_confirmed_export_runs_once_across_a_sigkill_around_the_write(
     assert approve(backend, f"kill:export_article:{point}") == -signal.SIGKILL
     written = target.stat() if target.exists() else None
     assert (written is not None) == (point == "after_write")
+    with Workflow(backend) as workflow:
+        asked, between = workflow.pending(THREAD), workflow.status(THREAD)
+    assert asked is None, "the approval is on record: nothing is asked again"
+    assert between.next_nodes == ("export_article",)
+    assert between.current.state == TaskState.WORKING  # not reported as done before it is
 
-    assert approve(backend) == ExitCode.COMPLETED
+    refused = handoff("resume", THREAD, "--reject", "--reason", "changed my mind", env=env)
+    assert refused.returncode == ExitCode.USAGE, refused.stderr
+    assert "not waiting for a decision" in one_line_error(refused)
+    assert "approve" in one_line_error(refused), "the error names the decision that stands"
+    assert (target.stat() if target.exists() else None) == written  # the refusal changed nothing
+
+    finished = handoff("resume", THREAD, env=env)
+    assert finished.returncode == ExitCode.COMPLETED, finished.stderr
     with Workflow(backend) as workflow:
         article = workflow.artifact(THREAD, "article")
         effect = workflow.ledger.tool_effect(THREAD, call_id)
@@ -67,6 +80,18 @@ def test_a_confirmed_export_runs_once_across_a_sigkill_around_the_write(
             if run.node_id == "export_article" and run.status == "succeeded"
         ]
         waiting = workflow.pending(THREAD)
+        decided = [
+            (entry.action, entry.reason)
+            for entry in workflow.state(THREAD)["decisions"].decisions
+            if entry.request_kind == "confirm_write"
+        ]
+        outcome = workflow.outcome(THREAD)
+    assert decided == [("approve", None)], "the approval is recorded, never a rejection"
+    assert (outcome.state, outcome.result_status, outcome.errors) == (
+        TaskState.COMPLETED,
+        "completed",
+        [],
+    )
     assert target.read_bytes() == article and waiting is None
     assert effect is not None and json.loads(effect)["output"]["path"] == str(target)
     assert [receipt.call_id for run in exports for receipt in run.tool_receipts] == [call_id]

@@ -181,7 +181,7 @@ def test_a_write_tool_is_refused_until_a_person_can_confirm_it(settings: Setting
         workflow.run(TaskSpec(task_id="t-write", objective="Export"), "t-write")
         [receipt] = receipts_of(workflow.history("t-write"))
     assert receipt.error is not None and receipt.error.code == "permission_denied"
-    assert "confirmed_write" in receipt.error.message
+    assert "approved_write" in receipt.error.message
 
 
 def test_a_tool_declaration_is_checked_when_it_is_made() -> None:
