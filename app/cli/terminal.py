@@ -1,28 +1,19 @@
-r"""What the CLI writes: text from users and stores, with its control characters made visible.
+"""What the CLI writes: text from users and stores, with its control characters made visible.
 
-An objective, a thread's question or an artifact can hold escape sequences ("\x1b]0;…\x07"
-retitles the window, "\x1b[2J" clears the screen). Printed raw, they act on the reader's
-terminal. Every character a terminal acts on (C0 controls, DEL, the C1 controls some
-terminals take as ESC) is written as its ``\xNN`` escape instead, so the text stays
-readable and the terminal does nothing. Newline and tab are kept where output has lines.
+Newline and tab are kept where output has lines; see ``app.text.visible`` for why the rest
+are written as their escapes.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROLS_AND_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+from app.text.visible import visible
 
-
-def visible(text: str, *, lines: bool = True) -> str:
-    r"""``text`` with each control character as ``\xNN``; ``lines`` keeps newline and tab."""
-    pattern = _CONTROLS if lines else _CONTROLS_AND_BREAKS
-    return pattern.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+__all__ = ["TerminalConsole", "visible"]
 
 
 class TerminalConsole(Console):

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from app.cli.base import cli, err, out
+from app.cli.terminal import visible
 from app.errors import QueueUnavailable, UnknownContract
 from app.settings import Settings
 from app.storage.postgres import describe_url, is_postgres_url
@@ -161,7 +162,7 @@ def evaluate(
     if as_json:
         out.print_json(json.dumps([evaluation.as_json(result) for result in results]))
     else:
-        sys.stdout.write(evaluation.table(results) + "\n")
+        sys.stdout.write(visible(evaluation.table(results)) + "\n")
     if any(result.defects for result in results):
         raise typer.Exit(ExitCode.FAILED)
 

@@ -1,4 +1,8 @@
-"""What a worker prints: one line per record, a lost database as its reason."""
+"""What a worker prints: one line per record, a lost database as its reason.
+
+A record can quote a thread's text (an error naming an objective, a traceback's message),
+so every line is written with its control characters made visible, as the CLI writes.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from app.fleet.outage import (
     lost,
     reason_of,
 )
+from app.text.visible import visible
 
 if TYPE_CHECKING:
     pass
@@ -32,7 +37,14 @@ def _wait_ended(record: logging.LogRecord) -> bool:
     return True
 
 
-class _OneLineOutages(logging.Formatter):
+class _Visible(logging.Formatter):
+    """A record's lines, its traceback's too, with no control character a terminal acts on."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible(super().format(record))
+
+
+class _OneLineOutages(_Visible):
     """Log lines as they are, except that a lost database is a reason, not a traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -78,7 +90,7 @@ def configure_job_lines(stream: IO[str] | None = None) -> None:
     """One line per job on stderr (``run fleet-3: TASK_STATE_COMPLETED in 1.42 s``)."""
     if not JOBS.handlers:
         handler = logging.StreamHandler(stream or sys.stderr)
-        handler.setFormatter(logging.Formatter("worker: %(message)s"))
+        handler.setFormatter(_Visible("worker: %(message)s"))
         JOBS.addHandler(handler)
     JOBS.propagate = False
     JOBS.setLevel(logging.INFO)

@@ -60,3 +60,25 @@ def test_no_command_writes_a_raw_escape_sequence_from_user_text(tmp_path: Path) 
         "the published article holds no escape sequence: it was taken out, not shown"
     )
     assert "\n" in results["show"].stdout, "a multi-line artifact keeps its lines"
+
+
+@pytest.mark.e2e
+def test_handoff_eval_writes_a_cases_escape_sequences_as_visible_text(tmp_path: Path) -> None:
+    corpus = Path(__file__).resolve().parents[2] / "evals" / "corpora" / "honeybees"
+    case = {
+        "id": "hostile",
+        "corpus": str(corpus),
+        "objective": f"Explain how honeybees tell nestmates where food is {HOSTILE}",
+        "questions": [f"How does the waggle dance encode direction? {HOSTILE}"],
+        "required_sections": [f"Direction {HOSTILE}"],
+        "unanswerable": [f"What colour is the dance? {HOSTILE}"],
+        "expect": "open",
+    }
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps([case]), encoding="utf-8")
+    result = handoff("eval", "--cases", str(cases), data_dir=tmp_path / "data")
+    assert result.returncode == ExitCode.FAILED, result.stderr
+    for raw in RAW:
+        assert raw not in result.stdout + result.stderr, raw
+    assert "required section 'Direction " in result.stdout, "each defect is still shown"
+    assert "\\x1b]0;pwned\\x07" in result.stdout, "the escape is shown as text"
