@@ -12,9 +12,17 @@ handlers before every request that changes a thread. The policy:
 * **No state edits inside a run.** A run's ``command`` may carry ``resume`` only:
   ``command.update`` and ``command.goto`` would edit state or jump over the nodes that check
   it.
-* **A revision is a run.** A run whose input carries ``revision`` (a ``TaskRevision``)
-  is checked against its contract here (422 naming the field) and marked in its metadata,
-  so it may start on a thread that has ended; ``revise_task`` applies it.
+* **A run's input is a task or a revision, and only one.** ``{"task": …}`` starts a
+  thread; ``{"revision": …}`` (a ``TaskRevision``, checked against its contract here) makes
+  the task's next version, even on a thread that has ended (``revise_task`` applies it).
+  Anything else in the input, both at once, an empty input, or an input beside a
+  ``command`` is refused with 422 naming the key before anything runs.
+* **The thread's history is kept.** What a run carries is marked in its metadata for the
+  rules of ``app/server/thread_rules.py``, which the graph factory checks under the
+  thread's lock (a new task for a thread that has history, a decision for a thread that
+  waits for none, a run on an ended thread: the run ends in error, nothing changed). A run
+  naming any checkpoint but the latest (``checkpoint_id``, ``checkpoint``) is refused here
+  already, with 409, and again under the lock.
 * **No rollback.** ``multitask_strategy="rollback"`` and ``runs.cancel(action="rollback")``
   would delete checkpoints (and leave the ledger and artifacts of the deleted steps);
   they are refused with 422 before anything happens, so the thread stays usable.
@@ -27,9 +35,20 @@ no users: every request is the local user, and who may reach the port at all is
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from langgraph_sdk import Auth
+
+from app.errors import CheckpointNotLatest, ThreadExists
+from app.server.thread_rules import (
+    RUN_ASKS,
+    RunAsks,
+    RunRequest,
+    latest_state,
+    named_checkpoint,
+    refuse_forks,
+)
+from graphs.state import WorkflowInput
 
 auth = Auth()
 
@@ -45,9 +64,9 @@ ROLLBACK_REFUSED = (
 )
 RUN_COMMANDS = frozenset({"resume"})
 """What a run's ``command`` may carry."""
-REVISION_RUN = "handoff_revision"
-"""Run metadata this handler sets (True when the run's input carries a task revision, else
-False, whatever the client sent): such a run may start on a thread that has ended."""
+RUN_INPUTS = frozenset(WorkflowInput.__required_keys__ | WorkflowInput.__optional_keys__)
+"""What a run's input may carry: one of them."""
+NOTHING_RUN = "nothing was run"
 
 
 @auth.authenticate
@@ -85,13 +104,89 @@ async def create_run(*, ctx: Auth.types.AuthContext, value: Auth.types.RunsCreat
             detail=f"a run's command may carry only 'resume', not {refused}: "
             + STATE_EDITS_REFUSED,
         )
-    given = kwargs.get("input")
-    revision = given.get("revision") if isinstance(given, dict) else None
-    if revision is not None:
-        check_revision(revision)
+    asks = run_asks(kwargs.get("input"), command)
+    run = RunRequest(asks, named_checkpoint(checked_config(kwargs)))
     metadata = value.get("metadata")
     if isinstance(metadata, dict):
-        metadata[REVISION_RUN] = revision is not None
+        metadata[RUN_ASKS] = asks.value
+    thread_id = value.get("thread_id")
+    if thread_id is not None and run.from_checkpoint is not None:
+        await refuse_named_checkpoint(str(thread_id), run)
+
+
+async def refuse_named_checkpoint(thread_id: str, run: RunRequest) -> None:
+    """A run that names a checkpoint other than the thread's latest: 409, nothing is run.
+
+    Only such a run costs a read of the thread here (the graph factory reads it again
+    under the thread's lock, where the answer cannot change before the run starts).
+    """
+    try:
+        snapshot = await latest_state(thread_id)
+    except Exception as error:  # answered, not swallowed: the client is told why
+        detail = " ".join(str(error).split())
+        raise Auth.exceptions.HTTPException(
+            status_code=503,
+            detail=f"could not read thread {thread_id!r} to check the checkpoint the run "
+            f"names ({type(error).__name__}: {detail}); {NOTHING_RUN}",
+        ) from error
+    try:
+        refuse_forks(thread_id, snapshot, run)
+    except (ThreadExists, CheckpointNotLatest) as broken:
+        raise Auth.exceptions.HTTPException(status_code=409, detail=broken.message) from None
+
+
+def run_asks(given: Any, command: dict[str, Any]) -> RunAsks:
+    """What a run carries: a decision, no input, or exactly one of a task and a revision.
+
+    LangGraph would drop an input beside a command and keys the workflow input does not
+    name without a word, and write a task carried beside a revision over the thread's
+    task: each is refused here, 422 naming the key.
+    """
+    if command.get("resume") is not None:
+        if given is not None:
+            refuse_input("a run carries an input or command={'resume': …}, not both")
+        return RunAsks.DECISION
+    if given is None:
+        return RunAsks.CONTINUE
+    if not isinstance(given, dict):
+        refuse_input(f"a run's input is an object, not {type(given).__name__}")
+    unknown = sorted(set(given) - RUN_INPUTS)
+    if unknown:
+        refuse_input(
+            f"a run's input may carry only 'task' (a new thread's TaskSpec) or 'revision' "
+            f"(a TaskRevision), not {unknown}"
+        )
+    carried = sorted(key for key, value in given.items() if value is not None)
+    if carried == ["revision"]:
+        check_revision(given["revision"])
+        return RunAsks.REVISION
+    if carried == ["task"]:
+        return RunAsks.TASK
+    if not carried:
+        refuse_input("a run's input carries 'task' or 'revision'; send no input to continue")
+    refuse_input(
+        "a revision input carries exactly one revision: 'task' beside a revision is refused "
+        "(a thread's task changes only through its revision)"
+    )
+
+
+def checked_config(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The run's config, where the server put ``checkpoint_id`` and ``checkpoint``.
+
+    It may name no subgraph's checkpoints: this graph has none, and a namespace of its own
+    would start a second history of the thread.
+    """
+    config: dict[str, Any] = kwargs.get("config") or {}
+    configurable = config.get("configurable") or {}
+    for key in ("checkpoint_ns", "checkpoint_map"):
+        if configurable.get(key):
+            refuse_input(f"'{key}' names a subgraph's checkpoints, which this graph has none of")
+    return config
+
+
+def refuse_input(reason: str) -> NoReturn:
+    """Bad input answers 422 with the reason, before anything is run."""
+    raise Auth.exceptions.HTTPException(status_code=422, detail=f"{reason}; {NOTHING_RUN}")
 
 
 def check_revision(revision: Any) -> None:
@@ -106,5 +201,5 @@ def check_revision(revision: Any) -> None:
     except ValidationError as error:
         raise Auth.exceptions.HTTPException(
             status_code=422,
-            detail=f"invalid revision: {describe_validation_error(error)}; nothing was run",
+            detail=f"invalid revision: {describe_validation_error(error)}; {NOTHING_RUN}",
         ) from error

@@ -25,13 +25,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import ConfigDict, Field
 
-from app.errors import ThreadBusy, ThreadFinished
-from app.server.auth import REVISION_RUN
+from app.errors import ThreadBusy
 from app.server.running_nodes import RUNNING_NODES
 from app.server.take_over import release_when_idle, take_over
+from app.server.thread_rules import RunRequest, latest_state, refuse_at_start
 from app.services import build_context
 from app.settings import Settings
-from contracts import RunChoices, RunOutcome
+from contracts import RunChoices
 from graphs import RunContext, StepInfo, build_graph
 
 if TYPE_CHECKING:  # the server extra's; langgraph-api resolves the annotation by name
@@ -128,9 +128,11 @@ async def make_graph(
     ``app/server/running_nodes.py``), the same lock ``handoff resume`` and ``Workflow`` take: one
     that finds the thread held by another process fails at once with "thread … is busy"
     and changes nothing (a state update gets HTTP 409 with that message), instead of
-    forking the checkpoint chain. A run on a thread that has already ended is refused too, so a late
-    decision is never silently dropped; a run carrying a task revision is not (the auth
-    handler marks it: ``app/server/auth.py``).
+    forking the checkpoint chain. Holding the lock, a run is checked against the thread's
+    latest checkpoint (``app/server/thread_rules.py``: no new task for a thread with
+    history, no start from an earlier checkpoint, no run on an ended thread but a revision,
+    no decision for a thread that waits for none); a refused run ends in error with the
+    reason and changes nothing.
     """
     graph = served_graph()
     thread_id = (config.get("configurable") or {}).get("thread_id")
@@ -147,9 +149,9 @@ async def make_graph(
 
             raise HTTPException(status_code=409, detail=busy.message) from busy
         try:
-            revising = (config.get("metadata") or {}).get(REVISION_RUN) is True
-            if runtime.access_context == "threads.create_run" and not revising:
-                await refuse_finished(str(thread_id))
+            if runtime.access_context == "threads.create_run":
+                run = RunRequest.of(config)
+                refuse_at_start(str(thread_id), await latest_state(str(thread_id)), run)
             yield graph
         finally:
             # Shielded: a second cancel cannot make the lock go before the node has stopped.
@@ -157,21 +159,3 @@ async def make_graph(
             release.enter_context(RUNNING_NODES.releasing(str(thread_id)))
             release.push(held.pop_all())
             await asyncio.shield(asyncio.to_thread(release_when_idle, str(thread_id), release))
-
-
-async def refuse_finished(thread_id: str) -> None:
-    """Raise ThreadFinished if the thread has recorded its end (a run would change nothing)."""
-    from app.server.checkpointer import checkpointer
-
-    async with checkpointer() as saver:
-        graph = served_builder().compile(checkpointer=saver)
-        snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
-    outcome = snapshot.values.get("outcome") if snapshot.values else None
-    if snapshot.next or outcome is None:
-        return
-    finished = RunOutcome.model_validate(outcome)
-    raise ThreadFinished(
-        f"thread {thread_id!r} is complete ({finished.state.value}, result "
-        f"{finished.result_status}); nothing to run, nothing was changed",
-        finished,
-    )

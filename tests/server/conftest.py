@@ -247,13 +247,16 @@ def check_article(server: RunningServer, thread_id: str, outcome: RunOutcome) ->
 
 async def cli_resume(folder: Path, thread_id: str, *decision: str) -> tuple[int, str]:
     """``handoff resume ID [decision flags]`` where the server runs (same .env, database)."""
+    return await cli_in(folder, "resume", thread_id, *decision)
+
+
+async def cli_in(folder: Path, *args: str) -> tuple[int, str]:
+    """``handoff ARGS`` where the server runs (same .env, database): exit code, output."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
     command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
     process = await asyncio.create_subprocess_exec(
         *command,
-        "resume",
-        thread_id,
-        *decision,
+        *args,
         cwd=folder,
         env=env,
         stdout=asyncio.subprocess.PIPE,
