@@ -16,6 +16,7 @@ from app.errors import (
     InvalidEdit,
     UnknownArtifactName,
 )
+from app.text.publishable import publishable
 from app.workflow.access import one_writer, storage
 from app.workflow.reading import ThreadReading
 from contracts import (
@@ -118,6 +119,9 @@ class ArtifactAccess(ThreadReading):
 
         The thread keeps its pin on the old revision; the next consumer notices the newer
         one and applies the task's ``on_stale`` policy, so the edit is never used silently.
+        An edited markdown draft is stored made safe to show, as every writer's draft is
+        (``app.text.publishable``): the Reviewer then reviews, and finalize publishes,
+        exactly the bytes stored here.
         """
         if name not in EDITABLE_ARTIFACTS:
             raise UnknownArtifactName(
@@ -126,12 +130,14 @@ class ArtifactAccess(ThreadReading):
         current = self.artifact_ref(thread_id, name)
         if current.media_type.startswith("text/"):
             try:
-                content.decode("utf-8")
+                text = content.decode("utf-8")
             except UnicodeDecodeError as error:
                 raise InvalidEdit(
                     f"the new {name} is not UTF-8 text (byte {error.start} cannot be decoded); "
                     f"nothing was stored and the thread keeps revision {current.revision}"
                 ) from None
+            if current.media_type == "text/markdown":
+                content = publishable(text).encode("utf-8")
         ref = self.context.store.put(current.artifact_id, current.kind, content, current.media_type)
         now = self.context.clock()
         task = read(self._values(thread_id), "task", TaskSpec, node="workflow")

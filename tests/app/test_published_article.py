@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from app.exit_codes import ExitCode
+from app.settings import BUNDLED_CORPUS
 from app.workflow import Workflow
 from contracts import ResearchBundle, TaskState
 from graphs.citations import quote_problem
 from graphs.markdown import cited_claims
+from tests.app.test_handoff_routes import stop_before
 from tests.backends import sqlite_settings
 from tests.cli import handoff
 from tests.conftest import write_corpus
@@ -66,6 +68,30 @@ def test_a_workflow_publishes_hostile_corpus_sentences_safe_and_still_cited(
         assert "(javascript:alert(document.cookie))" in quotes and "\x1b]8;;" in quotes, (
             "facts quote the source as it is"
         )
+
+
+def test_a_persons_edited_draft_is_reviewed_and_published_safe_with_its_citations(
+    workflow: Workflow,
+) -> None:
+    stop_before(workflow, "t-edit", "finalize", BUNDLED_CORPUS, "reevaluate")
+    lines = workflow.artifact("t-edit", "draft").decode().split("\n")
+    cited = next(n for n, line in enumerate(lines) if "[claim-" in line and line[0] != "#")
+    first, second, *rest = lines[cited].split(" ")
+    lines[cited] = " ".join(
+        [first, f"[{second}](javascript:alert(1))\x1b]0;pwned\x07\x1b[2J\x9b31m", "<b>x</b>", *rest]
+    )
+    stored = workflow.put_artifact("t-edit", "draft", "\n".join(lines).encode())
+    outcome = workflow.resume("t-edit")
+    assert outcome.state == TaskState.COMPLETED and outcome.result_status == "completed"
+    nodes = [run.node_id for run in workflow.history("t-edit") if run.status == "succeeded"]
+    assert nodes[nodes.index("edit:draft by human") :] == [
+        "edit:draft by human", "finalize", "reviewer", "finalize"
+    ], "the Reviewer approved the edit as stored, and finalize proved that approval"  # fmt: skip
+    article = workflow.artifact("t-edit", "article")
+    assert article == workflow.context.store.get(stored), "what was reviewed is published"
+    assert_safe(article)
+    assert f"{first} {second} \\<b>x\\</b> " in article.decode(), "raw HTML shows as text"
+    assert cited_claims(article.decode()) == workflow.state("t-edit")["draft"].cited_claim_ids
 
 
 @pytest.mark.e2e
