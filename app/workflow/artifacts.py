@@ -50,7 +50,7 @@ class ArtifactAccess(ThreadReading):
         """
         if SOURCE_ID.match(name):
             research = read(self._values(thread_id), "research", ResearchBundle, node="workflow")
-            return owned(thread_id, name, snapshot_ref(find_source(research, name, thread_id)))
+            return owned_snapshot(thread_id, research, name)
         if name not in ARTIFACT_NAMES:
             raise UnknownArtifactName(
                 f"unknown artifact {name!r}; expected one of {', '.join(ARTIFACT_NAMES)}, "
@@ -84,13 +84,15 @@ class ArtifactAccess(ThreadReading):
         """Each source research read for the thread, with the current draft's claims citing it.
 
         A cited claim comes with its span and 1-based line range in the source's snapshot,
-        which is read (and verified) for that; see ``app.corpus.citations``.
+        which is read (and verified) for that; see ``app.corpus.citations``. Every source
+        must be the thread's own snapshot (see :func:`owned`), or none is listed.
         """
         values = self._values(thread_id)
+        research = read(values, "research", ResearchBundle, node="workflow")
+        for source in research.sources if research is not None else ():
+            owned(thread_id, source.id, source.snapshot)
         return list_sources(
-            read(values, "research", ResearchBundle, node="workflow"),
-            read(values, "draft", DraftArticle, node="workflow"),
-            self.context.store,
+            research, read(values, "draft", DraftArticle, node="workflow"), self.context.store
         )
 
     @storage
@@ -99,11 +101,14 @@ class ArtifactAccess(ThreadReading):
 
         Each span the current draft cites is wrapped as ``⟦claim-1003 …⟧``; the rest is
         the snapshot unchanged (``app.corpus.citations.unmark`` takes the markers out again). A
-        snapshot that is not the bytes research read raises IntegrityError.
+        snapshot that is not the bytes research read, or not the thread's own (see
+        :func:`owned`), raises IntegrityError.
         """
         values = self._values(thread_id)
+        research = read(values, "research", ResearchBundle, node="workflow")
+        owned_snapshot(thread_id, research, source_id)
         return marked_source(
-            read(values, "research", ResearchBundle, node="workflow"),
+            research,
             read(values, "draft", DraftArticle, node="workflow"),
             source_id,
             self.context.store,
@@ -155,6 +160,11 @@ class ArtifactAccess(ThreadReading):
         seq = self.ledger.start(thread_id, edit)
         self.ledger.finish(thread_id, seq, edit)
         return ref
+
+
+def owned_snapshot(thread_id: str, research: ResearchBundle | None, source_id: str) -> ArtifactRef:
+    """The snapshot ref of a source research read, when it is the thread's own (``owned``)."""
+    return owned(thread_id, source_id, snapshot_ref(find_source(research, source_id, thread_id)))
 
 
 def owned(thread_id: str, name: str, ref: ArtifactRef) -> ArtifactRef:

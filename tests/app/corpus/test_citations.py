@@ -327,3 +327,25 @@ def test_show_refuses_an_artifact_and_a_source_at_once(
     )
     assert result.returncode == ExitCode.USAGE
     assert "not both" in one_line_error(result)
+
+
+@pytest.mark.e2e
+def test_a_thread_naming_another_threads_snapshots_is_refused_and_none_of_their_text_shown(
+    workflow: Workflow, settings: Settings
+) -> None:
+    """A copied thread (``threads.copy``), or one edited by ``update_state``, as a copy is."""
+    bundle, draft = finished(workflow, "t-origin")
+    finished(workflow, "t-copy")
+    workflow.graph.update_state(workflow.config("t-copy"), {"research": bundle, "draft": draft})
+    cited = next(source for source in bundle.sources if cited_by_source(bundle, draft)[source.id])
+    foreign = f"names t-origin-{cited.id} as its {cited.id}, which is not this thread's artifact"
+    with pytest.raises(IntegrityError, match=foreign):
+        workflow.source_text("t-copy", cited.id)
+    with pytest.raises(IntegrityError, match="names t-origin-src-1 as its src-1"):
+        workflow.sources("t-copy")
+    for args in (("show", "t-copy", "--source", cited.id), ("sources", "t-copy", "--json")):
+        result = handoff(*args, env=backend_env(settings))
+        assert result.returncode == ExitCode.INTEGRITY, (args, result.stderr)
+        assert "t-origin-src-" in one_line_error(result) and "t-copy" in result.stderr
+        assert result.stdout == "", "nothing of the other thread's is shown"
+    assert workflow.source_text("t-origin", cited.id), "the thread that owns them still reads them"
