@@ -18,6 +18,14 @@ class CheckpointNotLatest(UsageError):
     """A run asked to start from a checkpoint other than its thread's latest: a fork."""
 
 
+class ThreadMovedOn(UsageError):
+    """A run checked against a thread's latest checkpoint found another when it started.
+
+    What was checked no longer holds (a revision against a task that has changed since):
+    the run is refused unrun, and sent again it is checked against the thread as it is now.
+    """
+
+
 class InvalidThreadId(UsageError):
     """A thread id that cannot be used to name artifacts safely."""
 
@@ -81,11 +89,11 @@ class DatabaseUnavailable(HandoffError, RuntimeError):
 
 
 class DatabaseMissing(UsageError):
-    """The PostgreSQL server answered, and has no database of the name the URL gives.
+    """The PostgreSQL server answered, and has no database, or no role, the URL names.
 
-    Not an outage: no waiting brings the database back, so it is not DatabaseUnavailable
-    (exit 9, "resume once it is back") but a configuration error (exit 2): create the
-    database, or name an existing one.
+    Not an outage: no waiting brings either back, so it is not DatabaseUnavailable (exit 9,
+    "resume once it is back") but a configuration error (exit 2): create the database
+    (``createdb``) or the role (``createuser``), or name an existing one.
     """
 
 

@@ -118,8 +118,8 @@ def connection_kwargs(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
 def connect(url: str, timeout: float = DEFAULT_TIMEOUT) -> PgConnection:
     """A dedicated connection (for a thread lock, or administration).
 
-    Every backend connects here first (``open_pool`` too), so a database that does not
-    exist is reported once, as DatabaseMissing, instead of as an outage.
+    Every backend connects here first (``open_pool`` too), so a database or a role that
+    does not exist is reported once, as DatabaseMissing, instead of as an outage.
     """
     import psycopg
 
@@ -127,17 +127,26 @@ def connect(url: str, timeout: float = DEFAULT_TIMEOUT) -> PgConnection:
         return psycopg.connect(url, **connection_kwargs(timeout))
     except psycopg.OperationalError as error:
         name = missing_database(error)
-        if name is None:
-            raise
-        raise DatabaseMissing(
-            f"HANDOFF_DATABASE_URL names database {name!r}, which does not exist on the "
-            f"server at {describe_url(url)}; create it with `createdb {shlex.quote(name)}`, "
-            "or name an existing database"
-        ) from error
+        if name is not None:
+            raise DatabaseMissing(
+                f"HANDOFF_DATABASE_URL names database {name!r}, which does not exist on the "
+                f"server at {describe_url(url)}; create it with `createdb {shlex.quote(name)}`, "
+                "or name an existing database"
+            ) from error
+        role = missing_role(error)
+        if role is not None:
+            raise DatabaseMissing(
+                f"HANDOFF_DATABASE_URL names role {role!r}, which does not exist on the "
+                f"server at {describe_url(url)}; create it with `createuser {shlex.quote(role)}`, "
+                "or name an existing role"
+            ) from error
+        raise
 
 
 _NO_DATABASE = re.compile(r'\bFATAL:\s+database "(?P<name>[^"]*)" does not exist')
 """The server's refusal of a connection to a database it does not have (SQLSTATE 3D000)."""
+_NO_ROLE = re.compile(r'\bFATAL:\s+role "(?P<name>[^"]*)" does not exist')
+"""The server's refusal of a connection as a role it does not have (SQLSTATE 28000)."""
 
 
 def missing_database(error: BaseException) -> str | None:
@@ -149,18 +158,33 @@ def missing_database(error: BaseException) -> str | None:
     """
     if getattr(error, "sqlstate", None) == "3D000":
         match = _NO_DATABASE.search(str(error))
-        return match["name"] if match else _requested_database(error)
-    match = _NO_DATABASE.search(str(error))
+        return match["name"] if match else _requested(error, "db")
+    return _refused_as_missing(error, _NO_DATABASE, "db")
+
+
+def missing_role(error: BaseException) -> str | None:
+    """The name of the role a failed connection found missing; None for any other failure.
+
+    Read from the server's message as :func:`missing_database` is, and it must name the
+    role the connection asked for. A server that checks passwords says only that the
+    password failed, whether the role exists or not: that is not taken for this.
+    """
+    return _refused_as_missing(error, _NO_ROLE, "user")
+
+
+def _refused_as_missing(error: BaseException, refusal: re.Pattern[str], field: str) -> str | None:
+    """The name a refusal says does not exist, when it is what the connection asked for."""
+    match = refusal.search(str(error))
     if match is None:
         return None
-    requested = _requested_database(error)
+    requested = _requested(error, field)
     return match["name"] if requested in (None, match["name"]) else None
 
 
-def _requested_database(error: BaseException) -> str | None:
-    """The database name the failed connection asked for, when psycopg kept it."""
-    db = getattr(getattr(error, "pgconn", None), "db", None)
-    return db.decode("utf-8", "replace") if isinstance(db, bytes) and db else None
+def _requested(error: BaseException, field: str) -> str | None:
+    """What the failed connection asked for (``db``, ``user``), when psycopg kept it."""
+    value = getattr(getattr(error, "pgconn", None), field, None)
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) and value else None
 
 
 @contextmanager

@@ -136,9 +136,23 @@ def test_a_database_that_does_not_exist_is_a_usage_error_naming_it_not_an_outage
     line = one_line_error(result)
     assert "database 'handoff_no_such_db', which does not exist" in line, line
     assert "`createdb handoff_no_such_db`" in line and "HANDOFF_DATABASE_URL" in line
-    no_role = server._replace(netloc=f"handoff_no_such_role@{server.hostname}:{server.port}")
-    refused = handoff("run", OBJECTIVE, env={"HANDOFF_DATABASE_URL": no_role.geturl()})
-    assert "createdb" not in refused.stderr, "a missing role is no missing database"
     down = server._replace(netloc=f"{server.username}@127.0.0.1:1", path="/handoff_no_such_db")
     outage = handoff("run", OBJECTIVE, env={"HANDOFF_DATABASE_URL": down.geturl()})
     assert outage.returncode == ExitCode.DATABASE_UNAVAILABLE, outage.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.postgres
+def test_a_role_that_does_not_exist_is_a_usage_error_naming_it_not_an_outage(
+    tmp_path: Path,
+) -> None:
+    """No wait brings back a role never created, as none brings back a missing database."""
+    server = urlsplit(require_postgres())
+    no_role = server._replace(netloc=f"handoff_no_such_role@{server.hostname}:{server.port}")
+    env = {"HANDOFF_DATABASE_URL": no_role.geturl()}
+    result = handoff("run", OBJECTIVE, env=env, data_dir=tmp_path)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    line = one_line_error(result)
+    assert "role 'handoff_no_such_role', which does not exist" in line, line
+    assert "`createuser handoff_no_such_role`" in line and "HANDOFF_DATABASE_URL" in line
+    assert "createdb" not in line, "a missing role is no missing database"
