@@ -13,10 +13,18 @@ handlers before every request that changes a thread. The policy:
   ``command.update`` and ``command.goto`` would edit state or jump over the nodes that check
   it.
 * **A run's input is a task or a revision, and only one.** ``{"task": …}`` starts a
-  thread; ``{"revision": …}`` (a ``TaskRevision``, checked against its contract here) makes
-  the task's next version, even on a thread that has ended (``revise_task`` applies it).
-  Anything else in the input, both at once, an empty input, or an input beside a
-  ``command`` is refused with 422 naming the key before anything runs.
+  thread; ``{"revision": …}`` (a ``TaskRevision``) makes the task's next version, even on a
+  thread that has ended (``revise_task`` applies it). Anything else in the input, both at
+  once, an empty input, or an input beside a ``command`` is refused with 422 naming the key
+  before anything runs.
+* **A revision is checked against the thread's task before its run exists**, as
+  ``Workflow.revise`` checks it (``app.workflow.revising.revised_task``): one that fails its
+  contract, cannot apply to the task, or names a corpus the rules refuse is 422 naming the
+  field or path; one for a sealed or cancelled thread 409. LangGraph drops a waiting
+  thread's pending request as soon as a run with input starts, so ``revise_task`` would
+  refuse too late to keep it. The checkpoint it was checked against is marked in the run's
+  metadata (``CHECKED_AT``): a run that finds the thread moved on since, when it starts,
+  is refused unrun.
 * **The thread's history is kept.** What a run carries is marked in its metadata for the
   rules of ``app/server/thread_rules.py``, which the graph factory checks under the
   thread's lock (a new task for a thread that has history, a decision for a thread that
@@ -35,12 +43,15 @@ no users: every request is the local user, and who may reach the port at all is
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, NoReturn
 
+from langgraph.types import StateSnapshot
 from langgraph_sdk import Auth
 
-from app.errors import CheckpointNotLatest, ThreadExists
+from app.errors import CheckpointNotLatest, InvalidRevision, ThreadExists, ThreadFinished
 from app.server.thread_rules import (
+    CHECKED_AT,
     RUN_ASKS,
     RunAsks,
     RunRequest,
@@ -48,6 +59,7 @@ from app.server.thread_rules import (
     named_checkpoint,
     refuse_forks,
 )
+from graphs.errors import UsageError
 from graphs.state import WorkflowInput
 
 auth = Auth()
@@ -109,30 +121,85 @@ async def create_run(*, ctx: Auth.types.AuthContext, value: Auth.types.RunsCreat
     metadata = value.get("metadata")
     if isinstance(metadata, dict):
         metadata[RUN_ASKS] = asks.value
+        metadata.pop(CHECKED_AT, None)  # only this handler says what it checked
     thread_id = value.get("thread_id")
-    if thread_id is not None and run.from_checkpoint is not None:
-        await refuse_named_checkpoint(str(thread_id), run)
+    if thread_id is None or (run.from_checkpoint is None and asks is not RunAsks.REVISION):
+        return  # nothing here depends on the thread's history: the lock's check suffices
+    snapshot = await read_thread(str(thread_id), "check the run against it")
+    refuse_named_checkpoint(str(thread_id), snapshot, run)
+    if asks is RunAsks.REVISION:
+        await refuse_revision(str(thread_id), snapshot, kwargs)
+        if isinstance(metadata, dict):
+            metadata[CHECKED_AT] = named_checkpoint(snapshot.config) or ""
 
 
-async def refuse_named_checkpoint(thread_id: str, run: RunRequest) -> None:
-    """A run that names a checkpoint other than the thread's latest: 409, nothing is run.
+async def read_thread(thread_id: str, why: str) -> StateSnapshot:
+    """The thread's latest state, or 503 saying it could not be read (nothing is run).
 
-    Only such a run costs a read of the thread here (the graph factory reads it again
-    under the thread's lock, where the answer cannot change before the run starts).
+    Only a run whose rules depend on the thread's history costs this read (the graph
+    factory reads it again under the thread's lock, where it cannot change before the run
+    starts).
     """
     try:
-        snapshot = await latest_state(thread_id)
+        return await latest_state(thread_id)
     except Exception as error:  # answered, not swallowed: the client is told why
-        detail = " ".join(str(error).split())
-        raise Auth.exceptions.HTTPException(
-            status_code=503,
-            detail=f"could not read thread {thread_id!r} to check the checkpoint the run "
-            f"names ({type(error).__name__}: {detail}); {NOTHING_RUN}",
-        ) from error
+        raise unchecked(thread_id, why, error) from error
+
+
+def unchecked(thread_id: str, why: str, error: Exception) -> Auth.exceptions.HTTPException:
+    """503 for a check that could not be made: the client is told why, nothing is run."""
+    detail = " ".join(str(error).split())
+    return Auth.exceptions.HTTPException(
+        status_code=503,
+        detail=f"could not read thread {thread_id!r} to {why} "
+        f"({type(error).__name__}: {detail}); {NOTHING_RUN}",
+    )
+
+
+def refuse_named_checkpoint(thread_id: str, snapshot: StateSnapshot, run: RunRequest) -> None:
+    """A run that names a checkpoint other than the thread's latest: 409, nothing is run."""
     try:
         refuse_forks(thread_id, snapshot, run)
     except (ThreadExists, CheckpointNotLatest) as broken:
         raise Auth.exceptions.HTTPException(status_code=409, detail=broken.message) from None
+
+
+async def refuse_revision(thread_id: str, snapshot: StateSnapshot, kwargs: dict[str, Any]) -> None:
+    """A revision the thread refuses is answered before its run exists, nothing changed.
+
+    422 names the field or corpus path; 409 a thread that is never revised (sealed,
+    cancelled). Checked as ``Workflow.revise`` checks it, with the services the run would get
+    (``server_context``, with the models the run's context chooses). Refused inside the
+    run, a waiting thread would already have lost its pending request.
+    """
+    from pydantic import ValidationError
+
+    from app.server.graph import server_context
+    from app.workflow.revising import revised_task
+    from contracts import TaskRevision
+    from graphs import WIRING
+    from graphs.boundary import describe_validation_error
+
+    revision = TaskRevision.model_validate(kwargs["input"]["revision"])  # run_asks checked it
+
+    def check() -> None:  # in a worker thread: services and corpus reads block
+        ctx = server_context(kwargs.get("context"))
+        revised_task(thread_id, snapshot.values, revision, [spec for spec, _ in WIRING], ctx)
+
+    try:
+        await asyncio.to_thread(check)
+    except ValidationError as error:  # of the run's context: its choices and models
+        refuse_input(f"invalid run context: {describe_validation_error(error)}")
+    except ThreadFinished as ended:
+        raise Auth.exceptions.HTTPException(
+            status_code=409, detail=f"{ended.message}; {NOTHING_RUN}"
+        ) from None
+    except InvalidRevision as invalid:
+        refuse_input(invalid.message)
+    except UsageError as refused:  # what a node refuses, e.g. a corpus path (SourceRefused)
+        refuse_input(f"invalid revision for thread {thread_id!r}: {refused.message}")
+    except Exception as error:  # answered, not swallowed: the client is told why
+        raise unchecked(thread_id, "check the revision against its task", error) from error
 
 
 def run_asks(given: Any, command: dict[str, Any]) -> RunAsks:

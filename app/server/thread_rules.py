@@ -30,13 +30,22 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import StateGraph
 from langgraph.types import StateSnapshot
 
-from app.errors import CheckpointNotLatest, NotWaiting, ThreadExists, ThreadFinished
+from app.errors import (
+    CheckpointNotLatest,
+    NotWaiting,
+    ThreadExists,
+    ThreadFinished,
+    ThreadMovedOn,
+)
 from app.server.checkpointer import checkpointer
 from contracts import HumanRequest, RunOutcome
 from graphs import build_graph
 
 RUN_ASKS = "handoff_run"
 """Run metadata the auth handler sets, whatever the client sent: what the run carries."""
+CHECKED_AT = "handoff_checked_at"
+"""Run metadata the auth handler sets on a revision run: the thread's latest checkpoint
+when it checked the revision against the thread's task."""
 
 
 class RunAsks(StrEnum):
@@ -54,15 +63,19 @@ class RunRequest:
 
     asks: RunAsks | None
     from_checkpoint: str | None = None
+    checked_at: str | None = None
+    """The checkpoint a revision was checked against at the door (None: not checked)."""
 
     @classmethod
     def of(cls, config: RunnableConfig) -> RunRequest:
-        """The run as the graph factory sees it: the auth handler's mark, and its config."""
+        """The run as the graph factory sees it: the auth handler's marks, and its config."""
         metadata: Mapping[str, Any] = config.get("metadata") or {}
         asks = metadata.get(RUN_ASKS)
+        checked = metadata.get(CHECKED_AT)
         return cls(
             asks=RunAsks(asks) if asks in set(RunAsks) else None,
             from_checkpoint=named_checkpoint(config),
+            checked_at=checked if isinstance(checked, str) and checked else None,
         )
 
 
@@ -124,9 +137,20 @@ def refuse_at_start(thread_id: str, snapshot: StateSnapshot, run: RunRequest) ->
 
     On top of the forks: a run on an ended thread would change nothing (a revision, which
     makes the task's next version, is let through), and a decision for a thread that waits
-    for none would be dropped.
+    for none would be dropped. A revision goes on only from the checkpoint the auth handler
+    checked it against: LangGraph drops a waiting thread's pending request as soon as a
+    run with input starts, before ``revise_task`` could refuse, so a revision the thread's
+    task has moved away from since is refused here, unrun, to be checked again.
     """
     refuse_forks(thread_id, snapshot, run)
+    latest = named_checkpoint(snapshot.config)
+    if run.asks is RunAsks.REVISION and run.checked_at != latest:
+        checked = f"at {run.checked_at!r}" if run.checked_at else "not checked against it"
+        raise ThreadMovedOn(
+            f"thread {thread_id!r} moved on since this revision was checked ({checked}; its "
+            f"latest checkpoint is {latest!r}): send the revision again, to be checked "
+            "against the thread as it is now; nothing was changed"
+        )
     outcome = snapshot.values.get("outcome") if snapshot.values else None
     if not snapshot.next and outcome is not None and run.asks is not RunAsks.REVISION:
         finished = RunOutcome.model_validate(outcome)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -11,8 +11,11 @@ from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow.access import one_writer, storage
 from app.workflow.running import ProgressCallback, Running
 from contracts import RevisionRefused, RunOutcome, TaskRevision, TaskSpec, TaskState
+from graphs import RunContext
+from graphs.admission import admit
 from graphs.attempt_log import sealed_by
 from graphs.boundary import describe_validation_error, read
+from graphs.declare import NodeSpec
 
 
 class Revising(Running):
@@ -41,30 +44,7 @@ class Revising(Running):
             raise ThreadNotFound(f"no thread {thread_id!r} in {self._where()}; nothing to revise")
         checked = self.check_revision(thread_id, revision)
         values = self.graph.get_state(self.config(thread_id)).values
-        ended = read(values, "outcome", RunOutcome, node="workflow")
-        sealer = sealed_by(self.ledger.runs(thread_id))
-        if ended is not None and ended.state.ended and sealer is not None:
-            raise ThreadFinished(
-                f"thread {thread_id!r} ended sealed ({sealer}): it is never revised in place; "
-                "refine it as a new task (docs/a2a.md), or start a new thread",
-                ended,
-            )
-        if ended is not None and ended.state == TaskState.CANCELED:
-            raise ThreadFinished(
-                f"thread {thread_id!r} was cancelled ({ended.reason}); a cancelled thread is "
-                "not revised: start a new one with the revised task",
-                ended,
-            )
-        task = read(values, "task", TaskSpec, node="workflow")
-        if task is None:
-            raise InvalidRevision(f"thread {thread_id!r} has no task yet; nothing to revise")
-        try:
-            revised = checked.applied_to(task)
-        except RevisionRefused as error:
-            raise InvalidRevision(
-                f"invalid revision for thread {thread_id!r} (task v{task.task_version}): {error}"
-            ) from error
-        self.admit(revised)
+        revised_task(thread_id, values, checked, (spec for spec, _ in self.wiring), self.context)
         self.ledger.abandon_running(
             thread_id, "attempt did not finish: its process ended before recording a result"
         )
@@ -82,3 +62,47 @@ class Revising(Running):
             raise InvalidRevision(
                 f"invalid revision for thread {thread_id!r}: {describe_validation_error(error)}"
             ) from error
+
+
+def revised_task(
+    thread_id: str,
+    values: Mapping[str, Any],
+    revision: TaskRevision,
+    nodes: Iterable[NodeSpec],
+    ctx: RunContext,
+) -> TaskSpec:
+    """The task ``revision`` makes of the thread's (its state ``values``), or why it is refused.
+
+    Asked before a revision's run exists, by ``Workflow.revise`` and by the served graph's
+    door (``app/server/auth.py``), so every way in refuses the same revisions: once its run
+    starts, LangGraph has already dropped a waiting thread's pending request, and
+    ``revise_task`` can only end the run. Raises ThreadFinished for a thread that ended
+    sealed or was cancelled, InvalidRevision for one with no task or a revision that cannot
+    apply to it (naming the field), and what a node would raise for a task it refuses
+    (``graphs.admission``: SourceRefused, naming the corpus path).
+    """
+    ended = read(values, "outcome", RunOutcome, node="workflow")
+    sealer = sealed_by(ctx.ledger.runs(thread_id))
+    if ended is not None and ended.state.ended and sealer is not None:
+        raise ThreadFinished(
+            f"thread {thread_id!r} ended sealed ({sealer}): it is never revised in place; "
+            "refine it as a new task (docs/a2a.md), or start a new thread",
+            ended,
+        )
+    if ended is not None and ended.state == TaskState.CANCELED:
+        raise ThreadFinished(
+            f"thread {thread_id!r} was cancelled ({ended.reason}); a cancelled thread is "
+            "not revised: start a new one with the revised task",
+            ended,
+        )
+    task = read(values, "task", TaskSpec, node="workflow")
+    if task is None:
+        raise InvalidRevision(f"thread {thread_id!r} has no task yet; nothing to revise")
+    try:
+        revised = revision.applied_to(task)
+    except RevisionRefused as error:
+        raise InvalidRevision(
+            f"invalid revision for thread {thread_id!r} (task v{task.task_version}): {error}"
+        ) from error
+    admit(revised, nodes, ctx)
+    return revised

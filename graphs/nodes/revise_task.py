@@ -74,13 +74,15 @@ research bundle is kept when it still holds: ``graphs.research_holds``)."""
 def revise_task(call: NodeCall) -> NodeResult:
     """Apply the revision, or leave the thread exactly as it was when it cannot apply.
 
-    ``Workflow.revise`` checks a revision before it starts a run, so a refusal here comes
-    from a served client. The revised task is checked in full first: it must apply, and
-    every node must admit it as it would a new task (``graphs.admission``: a corpus the
-    rules refuse). Refused, nothing is written (``NodeResult.refusal``): the thread keeps
-    its task, results and outcome, the router ends the run on the revision still in its
-    channel, which the run's end clears, and the audit says why. A thread that ended
-    sealed (an A2A task: ``graphs.attempt_log.SEALED``) is refused so too.
+    ``Workflow.revise`` and the served graph's door check a revision before its run exists
+    (on a waiting thread the run's start already drops the pending request), so a refusal
+    here is the last guard, for a caller of the graph itself (``graph.invoke``) or a corpus
+    changed since the door looked. The revised task is checked in full first: it must
+    apply, and every node must admit it as it would a new task (``graphs.admission``: a
+    corpus the rules refuse). Refused, nothing is written (``NodeResult.refusal``): the
+    thread keeps its task, results and outcome, the router ends the run on the revision
+    still in its channel, which the run's end clears, and the audit says why. A thread
+    that ended sealed (an A2A task: ``graphs.attempt_log.SEALED``) is refused so too.
     """
     revision: TaskRevision = call.require("revision")
     ended: RunOutcome | None = call.read("outcome")

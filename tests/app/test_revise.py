@@ -233,10 +233,13 @@ def test_an_unknown_or_cancelled_thread_is_not_revised(workflow: Workflow) -> No
         pytest.param({"corpus": ["/no-such-corpus"]}, "corpus path /no-such-corpus", id="missing"),
     ],
 )
-def test_a_served_revision_that_cannot_apply_leaves_the_thread_as_it_was(
+def test_a_revision_the_graph_is_invoked_with_that_cannot_apply_leaves_the_thread_as_it_was(
     workflow: Workflow, change: dict[str, Any], named: str
 ) -> None:
-    """A client of the served graph sends the revision as run input, unchecked at the door.
+    """A caller of the graph itself sends the revision as input, which no door checked.
+
+    ``revise_task`` is the last guard (``Workflow.revise`` and the server's door refuse it
+    before a run exists).
 
     Refused, twice: the state is the one the thread ended with (the revision gone with its
     run), and each refusal is in the audit as one, never reused as the node's work.

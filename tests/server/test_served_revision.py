@@ -2,8 +2,9 @@
 
 A langgraph-sdk client runs a thread to its end on a real ``langgraph dev``, then starts a
 run on the same (ended) thread whose input is a revision: the task's next version runs,
-research is reused; a revision that fails its contract is refused at the door, one that
-cannot apply to the task, or names a corpus the rules refuse, leaves the thread as it was.
+research is reused. A revision that fails its contract, cannot apply to the task or names a
+corpus the rules refuse is refused at the door (422 naming the field or path) before its
+run exists, so the thread stays as it was: a waiting one keeps its pending request.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def test_a_served_revision_runs_the_next_task_version_and_reuses_research(
         status, body = await refused(client.runs.wait(thread_id, GRAPH_ID, input=invalid))
         assert status == 422 and "invalid revision: max_words" in body, (status, body)
         cannot = {"revision": {"drop_sections": ["Nope"], "reason": "not required"}}
-        await client.runs.wait(thread_id, GRAPH_ID, input=cannot)
+        status, body = await refused(client.runs.wait(thread_id, GRAPH_ID, input=cannot))
+        assert status == 422 and "drop_sections[0]: 'Nope'" in body, (status, body)
         unchanged = (await client.threads.get_state(thread_id))["values"]
         shorter = {"revision": {"max_words": 120, "reason": "a shorter piece"}}
         await client.runs.wait(thread_id, GRAPH_ID, input=shorter)
@@ -53,8 +55,7 @@ def test_a_served_revision_runs_the_next_task_version_and_reuses_research(
     assert outcome.article.revision == 2
     with Workflow(dev_server.settings) as workflow:
         runs = workflow.history(thread_id)
-    [refusal] = [run for run in runs if run.node_id == "revise_task" and run.task_version == 1][:1]
-    assert refusal.note is not None and "drop_sections[0]" in refusal.note
+    assert [run.task_version for run in runs if run.node_id == "revise_task"] == [1]
     research_v2 = [run for run in runs if run.node_id == "research" and run.task_version == 2]
     assert research_v2 and all(run.reused for run in research_v2)
 
@@ -71,7 +72,10 @@ def test_a_served_revision_to_a_corpus_the_rules_refuse_leaves_the_thread_as_it_
         seen = [await client.threads.get_state(thread_id)]
         for corpus in (outside, missing):
             revision = {"corpus": [corpus], "reason": "research elsewhere"}
-            await client.runs.wait(thread_id, GRAPH_ID, input={"revision": revision})
+            refusal = client.runs.wait(thread_id, GRAPH_ID, input={"revision": revision})
+            status, body = await refused(refusal)
+            assert status == 422 and f"corpus path {corpus}" in body, (status, body)
+            assert "nothing was run" in body, body
             seen.append(await client.threads.get_state(thread_id))
         with Workflow(dev_server.settings) as workflow:  # what `handoff status` prints
             shown = workflow.status(thread_id)
@@ -93,12 +97,39 @@ def test_a_served_revision_to_a_corpus_the_rules_refuse_leaves_the_thread_as_it_
     assert (revised.task_version, revised.constraints.max_words, revised.corpus) == (2, 120, [])
     with Workflow(dev_server.settings) as workflow:
         runs = [run for run in workflow.history(thread_id) if run.node_id == "revise_task"]
-    refusals, accepted = runs[:-1], runs[-1]
-    assert [run.status for run in refusals] == ["failed", "failed"]
-    for run, corpus in zip(refusals, (outside, missing), strict=True):
-        assert run.task_version == 1 and run.error is not None
-        assert run.error.kind == "refused_input" and corpus in run.error.detail
-        assert run.note is not None
-        assert run.note.startswith(f"revision refused: corpus path {corpus}")
+    [accepted] = runs  # the refused revisions never ran
     assert accepted.status == "succeeded" and accepted.note is not None
     assert accepted.note.startswith("task v1 -> v2: max_words: 120")
+
+
+def test_a_refused_revision_leaves_a_waiting_thread_waiting_on_the_same_request(
+    dev_server: RunningServer,
+) -> None:
+    refusals = [
+        ({"drop_sections": ["Nope"], "reason": "not required"}, "drop_sections[0]"),
+        ({"corpus": ["/etc"], "reason": "research elsewhere"}, "corpus path /etc"),
+    ]
+
+    async def scenario() -> tuple[str, list[tuple[int, str]], list[Any], Any]:
+        client = get_client(url=dev_server.url)
+        thread_id, request = await start(client, "served-revision-waiting")
+        answers, still = [], []
+        for revision, _ in refusals:
+            refusal = client.runs.wait(thread_id, GRAPH_ID, input={"revision": revision})
+            answers.append(await refused(refusal))
+            still.append(await waiting(client, thread_id))
+        approved = await client.runs.wait(
+            thread_id, GRAPH_ID, command={"resume": approval(request)}
+        )
+        return thread_id, answers, [request, *still], approved
+
+    thread_id, answers, requests, approved = asyncio.run(scenario())
+    for (status, body), (_, named) in zip(answers, refusals, strict=True):
+        assert status == 422 and named in body and "nothing was run" in body, (status, body)
+    assert len({request.interrupt_id for request in requests}) == 1, requests
+    assert RunOutcome.model_validate(approved["outcome"]).state == TaskState.COMPLETED
+    with Workflow(dev_server.settings) as workflow:
+        revised = [run for run in workflow.history(thread_id) if run.node_id == "revise_task"]
+        decisions = workflow.state(thread_id)["decisions"].decisions
+    assert revised == [], "a refused revision left an attempt in the audit"
+    assert [decision.action for decision in decisions] == ["approve"], decisions

@@ -6,7 +6,7 @@ a revision carrying anything beside itself, a decision nobody asked for, and a r
 any checkpoint but the latest are refused, and the thread keeps its state, its pending
 request and its audit exactly as they were. A rule that depends on the thread's history
 is checked again under the thread's lock, so a run admitted before the thread moved on is
-refused when it starts.
+refused when it starts: a revision checked against the task as it was, too.
 """
 
 from __future__ import annotations
@@ -252,3 +252,34 @@ def test_a_run_from_any_checkpoint_but_the_latest_is_refused_and_the_chain_never
         assert workflow.outcome(second).state == TaskState.COMPLETED
         for thread_id in (second, third):
             single_chain(workflow, thread_id)
+
+
+def test_a_revision_admitted_before_the_thread_moved_on_is_refused_and_the_request_kept(
+    dev_server: RunningServer,
+) -> None:
+    extra = {"add_sections": ["Legacy"], "reason": "the editor wants a legacy section"}
+
+    async def scenario() -> tuple[str, str, Any]:
+        client = get_client(url=dev_server.url)
+        thread_id, _ = await start(client, "rules-revision-moved-on")
+        # Both apply to task v1; once the first has made v2, the second cannot ("already
+        # required"), and refused inside its run it would drop v2's pending request.
+        error = await one_refused(
+            client, thread_id, {"input": {"revision": extra}}, input={"revision": extra}
+        )
+        request = await waiting(client, thread_id)  # v2's request, still pending
+        approved = await client.runs.wait(
+            thread_id, GRAPH_ID, command={"resume": approval(request)}
+        )
+        return thread_id, error, approved
+
+    thread_id, error, approved = asyncio.run(scenario())
+    assert error.startswith("ThreadMovedOn: ") and thread_id in error, error
+    assert "send the revision again" in error and "nothing was changed" in error, error
+    assert RunOutcome.model_validate(approved["outcome"]).state == TaskState.COMPLETED
+    with Workflow(dev_server.settings) as workflow:
+        revised = [run for run in workflow.history(thread_id) if run.node_id == "revise_task"]
+        task = TaskSpec.model_validate(workflow.state(thread_id)["task"])
+        single_chain(workflow, thread_id)
+    assert (task.task_version, task.constraints.required_sections) == (2, ["Legacy"]), task
+    assert [(run.status, run.task_version) for run in revised] == [("succeeded", 1)], revised
