@@ -50,6 +50,12 @@ from langgraph.types import StateSnapshot
 from langgraph_sdk import Auth
 
 from app.errors import CheckpointNotLatest, InvalidRevision, ThreadExists, ThreadFinished
+from app.server.history_kept import (
+    refuse_copies,
+    refuse_deleting_history,
+    refuse_threadless_cron,
+    refuse_threadless_run,
+)
 from app.server.thread_rules import (
     CHECKED_AT,
     RUN_ASKS,
@@ -87,6 +93,12 @@ async def authenticate() -> str:
     return LOCAL_USER
 
 
+# A thread's history is kept (app/server/history_kept.py): no delete, prune, run delete or copy.
+auth.on.threads.delete(refuse_deleting_history)
+auth.on.threads.create(refuse_copies)
+auth.on.crons.create(refuse_threadless_cron)
+
+
 @auth.on.threads.update
 async def thread_update(*, ctx: Auth.types.AuthContext, value: Auth.types.ThreadsUpdate) -> None:
     """Metadata patches and interrupting cancels pass; state edits and rollbacks do not.
@@ -104,6 +116,7 @@ async def thread_update(*, ctx: Auth.types.AuthContext, value: Auth.types.Thread
 @auth.on.threads.create_run
 async def create_run(*, ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -> None:
     """A run may start or resume a thread, and nothing more."""
+    refuse_threadless_run(value)
     if value.get("multitask_strategy") == "rollback":
         raise Auth.exceptions.HTTPException(status_code=422, detail=ROLLBACK_REFUSED)
     kwargs: dict[str, Any] = dict(value.get("kwargs") or {})

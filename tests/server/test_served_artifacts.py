@@ -12,6 +12,7 @@ import hashlib
 import json
 import urllib.error
 import urllib.request
+import uuid
 from email.message import Message
 from typing import Any
 
@@ -62,16 +63,40 @@ def test_a_finished_threads_article_is_read_over_http_verified(
     assert source_status == 200 and snapshot
 
 
+def copy_in_database(server: RunningServer, source: str) -> str:
+    """A copy of a thread's checkpoints under a new id, written straight to the database.
+
+    The server refuses ``threads.copy``; a copy can still be made outside it, as LangGraph's
+    server made one (each checkpoint put again, oldest first, with its parent and writes).
+    """
+    target = str(uuid.uuid4())
+    with Workflow(server.settings) as workflow:
+        saver = workflow.saver
+        items = list(saver.list({"configurable": {"thread_id": source}}))
+        for item in sorted(items, key=lambda each: each.config["configurable"]["checkpoint_id"]):
+            configurable = {"thread_id": target, "checkpoint_ns": ""}
+            if item.parent_config:
+                configurable["checkpoint_id"] = item.parent_config["configurable"]["checkpoint_id"]
+            versions = item.checkpoint["channel_versions"]
+            stored = saver.put(
+                {"configurable": configurable}, item.checkpoint, item.metadata, versions
+            )
+            for task_id, channel, value in item.pending_writes or []:
+                saver.put_writes(stored, [(channel, value)], task_id)
+    return target
+
+
 def test_a_copied_thread_is_not_served_its_source_threads_artifacts(
     dev_server: RunningServer,
 ) -> None:
-    async def copied() -> tuple[str, str]:
+    async def finished() -> str:
         client = get_client(url=dev_server.url)
         thread_id, request = await start(client, "http-copied")
         await client.runs.wait(thread_id, GRAPH_ID, command={"resume": approval(request)})
-        return thread_id, (await client.threads.copy(thread_id))["thread_id"]
+        return thread_id
 
-    source, copy = asyncio.run(copied())
+    source = asyncio.run(finished())
+    copy = copy_in_database(dev_server, source)
     for name in ("article", "draft", "notes", "review", "src-1"):
         status, _, body = fetch(dev_server, copy, name)
         assert status == 409, (name, body)
