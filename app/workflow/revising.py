@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,12 +11,21 @@ from pydantic import ValidationError
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow.access import one_writer, storage
 from app.workflow.running import ProgressCallback, Running
-from contracts import RevisionRefused, RunOutcome, TaskRevision, TaskSpec, TaskState
+from contracts import (
+    NodeError,
+    NodeRun,
+    RevisionRefused,
+    RunOutcome,
+    TaskRevision,
+    TaskSpec,
+    TaskState,
+)
 from graphs import RunContext
 from graphs.admission import admit
 from graphs.attempt_log import sealed_by
 from graphs.boundary import describe_validation_error, read
 from graphs.declare import NodeSpec
+from graphs.errors import UsageError
 
 
 class Revising(Running):
@@ -98,11 +108,49 @@ def revised_task(
     task = read(values, "task", TaskSpec, node="workflow")
     if task is None:
         raise InvalidRevision(f"thread {thread_id!r} has no task yet; nothing to revise")
+    specs = list(nodes)
     try:
-        revised = revision.applied_to(task)
-    except RevisionRefused as error:
-        raise InvalidRevision(
-            f"invalid revision for thread {thread_id!r} (task v{task.task_version}): {error}"
-        ) from error
-    admit(revised, nodes, ctx)
+        try:
+            revised = revision.applied_to(task)
+        except RevisionRefused as error:
+            raise InvalidRevision(
+                f"invalid revision for thread {thread_id!r} (task v{task.task_version}): {error}"
+            ) from error
+        admit(revised, specs, ctx)
+    except UsageError as refused:  # InvalidRevision, or what a node refuses (SourceRefused)
+        audit_refusal(thread_id, task, revision, specs, ctx, refused.message)
+        raise
     return revised
+
+
+def audit_refusal(
+    thread_id: str,
+    task: TaskSpec,
+    revision: TaskRevision,
+    nodes: list[NodeSpec],
+    ctx: RunContext,
+    why: str,
+) -> None:
+    """Record a refused revision in the thread's audit, as ``revise_task`` records its own.
+
+    The thread is left exactly as it was, but its history says a revision was asked and
+    why it was refused (a failed ``refused_input`` attempt of the node a revision starts
+    at, never reused), so ``handoff history`` never shows a refused revision as accepted
+    nor as nothing at all.
+    """
+    node = next((spec.name for spec in nodes if spec.starts_on == "revision"), "revise_task")
+    now = ctx.clock()
+    refusal = NodeRun(
+        task_version=task.task_version,
+        node_id=node,
+        attempt=1,
+        status="failed",
+        input_hash=hashlib.sha256(revision.model_dump_json().encode("utf-8")).hexdigest(),
+        started_at=now,
+        ended_at=now,
+        duration_ms=0,
+        error=NodeError(kind="refused_input", detail=why[:4000]),
+        note=f"revision refused: {why}"[:500],
+    )
+    seq = ctx.ledger.start(thread_id, refusal)
+    ctx.ledger.finish(thread_id, seq, refusal)

@@ -199,7 +199,20 @@ def test_a_revision_that_cannot_apply_is_refused_naming_the_field_and_changes_no
     before = (workflow.history("t-rev-bad"), workflow.state("t-rev-bad")["task"])
     with pytest.raises(InvalidRevision, match=field.replace("[", r"\[").replace("]", r"\]")):
         workflow.revise("t-rev-bad", revision)
-    assert (workflow.history("t-rev-bad"), workflow.state("t-rev-bad")["task"]) == before
+    history, task = workflow.history("t-rev-bad"), workflow.state("t-rev-bad")["task"]
+    assert (history[: len(before[0])], task) == before
+    for refusal in history[len(before[0]) :]:  # one that cannot apply is audited as refused
+        assert_audited_refusal(refusal, field)
+    contract_broken = "[" not in field
+    assert len(history) - len(before[0]) == (0 if contract_broken else 1)
+
+
+def assert_audited_refusal(run: Any, named: str) -> None:
+    """A refused revision in the audit: a failed, never reused refused_input attempt."""
+    assert (run.node_id, run.status, run.reused) == ("revise_task", "failed", False)
+    assert run.error is not None and run.error.kind == "refused_input"
+    assert run.note is not None and run.note.startswith("revision refused: ")
+    assert named in run.error.detail
 
 
 def test_a_revision_to_a_corpus_outside_the_roots_is_refused_before_anything_is_written(
@@ -210,8 +223,10 @@ def test_a_revision_to_a_corpus_outside_the_roots_is_refused_before_anything_is_
     before = (workflow.history("t-rev-etc"), len(list(workflow.graph.get_state_history(config))))
     with pytest.raises(SourceRefused, match="corpus path /etc is outside the corpus roots"):
         workflow.revise("t-rev-etc", {"corpus": ["/etc"], "reason": "elsewhere"})
-    after = (workflow.history("t-rev-etc"), len(list(workflow.graph.get_state_history(config))))
-    assert after == before
+    history = workflow.history("t-rev-etc")
+    after = (history[:-1], len(list(workflow.graph.get_state_history(config))))
+    assert after == before, "no checkpoint written, the audit only gained the refusal"
+    assert_audited_refusal(history[-1], "corpus path /etc")
 
 
 def test_an_unknown_or_cancelled_thread_is_not_revised(workflow: Workflow) -> None:

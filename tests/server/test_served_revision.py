@@ -19,6 +19,7 @@ from app.exit_codes import ExitCode
 from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
 from contracts import RunOutcome, TaskSpec, TaskState
+from tests.app.test_revise import assert_audited_refusal
 from tests.server.conftest import RunningServer, approval, cli_resume, start, waiting
 from tests.server.test_server_auth import refused
 
@@ -55,7 +56,11 @@ def test_a_served_revision_runs_the_next_task_version_and_reuses_research(
     assert outcome.article.revision == 2
     with Workflow(dev_server.settings) as workflow:
         runs = workflow.history(thread_id)
-    assert [run.task_version for run in runs if run.node_id == "revise_task"] == [1]
+    revisions = [run for run in runs if run.node_id == "revise_task"]
+    assert [(run.task_version, run.status) for run in revisions] == [
+        (1, "failed"),  # the revision that could not apply, refused at the door
+        (1, "succeeded"),
+    ]
     research_v2 = [run for run in runs if run.node_id == "research" and run.task_version == 2]
     assert research_v2 and all(run.reused for run in research_v2)
 
@@ -97,7 +102,9 @@ def test_a_served_revision_to_a_corpus_the_rules_refuse_leaves_the_thread_as_it_
     assert (revised.task_version, revised.constraints.max_words, revised.corpus) == (2, 120, [])
     with Workflow(dev_server.settings) as workflow:
         runs = [run for run in workflow.history(thread_id) if run.node_id == "revise_task"]
-    [accepted] = runs  # the refused revisions never ran
+    *refusals, accepted = runs  # the refused revisions never ran: audited as refused
+    for refusal, corpus in zip(refusals, (outside, missing), strict=True):
+        assert_audited_refusal(refusal, f"corpus path {corpus}")
     assert accepted.status == "succeeded" and accepted.note is not None
     assert accepted.note.startswith("task v1 -> v2: max_words: 120")
 
@@ -131,5 +138,6 @@ def test_a_refused_revision_leaves_a_waiting_thread_waiting_on_the_same_request(
     with Workflow(dev_server.settings) as workflow:
         revised = [run for run in workflow.history(thread_id) if run.node_id == "revise_task"]
         decisions = workflow.state(thread_id)["decisions"].decisions
-    assert revised == [], "a refused revision left an attempt in the audit"
+    for refusal, (_, named) in zip(revised, refusals, strict=True):  # audited, never run
+        assert_audited_refusal(refusal, named)
     assert [decision.action for decision in decisions] == ["approve"], decisions
