@@ -54,6 +54,7 @@ from app.server.history_kept import (
     refuse_copies,
     refuse_deleting_history,
     refuse_threadless_cron,
+    refuse_threadless_cron_update,
     refuse_threadless_run,
 )
 from app.server.thread_rules import (
@@ -97,6 +98,7 @@ async def authenticate() -> str:
 auth.on.threads.delete(refuse_deleting_history)
 auth.on.threads.create(refuse_copies)
 auth.on.crons.create(refuse_threadless_cron)
+auth.on.crons.update(refuse_threadless_cron_update)
 
 
 @auth.on.threads.update

@@ -119,6 +119,23 @@ async def refuse_threadless_cron(
         )
 
 
+async def refuse_threadless_cron_update(
+    *, ctx: Auth.types.AuthContext, value: Auth.types.CronsUpdate
+) -> None:
+    """A cron is not switched to deleting its runs' threads: 422, nothing is changed.
+
+    The event names the cron alone, not whether it has a thread; a cron for a thread never
+    deletes it, so ``on_run_completed="delete"`` asks nothing of it there either.
+    """
+    if value.get("on_run_completed") == "delete":
+        raise threadless(
+            "cron",
+            "on_run_completed",
+            "schedule it for a thread (crons.create_for_thread)",
+            "changed",
+        )
+
+
 def threadless(what: str, option: str, instead: str, done: str) -> Auth.exceptions.HTTPException:
     """422 for a run (or cron) that would delete the thread it makes: nothing is done."""
     return Auth.exceptions.HTTPException(

@@ -5,7 +5,7 @@ Through langgraph-sdk against a real ``langgraph dev``, on a thread waiting for 
 deleting one of its runs, or copying it is refused with the reason, and the thread keeps
 its checkpoints, its pending request and its audit, so its decision is still answered. A
 run without a thread, which would delete the thread it makes when it ends, is refused too
-(a cron without a thread as well), unless it keeps that thread.
+(a cron without a thread as well, or switched to it), unless it keeps that thread.
 """
 
 from __future__ import annotations
@@ -109,6 +109,13 @@ def test_a_run_without_a_thread_that_would_delete_it_is_refused_unless_it_keeps_
             await refused(client.runs.create(None, GRAPH_ID, input=task("threadless-2"))),
             await refused(client.crons.create(GRAPH_ID, schedule="0 0 1 1 *", input=task("cron"))),
         ]
+        cron = await client.crons.create(
+            GRAPH_ID, schedule="0 0 1 1 *", input=task("cron-kept"), on_run_completed="keep"
+        )
+        answers.append(
+            await refused(client.crons.update(cron["cron_id"], on_run_completed="delete"))
+        )
+        await client.crons.delete(cron["cron_id"])
         kept = await client.runs.create(
             None, GRAPH_ID, input=task("threadless-kept"), on_completion="keep"
         )
@@ -122,5 +129,6 @@ def test_a_run_without_a_thread_that_would_delete_it_is_refused_unless_it_keeps_
         assert "without a thread" in body and "='keep'" in body, body
     assert all("nothing was run" in body for _, body in answers[:2]), answers
     assert "crons.create_for_thread" in answers[2][1] and "nothing was scheduled" in answers[2][1]
+    assert "on_run_completed='keep'" in answers[3][1] and "nothing was changed" in answers[3][1]
     with Workflow(dev_server.settings) as workflow:
         assert workflow.pending(kept) == request, "the kept thread still waits for its decision"
