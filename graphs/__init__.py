@@ -1,7 +1,7 @@
 """The workflow graph: declared nodes, pure routers and build_graph(). Imports contracts."""
 
 from graphs.context import RunContext
-from graphs.declare import NodeSpec, Retry, node
+from graphs.declare import NodeSpec, Retry, no_task, node, whole_task
 from graphs.fan_out import one_task
 from graphs.graph import WIRING, build_graph, workflow_channels
 from graphs.node_runner import NodeCall, NodeResult
@@ -42,7 +42,9 @@ __all__ = [
     "Wiring",
     "WriterAgent",
     "build_graph",
+    "no_task",
     "node",
     "one_task",
+    "whole_task",
     "workflow_channels",
 ]

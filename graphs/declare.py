@@ -38,6 +38,16 @@ FAULT_POINTS = (
 """Named points of a node where fault injection may act (``<node>:<point>``)."""
 
 
+def whole_task(task: TaskSpec, key: str | None) -> Any:
+    """The ``task_view`` of work that depends on all of the task (but its version)."""
+    return task.model_dump(mode="json", exclude={"task_version"})
+
+
+def no_task(task: TaskSpec, key: str | None) -> None:
+    """The ``task_view`` of work that depends on its declared inputs alone."""
+    return None
+
+
 @dataclass(frozen=True)
 class Retry:
     """How a failing attempt is tried again (attempts are capped by the task's budget)."""
@@ -111,6 +121,14 @@ class Declaration:
         if self.branch is not None and self.pauses:
             raise TypeError(
                 f"node {self.name!r}: a branch cannot pause (its tasks run side by side)"
+            )
+        if self.branch is not None and self.task_view is None:
+            raise TypeError(
+                f"branch {self.name!r} declares no task_view: its input hash would cover the "
+                "whole task, so every revision of the task would run all its tasks again; "
+                "declare task_view=<(task, key) -> what of the task its work depends on>: "
+                "graphs.no_task when it depends on its inputs alone, graphs.whole_task "
+                "when on all of the task"
             )
         not_branches = [spec.name for spec in self.joins if spec.branch is None]
         if not_branches:

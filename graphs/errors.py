@@ -116,3 +116,12 @@ class WiringError(HandoffError, ValueError):
     node, or a body reading a channel its node does not declare: ``build_graph`` refuses
     each, naming it.
     """
+
+
+class Omitted(WiringError):
+    """What a declaration leaves out, found only when the run reaches it: the run fails.
+
+    A tool called by a node that does not declare it, or a join that drops a branch's
+    output. Answering it quietly (``permission_denied``, a partial merge) would let the run
+    succeed without the work; the declaration must change, so the run stops naming it.
+    """

@@ -23,10 +23,10 @@ from pydantic import BaseModel
 
 from contracts import BranchTask, TaskSpec
 from graphs.boundary import validate_as
+from graphs.declare import NodeSpec, whole_task
 
 if TYPE_CHECKING:
     from graphs.context import RunContext
-    from graphs.declare import NodeSpec
 
 
 @cache
@@ -117,7 +117,7 @@ def task_view(spec: NodeSpec, task: TaskSpec, state: Mapping[str, Any]) -> Any:
     depend on its key (research's: its own question only).
     """
     if spec.task_view is None:
-        return task.model_dump(mode="json", exclude={"task_version"})
+        return whole_task(task, None)
     branch = state.get("branch")
     key = None if branch is None else validate_as(spec.name, "branch", branch, BranchTask).key
     return spec.task_view(task, key)

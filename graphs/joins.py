@@ -26,7 +26,7 @@ from contracts import (
 )
 from graphs.boundary import read
 from graphs.declare import NodeSpec
-from graphs.errors import ContractViolation
+from graphs.errors import ContractViolation, Omitted
 
 
 def json_or_none(text: str | None) -> Any:
@@ -123,6 +123,30 @@ def as_branch_result(
         outcome=update.get("outcome"),
     )
     return {"branches": BranchResults(results=[result])}
+
+
+def check_merged(join: NodeSpec, state: Mapping[str, Any], merged: set[tuple[str, str]]) -> None:
+    """A join's body read every output its branches produced (else ``Omitted``).
+
+    The join's update takes the branches' results out of the state (``consumed``): an
+    output its body never asked for (``NodeCall.branch_outputs``) would be gone, and the
+    run would go on as if that branch had not run.
+    """
+    dropped = sorted(
+        (branch.name, channel)
+        for branch in join.joins
+        for result in branch_results(join, branch, state).values()
+        for channel in result.outputs
+        if (branch.name, channel) not in merged
+    )
+    if dropped:
+        branch, channel = dropped[0]
+        raise Omitted(
+            f"join {join.name!r} drops the {channel!r} output of branch {branch!r}: its body "
+            f"never reads it, and the join takes the branches' results out of the state; "
+            f"merge it with call.branch_outputs({branch}, {channel!r}) "
+            f"(dropped: {sorted(set(dropped))})"
+        )
 
 
 def consumed(join: NodeSpec, update: dict[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, get_args, get_type_hints
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar, cast, get_args, get_type_hints
 
 from contracts import ResultStatus, RunOutcome, TaskSpec, TaskState, ToolReceipt, Usage
 from graphs.boundary import CheckedState, read, require, validate_channel
@@ -19,7 +19,7 @@ from graphs.declare import NodeSpec
 from graphs.errors import ContractViolation
 from graphs.joins import branch_results, json_or_none
 from graphs.outcomes import run_outcome
-from graphs.ports import CONTRIBUTED, AgentOutput, StepInfo, request_channels
+from graphs.ports import CONTRIBUTED, TOOLS, AgentOutput, StepInfo, request_channels
 from graphs.tools import Toolbox, ToolEnv
 
 RequestT = TypeVar("RequestT")
@@ -44,6 +44,17 @@ def state_fields(kind: type[Any]) -> tuple[tuple[str, str, bool], ...]:
     return found
 
 
+_TAKES_TOOLS: dict[type[Any], bool] = {}
+
+
+def takes_tools(kind: type[Any]) -> bool:
+    """Whether a request type carries the node's tools to its agent (a ``tools`` field)."""
+    found = _TAKES_TOOLS.get(kind)
+    if found is None:
+        found = _TAKES_TOOLS[kind] = TOOLS in {item.name for item in fields(kind)}
+    return found
+
+
 @dataclass
 class NodeCall:
     """What a node body gets: its declared inputs, its agent, services, where it runs."""
@@ -55,6 +66,9 @@ class NodeCall:
     step: StepInfo
     nodes: Mapping[str, NodeSpec] = field(default_factory=dict)
     """Every node of the graph by name, as built (a node that reasons about another's work)."""
+    merged: set[tuple[str, str]] = field(default_factory=set)
+    """The (branch node, channel) pairs a join's body read (``branch_outputs``): what it
+    did not read would be dropped (``graphs.joins.check_merged``)."""
 
     def read(self, channel: str) -> Any:
         """A channel the node declared it reads, as its contract (or None), re-validated."""
@@ -86,11 +100,15 @@ class NodeCall:
         """Run the node's agent and validate its result as ``channel``'s contract.
 
         The request is built as ``request`` builds it, with the run's artifact store and
-        this step unless ``given`` names others. The output comes back beside the result
-        for what it cost (``NodeResult.of_agent``).
+        this step unless ``given`` names others, and, when the request has a ``tools``
+        field, the node's tools (so a tool given to the node reaches its agent with no
+        second place to name it). The output comes back beside the result for what it cost
+        (``NodeResult.of_agent``).
         """
         given.setdefault("store", self.ctx.store)
         given.setdefault("step", self.step)
+        if takes_tools(cast(type[Any], kind)):
+            given.setdefault(TOOLS, self.tools)
         output: AgentOutput[Any] = self.agent.run(self.request(kind, **given))
         return self.accept(channel, output.result), output
 
@@ -108,6 +126,7 @@ class NodeCall:
                 channel="branches",
                 fields=["branches"],
             )
+        self.merged.add((branch.name, channel))
         return [
             (
                 key,

@@ -202,6 +202,10 @@ CONTRIBUTED = "inputs"
 """The request field carrying channels other nodes declared their agent reads (``read_by``)."""
 
 
+TOOLS = "tools"
+"""The request field carrying the node's tools to its agent (``NodeCall.delegate`` fills it)."""
+
+
 def contributed_inputs() -> Any:
     """The ``inputs`` field of a request: what other nodes added for this agent to read.
 

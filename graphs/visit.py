@@ -30,7 +30,7 @@ from graphs.context import RunContext
 from graphs.declare import NodeSpec
 from graphs.errors import ContractViolation
 from graphs.handoffs import derive_handoff
-from graphs.joins import joined_handoff
+from graphs.joins import check_merged, joined_handoff
 from graphs.node_call import NodeCall, NodeResult
 from graphs.outcomes import run_outcome
 from graphs.ports import StepInfo
@@ -94,6 +94,8 @@ class Visit:
     def perform(self, call: NodeCall) -> tuple[NodeResult, dict[str, Any]]:
         """Run the body: its result, with the tool calls it made, and the update handed over."""
         result = call.spec.body(call)
+        if call.spec.joins and not result.refused:
+            check_merged(call.spec, self.state, call.merged)
         toolbox = call.opened_tools()
         if toolbox is not None:
             result = toolbox.settle(result)

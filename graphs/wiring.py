@@ -28,7 +28,9 @@ receive them, with no edit to the reading node.
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import pkgutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, replace
 from types import FunctionType
@@ -37,12 +39,14 @@ from typing import Any, TypeVar, get_args, get_type_hints
 from langgraph.graph import END
 from typing_extensions import TypedDict
 
+from graphs.channels import channels_of
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
 from graphs.node_runner import Router
 from graphs.pauses import Pause
-from graphs.ports import CONTRIBUTED, request_channels
+from graphs.ports import CONTRIBUTED, TOOLS, request_channels
 from graphs.reads import body_reads, definition_of
+from graphs.state import WorkflowOutput
 
 Route = Router | str | tuple[str, ...]
 """A node's router, or the name of the one node it goes to next (unless the run stops), or
@@ -142,7 +146,81 @@ def check_wiring(
     check_reachable(targets(start), ends)
     for spec, _ in wiring:
         check_reads(spec)
+        check_tools_reach_agent(spec)
+    check_outputs_read(wiring, ends)
+    check_all_wired(wiring)
     return ends
+
+
+def check_outputs_read(
+    wiring: Sequence[tuple[NodeSpec, Router]], ends: dict[str, tuple[str, ...]]
+) -> None:
+    """Every channel a node hands on is read by some node (or returned to the caller).
+
+    A node's output that no node declares it reads reaches no agent and no input hash:
+    the work runs and nothing after it sees it. A branch's outputs go to its join (see
+    ``graphs.joins.check_merged``); a node that only ends the run writes for the caller.
+    """
+    read = {name for spec, _ in wiring for name in spec.inputs} | set(channels_of(WorkflowOutput))
+    for spec, _ in wiring:
+        if spec.branch is not None or set(ends[spec.name]) <= {END}:
+            continue
+        unread = sorted(set(spec.outputs) - read)
+        if unread:
+            raise WiringError(
+                f"node {spec.name!r} writes {unread}, which no node reads: nothing after it "
+                f"would see its work; name the nodes whose agents read it, "
+                f"@node({spec.name!r}, ..., read_by=('<node>',)), or add it to a reading "
+                "node's input schema"
+            )
+
+
+def check_tools_reach_agent(spec: NodeSpec) -> None:
+    """A node that gives tools to its agent hands them over in the agent's request."""
+    request = request_of(spec)
+    if not spec.tools or request is None or TOOLS in {item.name for item in fields(request)}:
+        return
+    raise WiringError(
+        f"node {spec.name!r} declares tools {[tool.name for tool in spec.tools]}, but its "
+        f"agent's request {request.__name__} has no {TOOLS!r} field to carry them, so its "
+        f"agent could never call them; give {request.__name__} "
+        f"`{TOOLS}: Toolbox | None = None` (NodeCall.delegate fills it)"
+    )
+
+
+NODE_PACKAGE = "nodes"
+"""A package of this name holds one node module per node (``graphs/nodes/``)."""
+
+
+def declared_in(package: str) -> list[NodeSpec]:
+    """Every node declared by a module of ``package`` (each module imported)."""
+    found: list[NodeSpec] = []
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        module = importlib.import_module(f"{package}.{info.name}")
+        found += [
+            value
+            for value in vars(module).values()
+            if isinstance(value, NodeSpec) and value.body.__module__ == module.__name__
+        ]
+    return found
+
+
+def check_all_wired(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
+    """Every node declared in the wired nodes' ``nodes`` package is in the wiring.
+
+    A node module nothing imports is a node the graph silently runs without: no router
+    names it and no check would see it.
+    """
+    wired = {spec.name for spec, _ in wiring}
+    parents = {spec.body.__module__.rpartition(".")[0] for spec, _ in wiring}
+    for package in sorted(p for p in parents if p.rpartition(".")[2] == NODE_PACKAGE):
+        unwired = sorted({spec.name for spec in declared_in(package)} - wired)
+        if unwired:
+            raise WiringError(
+                f"{package} declares {unwired}, which the wiring leaves out: the graph would "
+                f"run without them; add (node, router) to WIRING and name it in the "
+                "Literal return type of the router that goes to it"
+            )
 
 
 def check_own_routers(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:

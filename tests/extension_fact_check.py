@@ -63,7 +63,7 @@ class FactCheckOutput(TypedDict, total=False):
     fact_check: FactCheck | None
 
 
-@node("fact_check", reads=FactCheckInput, writes=FactCheckOutput)
+@node("fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=("reviewer",))
 def fact_check(call: NodeCall) -> NodeResult:
     """Check every citation of the draft against the research bundle."""
     draft: DraftArticle = call.require("draft")

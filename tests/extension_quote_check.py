@@ -16,7 +16,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from contracts import ResearchBundle, TaskSpec, VersionedContract
-from graphs import WIRING, NodeCall, NodeResult, Wiring, node
+from graphs import WIRING, NodeCall, NodeResult, Wiring, no_task, node
 from graphs.boundary import require
 from graphs.graph import route_after_writer
 from graphs.nodes.writer import writer
@@ -62,7 +62,13 @@ def source_keys(state: Mapping[str, Any]) -> list[str]:
     return [source.id for source in bundle.sources]
 
 
-@node("check_quotes", reads=CheckQuotesInput, writes=QuoteCheckOutput, branch=source_keys)
+@node(
+    "check_quotes",
+    reads=CheckQuotesInput,
+    writes=QuoteCheckOutput,
+    branch=source_keys,
+    task_view=no_task,
+)
 def check_quotes(call: NodeCall) -> NodeResult:
     """Check the quotes of the facts from this branch's source against its snapshot."""
     bundle: ResearchBundle = call.require("research")
@@ -82,7 +88,13 @@ class JoinQuotesInput(TypedDict):
     task: TaskSpec
 
 
-@node("join_quotes", reads=JoinQuotesInput, writes=QuoteCheckOutput, joins=(check_quotes,))
+@node(
+    "join_quotes",
+    reads=JoinQuotesInput,
+    writes=QuoteCheckOutput,
+    joins=(check_quotes,),
+    read_by=("reviewer",),
+)
 def join_quotes(call: NodeCall) -> NodeResult:
     """All sources' checks as one."""
     return NodeResult({"quote_check": merged_check(call)})

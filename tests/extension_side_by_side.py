@@ -14,7 +14,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from contracts import DraftArticle, TaskSpec, VersionedContract
-from graphs import WIRING, NodeCall, NodeResult, Wiring, node, one_task
+from graphs import WIRING, NodeCall, NodeResult, Wiring, no_task, node, one_task
 from graphs.graph import route_after_writer
 from graphs.nodes.writer import writer
 from graphs.routing import detour
@@ -49,7 +49,13 @@ class DraftMeasureOutput(TypedDict, total=False):
     draft_measure: DraftMeasure | None
 
 
-@node("measure_draft", reads=MeasureDraftInput, writes=DraftMeasureOutput, branch=one_task)
+@node(
+    "measure_draft",
+    reads=MeasureDraftInput,
+    writes=DraftMeasureOutput,
+    branch=one_task,
+    task_view=no_task,
+)
 def measure_draft(call: NodeCall) -> NodeResult:
     """Measure the draft (one task, beside the quote check's tasks)."""
     draft: DraftArticle = call.require("draft")
@@ -73,6 +79,7 @@ class JoinChecksOutput(QuoteCheckOutput, DraftMeasureOutput, total=False):
     reads=JoinChecksInput,
     writes=JoinChecksOutput,
     joins=(check_quotes, measure_draft),
+    read_by=("reviewer",),
 )
 def join_checks(call: NodeCall) -> NodeResult:
     """Both checks, as the reviewer's inputs."""

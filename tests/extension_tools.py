@@ -101,9 +101,15 @@ def probe(call: NodeCall) -> NodeResult:
     return NodeResult({"tool_probe": ToolProbe(answers=answers, fields=fields)})
 
 
+class InspectInput(ProbeInput):
+    """The task, and what the probe's calls answered."""
+
+    tool_probe: ToolProbe | None
+
+
 @node(
     "inspect",
-    reads=ProbeInput,
+    reads=InspectInput,
     writes=ProbeOutput,
     tools=(ECHO,),
     done_when=("Every answer of the probe is accounted for.",),

@@ -67,7 +67,9 @@ class ToolTalk:
         self.rounds += 1
         answers: list[BaseMessage] = []
         for call in response.tool_calls:
-            result = self.tools.call(call["name"], call["args"], call_id=self._call_id(call))
+            result = self.tools.call(
+                call["name"], call["args"], call_id=self._call_id(call), by_model=True
+            )
             self.results.append(result)
             answers.append(
                 ToolMessage(

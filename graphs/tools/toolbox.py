@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from contracts import ArtifactRef, ToolError, ToolErrorCode, ToolReceipt, Usage
-from graphs.errors import MissingContext
+from graphs.errors import MissingContext, Omitted
 from graphs.tools.bounds import first_problem, summary_of, tool_error, within
 from graphs.tools.declare import ToolEnv, ToolFn, ToolSpec
 
@@ -95,8 +95,14 @@ class Toolbox:
         *,
         call_id: str | None = None,
         confirmed: bool = False,
+        by_model: bool = False,
     ) -> ToolResult:
         """Call a declared tool; any refusal or failure the tool declares comes back as an error.
+
+        A call to a tool the node does not declare is the code's omission and fails the
+        attempt (``Omitted``), so the run cannot succeed without the tool; only a call a
+        model emitted (``by_model``) is answered ``permission_denied``, for the model to
+        read and correct.
 
         A write tool runs only ``confirmed`` (a person approved this very call), and at most
         once per thread and ``call_id``: what a call that ran did is recorded in the ledger
@@ -107,6 +113,12 @@ class Toolbox:
         spec = next((spec for spec in self.tools if spec.name == name), None)
         if spec is None:
             allowed = list(self.allowed)
+            if not by_model:
+                raise Omitted(
+                    f"node {self.node!r} calls tool {name!r}, which it does not declare; it "
+                    f"declares {allowed}: give the tool to the node, "
+                    f"@node({self.node!r}, ..., tools=(..., <its ToolSpec>))"
+                )
             denied = f"node {self.node!r} may not call {name!r}; it may call {allowed}"
             return self._refuse(asked, "permission_denied", denied)
         raw = args.model_dump() if isinstance(args, BaseModel) else dict(args)

@@ -1,5 +1,6 @@
 """The tool boundary: each refused or failed call is a structured error, audited, and the
-run continues or ends as the error says; the handoff states the next node's limits."""
+run continues or ends as the error says (a call to a tool the node does not declare fails
+the run); the handoff states the next node's limits."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from app.settings import Settings
 from app.workflow import Workflow
 from contracts import Budget, ErrorCode, Handoff, NodeRun, TaskSpec, ToolReceipt
 from graphs import NodeCall, NodeResult, node
+from graphs.errors import Omitted
 from graphs.tools import ToolSpec
 from tests.extension_quote_check import OBJECTIVE
 from tests.extension_tools import (
@@ -56,21 +58,17 @@ def receipts_of(runs: list[NodeRun], node_id: str = "probe") -> list[ToolReceipt
     return [receipt for run in runs if run.node_id == node_id for receipt in run.tool_receipts]
 
 
-def test_a_call_to_an_undeclared_tool_is_refused_audited_and_the_run_goes_on(
+def test_a_call_to_an_undeclared_tool_fails_the_run_loudly_naming_the_tool_and_node(
     settings: Settings,
 ) -> None:
-    plan = [("delete_everything", {"path": "/"}), ("echo", {"text": "hi"})]
-    workflow, runs, probe = run_probe(settings, "t-undeclared", plan)
-    assert probe is not None and probe.answers == ["permission_denied", "ok"]
-    refused, answered = receipts_of(runs)
-    assert refused.tool == "delete_everything" and refused.cost == 0
-    assert refused.error is not None and refused.error.code == "permission_denied"
-    assert not refused.error.retryable and "echo" in refused.error.message
-    assert refused.input_summary == "", "the arguments of an unknown tool are not copied"
-    assert answered.error is None and answered.cost == 1 and answered.output_sha256
-    assert [run.usage.tool_calls for run in runs if run.node_id == "probe"] == [1]
-    assert probe_handoff(workflow, "t-undeclared").tool_receipts == [refused, answered]
-    assert {run.node_id for run in runs} == {"probe", "inspect"}
+    PLANS["t-undeclared"] = [("echo", {"text": "hi"}), ("delete_everything", {"path": "/"})]
+    task = TaskSpec(task_id="t-undeclared", objective="Call the planned tools")
+    with Workflow(settings, wiring=WIRING_WITH_TOOLS) as workflow:
+        with pytest.raises(Omitted, match=r"node 'probe' calls tool 'delete_everything', wh"):
+            workflow.run(task, "t-undeclared")
+        [run] = workflow.history("t-undeclared")
+    assert run.node_id == "probe" and run.status == "failed", "the attempt is audited"
+    assert run.error is not None and "tools=(" in run.error.detail, "it names the fix"
 
 
 def test_invalid_arguments_are_fix_arguments_naming_the_field(settings: Settings) -> None:

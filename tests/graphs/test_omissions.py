@@ -1,0 +1,223 @@
+"""Each step a template user can leave out fails loudly, naming what is missing and the fix.
+
+Build-time omissions fail ``build_graph()`` (or the ``@node`` declaration); what only a run
+can show fails that run with ``Omitted``. A call to a tool the node does not declare is in
+``tests/graphs/test_tools.py``. The graphs here are small ones run in process on an
+in-memory checkpointer and ledger.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from typing_extensions import TypedDict
+
+from app.services import build_context
+from app.settings import Settings
+from app.storage.serde import contract_serializer
+from contracts import TaskSpec
+from graphs import (
+    AgentOutput,
+    ArtifactStore,
+    NodeCall,
+    NodeResult,
+    StepInfo,
+    Wiring,
+    build_graph,
+    no_task,
+    node,
+    one_task,
+)
+from graphs.errors import Omitted, WiringError
+from graphs.ports import from_channel
+from graphs.routing import STOP
+from graphs.tools import Toolbox
+from tests.extension_fact_check import WIRING_WITH_FACT_CHECK, fact_check
+from tests.extension_side_by_side import DraftMeasure, DraftMeasureOutput
+from tests.extension_tools import ECHO, ProbeOutput, ToolProbe
+
+
+class TaskOnly(TypedDict):
+    task: TaskSpec
+
+
+class Nothing(TypedDict, total=False):
+    pass
+
+
+def run(wiring: Wiring, tmp_path: Path, thread: str, **agents: Any) -> dict[str, Any]:
+    """Run ``wiring`` once on in-memory storage, with ``agents`` doing their nodes' work."""
+    settings = Settings(data_dir=tmp_path, database_url="memory://")
+    context = replace(build_context(settings), agents=agents)
+    graph = build_graph(wiring=wiring).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": thread}}
+    task = TaskSpec(task_id=thread, objective="Show what a step left out does")
+    graph.invoke({"task": task}, config, context=context)
+    return graph.get_state(config).values
+
+
+def to_end(state: Mapping[str, Any]) -> Literal["__end__"]:
+    return STOP
+
+
+@dataclass(frozen=True)
+class EchoRequest:
+    """What the echoing agent gets: the task, and the node's tools."""
+
+    task: TaskSpec = field(metadata=from_channel("task"))
+    store: ArtifactStore = field()
+    step: StepInfo = field()
+    tools: Toolbox | None = None
+
+
+@dataclass(frozen=True)
+class ToollessRequest:
+    """A request with nothing to carry tools in."""
+
+    task: TaskSpec = field(metadata=from_channel("task"))
+    store: ArtifactStore = field()
+    step: StepInfo = field()
+
+
+@runtime_checkable
+class EchoAgent(Protocol):
+    def run(self, request: EchoRequest) -> AgentOutput[ToolProbe]: ...
+
+
+class Echoing:
+    """Calls ``echo`` through the tools its request carries, if it carries any."""
+
+    def run(self, request: EchoRequest) -> AgentOutput[ToolProbe]:
+        if request.tools is None:
+            return AgentOutput(ToolProbe(answers=["no tools"], fields=[None]))
+        answer = request.tools.call("echo", {"text": "hi"})
+        code = answer.error.code if answer.error else "ok"
+        return AgentOutput(ToolProbe(answers=[code], fields=[None]))
+
+
+def test_tools_given_to_a_node_reach_its_agent_without_being_passed_to_delegate(
+    tmp_path: Path,
+) -> None:
+    @node("ask", reads=TaskOnly, writes=ProbeOutput, agent=EchoAgent, tools=(ECHO,))
+    def ask(call: NodeCall) -> NodeResult:
+        probe, output = call.delegate(EchoRequest, "tool_probe")  # no tools=call.tools
+        return NodeResult.of_agent(output, {"tool_probe": probe}, artifact_ids=[])
+
+    values = run(((ask, to_end),), tmp_path, "t-delegate", ask=Echoing())
+    assert values["tool_probe"].answers == ["ok"]
+
+
+def test_tools_given_to_a_node_whose_agent_request_cannot_carry_them_fail_the_build() -> None:
+    @node("ask", reads=TaskOnly, writes=ProbeOutput, agent=EchoAgent, tools=(ECHO,))
+    def ask(call: NodeCall) -> NodeResult:
+        probe, output = call.delegate(ToollessRequest, "tool_probe")
+        return NodeResult.of_agent(output, {"tool_probe": probe}, artifact_ids=[])
+
+    def run_agent(request: ToollessRequest) -> AgentOutput[ToolProbe]:
+        raise AssertionError("never built")
+
+    class Toolless(Protocol):
+        def run(self, request: ToollessRequest) -> AgentOutput[ToolProbe]: ...
+
+    toolless = runtime_checkable(Toolless)
+    with pytest.raises(WiringError, match=r"ToollessRequest has no 'tools' field .* `tools: "):
+        build_graph(wiring=((replace(ask, agent=toolless), to_end),))
+
+
+def test_a_node_output_no_node_reads_fails_the_build_naming_read_by() -> None:
+    unread = replace(fact_check, read_by=())  # the Reviewer would never see the check
+    wiring = tuple(
+        (unread if spec is fact_check else spec, route) for spec, route in WIRING_WITH_FACT_CHECK
+    )
+    with pytest.raises(
+        WiringError,
+        match=r"node 'fact_check' writes \['fact_check'\], which no node reads.*read_by=",
+    ):
+        build_graph(wiring=wiring)
+
+
+def test_a_branch_without_task_view_fails_loudly_where_it_is_declared() -> None:
+    with pytest.raises(TypeError, match=r"branch 'measure' declares no task_view: .* revision"):
+        node("measure", reads=TaskOnly, writes=DraftMeasureOutput, branch=one_task)
+
+
+@node("measure", reads=TaskOnly, writes=DraftMeasureOutput, branch=one_task, task_view=no_task)
+def measure(call: NodeCall) -> NodeResult:
+    return NodeResult({"draft_measure": DraftMeasure(revision=1, words=3)})
+
+
+@node("probe", reads=TaskOnly, writes=ProbeOutput, branch=one_task, task_view=no_task)
+def probe(call: NodeCall) -> NodeResult:
+    return NodeResult({"tool_probe": ToolProbe(answers=["ok"], fields=[None])})
+
+
+@node("start", reads=TaskOnly, writes=Nothing)
+def start(call: NodeCall) -> NodeResult:
+    return NodeResult({})
+
+
+class Merged(ProbeOutput, DraftMeasureOutput, total=False):
+    pass
+
+
+def test_a_join_that_drops_a_branch_output_fails_the_run_naming_branch_and_channel(
+    tmp_path: Path,
+) -> None:
+    @node("join", reads=TaskOnly, writes=Merged, joins=(probe, measure))
+    def join(call: NodeCall) -> NodeResult:
+        [(_, found)] = call.branch_outputs(probe, "tool_probe")  # the measure is forgotten
+        return NodeResult({"tool_probe": found})
+
+    wiring: Wiring = (
+        (start, ("probe", "measure")),
+        (probe, "join"),
+        (measure, "join"),
+        (join, to_end),
+    )
+    with pytest.raises(
+        Omitted,
+        match=r"join 'join' drops the 'draft_measure' output of branch 'measure'.*"
+        r"call.branch_outputs\(measure, 'draft_measure'\)",
+    ):
+        run(wiring, tmp_path, "t-join")
+
+
+def test_a_node_module_left_out_of_the_wiring_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nodes = tmp_path / "adapted" / "nodes"
+    nodes.mkdir(parents=True)
+    (tmp_path / "adapted" / "__init__.py").write_text("")
+    (nodes / "__init__.py").write_text("")
+    module = """
+        from graphs import NodeCall, NodeResult, node
+        from tests.graphs.test_omissions import TaskOnly
+        from tests.extension_tools import ProbeOutput
+
+
+        @node("{name}", reads=TaskOnly, writes=ProbeOutput)
+        def {name}(call: NodeCall) -> NodeResult:
+            return NodeResult({{}})
+    """
+    for name in ("first", "forgotten"):
+        (nodes / f"{name}.py").write_text(textwrap.dedent(module.format(name=name)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from adapted.nodes.first import first  # type: ignore[import-not-found]
+
+    try:
+        with pytest.raises(
+            WiringError, match=r"adapted.nodes declares \['forgotten'\], which the wiring leaves"
+        ):
+            build_graph(wiring=((first, to_end),))
+    finally:
+        for name in [name for name in sys.modules if name.startswith("adapted")]:
+            del sys.modules[name]
