@@ -8,7 +8,7 @@ from app.workflow.artifacts import ARTIFACT_NAMES, EDITABLE_ARTIFACTS
 from app.workflow.decisions import check_decision, pause_of
 from app.workflow.guard import WriteGuard
 from app.workflow.ids import check_thread_id, new_thread_id
-from app.workflow.reading import GLANCED_CHANNELS
+from app.workflow.opened import GLANCED_CHANNELS
 from app.workflow.running import ProgressCallback
 from app.workflow.status import ThreadStatus, ThreadSummary
 from app.workflow.workflow import Workflow

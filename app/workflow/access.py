@@ -1,19 +1,28 @@
-"""How the public methods reach storage: errors translated, writes under the thread lock."""
+"""How the Workflow's public methods reach storage: errors translated, writes under the lock."""
 
 from __future__ import annotations
 
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
-from app.storage.backends import storage_errors
+from app.settings import Settings
+from app.storage.backends import Backend, storage_errors
 from app.workflow.ids import check_thread_id, new_thread_id
 
-if TYPE_CHECKING:
-    from app.workflow.base import OpenWorkflow
-
 _Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+class HoldsStorage(Protocol):
+    """What a decorated method's owner has: its settings, and the storage it opens."""
+
+    settings: Settings
+
+    @property
+    def backend(self) -> Backend:
+        """The open storage (opened on first use): its thread lock is taken here."""
+        ...
 
 
 def one_writer(method: _Method) -> _Method:
@@ -27,7 +36,7 @@ def one_writer(method: _Method) -> _Method:
     signature = inspect.signature(method)
 
     @functools.wraps(method)
-    def locked(self: OpenWorkflow, *args: Any, **kwargs: Any) -> Any:
+    def locked(self: HoldsStorage, *args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(self, *args, **kwargs)
         thread_id = bound.arguments.get("thread_id")
         if thread_id is None:
@@ -46,7 +55,7 @@ def storage(method: _Method) -> _Method:
     """
 
     @functools.wraps(method)
-    def guarded(self: OpenWorkflow, *args: Any, **kwargs: Any) -> Any:
+    def guarded(self: HoldsStorage, *args: Any, **kwargs: Any) -> Any:
         with storage_errors(self.settings):
             return method(self, *args, **kwargs)
 

@@ -17,8 +17,8 @@ from app.errors import (
     UnknownArtifactName,
 )
 from app.text.publishable import publishable
-from app.workflow.access import one_writer, storage
-from app.workflow.reading import ThreadReading
+from app.workflow.opened import Opened
+from app.workflow.reading import ThreadReader
 from contracts import (
     ArtifactRef,
     DraftArticle,
@@ -37,26 +37,25 @@ ARTIFACT_NAMES: tuple[str, ...] = ("article", "draft", "notes", "research", "rev
 EDITABLE_ARTIFACTS: tuple[str, ...] = ("draft",)
 
 
-class ArtifactAccess(ThreadReading):
+class Artifacts:
     """A thread's artifacts and sources, read and verified; a person's edit stored."""
 
-    @storage
-    def artifact_ref(self, thread_id: str, name: str) -> ArtifactRef:
-        """The reference the thread holds for a named artifact, or a source's snapshot.
+    def __init__(self, opened: Opened, reader: ThreadReader) -> None:
+        self.opened = opened
+        self.reader = reader
 
-        A source id (``src-N``, see :meth:`sources`) names the snapshot of the bytes
-        research read from that source. Only the thread's own artifact is answered (see
-        :func:`owned`): whoever reads or edits it by this thread's name gets this thread's.
-        """
+    def artifact_ref(self, thread_id: str, name: str) -> ArtifactRef:
+        """Only the thread's own is answered (:func:`owned`), whoever asks by its name."""
         if SOURCE_ID.match(name):
-            research = read(self._values(thread_id), "research", ResearchBundle, node="workflow")
+            values = self.reader.values(thread_id)
+            research = read(values, "research", ResearchBundle, node="workflow")
             return owned_snapshot(thread_id, research, name)
         if name not in ARTIFACT_NAMES:
             raise UnknownArtifactName(
                 f"unknown artifact {name!r}; expected one of {', '.join(ARTIFACT_NAMES)}, "
                 f"or a source id such as src-1 (list them: `handoff sources {thread_id}`)"
             )
-        values = self._values(thread_id)
+        values = self.reader.values(thread_id)
         ref: ArtifactRef | None = None
         if name == "article":
             outcome = read(values, "outcome", RunOutcome, node="workflow")
@@ -74,60 +73,34 @@ class ArtifactAccess(ThreadReading):
             raise UnknownArtifactName(f"thread {thread_id!r} has no {name} artifact yet")
         return owned(thread_id, ref.kind, ref)
 
-    @storage
     def artifact(self, thread_id: str, name: str) -> bytes:
-        """The bytes of a named artifact, verified against the hash the thread recorded."""
-        return self.context.store.get(self.artifact_ref(thread_id, name))
+        """Verified by the store against the hash the thread recorded."""
+        return self.opened.context.store.get(self.artifact_ref(thread_id, name))
 
-    @storage
     def sources(self, thread_id: str) -> list[SourceEntry]:
-        """Each source research read for the thread, with the current draft's claims citing it.
-
-        A cited claim comes with its span and 1-based line range in the source's snapshot,
-        which is read (and verified) for that; see ``app.corpus.citations``. Every source
-        must be the thread's own snapshot (see :func:`owned`), or none is listed.
-        """
-        values = self._values(thread_id)
+        """Every source must be the thread's own snapshot (:func:`owned`), or none is listed."""
+        values = self.reader.values(thread_id)
         research = read(values, "research", ResearchBundle, node="workflow")
         for source in research.sources if research is not None else ():
             owned(thread_id, source.id, source.snapshot)
-        return list_sources(
-            research, read(values, "draft", DraftArticle, node="workflow"), self.context.store
-        )
+        draft = read(values, "draft", DraftArticle, node="workflow")
+        return list_sources(research, draft, self.opened.context.store)
 
-    @storage
     def source_text(self, thread_id: str, source_id: str) -> str:
-        """A source's snapshot text, as research read it, with each cited span marked.
-
-        Each span the current draft cites is wrapped as ``⟦claim-1003 …⟧``; the rest is
-        the snapshot unchanged (``app.corpus.citations.unmark`` takes the markers out again). A
-        snapshot that is not the bytes research read, or not the thread's own (see
-        :func:`owned`), raises IntegrityError.
-        """
-        values = self._values(thread_id)
+        """Refused (IntegrityError) unless the snapshot is the thread's own (:func:`owned`)."""
+        values = self.reader.values(thread_id)
         research = read(values, "research", ResearchBundle, node="workflow")
         owned_snapshot(thread_id, research, source_id)
         return marked_source(
             research,
             read(values, "draft", DraftArticle, node="workflow"),
             source_id,
-            self.context.store,
+            self.opened.context.store,
             thread_id,
         )
 
-    @storage
-    @one_writer
-    def put_artifact(
-        self, thread_id: str, name: str, content: bytes, *, editor: str = "human"
-    ) -> ArtifactRef:
-        """Store a person's new revision of a thread's artifact (e.g. an edited draft).
-
-        The thread keeps its pin on the old revision; the next consumer notices the newer
-        one and applies the task's ``on_stale`` policy, so the edit is never used silently.
-        An edited markdown draft is stored made safe to show, as every writer's draft is
-        (``app.text.publishable``): the Reviewer then reviews, and finalize publishes,
-        exactly the bytes stored here.
-        """
+    def put_artifact(self, thread_id: str, name: str, content: bytes, editor: str) -> ArtifactRef:
+        """Stored as a new revision of the same artifact id, with an audit row of the edit."""
         if name not in EDITABLE_ARTIFACTS:
             raise UnknownArtifactName(
                 f"artifact {name!r} cannot be edited; editable: {', '.join(EDITABLE_ARTIFACTS)}"
@@ -143,9 +116,10 @@ class ArtifactAccess(ThreadReading):
                 ) from None
             if current.media_type == "text/markdown":
                 content = publishable(text).encode("utf-8")
-        ref = self.context.store.put(current.artifact_id, current.kind, content, current.media_type)
-        now = self.context.clock()
-        task = read(self._values(thread_id), "task", TaskSpec, node="workflow")
+        context = self.opened.context
+        ref = context.store.put(current.artifact_id, current.kind, content, current.media_type)
+        now = context.clock()
+        task = read(self.reader.values(thread_id), "task", TaskSpec, node="workflow")
         edit = NodeRun(
             task_version=task.task_version if task else 1,
             node_id=f"edit:{name} by {editor}",
@@ -157,8 +131,8 @@ class ArtifactAccess(ThreadReading):
             duration_ms=0,
             artifact_ids=[f"{ref.artifact_id}@{ref.revision}"],
         )
-        seq = self.ledger.start(thread_id, edit)
-        self.ledger.finish(thread_id, seq, edit)
+        seq = self.opened.ledger.start(thread_id, edit)
+        self.opened.ledger.finish(thread_id, seq, edit)
         return ref
 
 

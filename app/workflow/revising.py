@@ -9,8 +9,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
-from app.workflow.access import one_writer, storage
-from app.workflow.running import ProgressCallback, Running
+from app.workflow.opened import Opened, thread_config
+from app.workflow.reading import ThreadReader
+from app.workflow.running import ABANDONED, ProgressCallback, Runner
 from contracts import (
     NodeError,
     NodeRun,
@@ -28,50 +29,45 @@ from graphs.declare import NodeSpec
 from graphs.errors import UsageError
 
 
-class Revising(Running):
+class Reviser:
     """Revising a thread's task; its runs reuse what the change left valid."""
 
-    @storage
-    @one_writer
+    def __init__(self, opened: Opened, reader: ThreadReader, runner: Runner) -> None:
+        self.opened = opened
+        self.reader = reader
+        self.runner = runner
+
     def revise(
         self,
         thread_id: str,
         revision: TaskRevision | Mapping[str, Any],
-        *,
-        on_progress: ProgressCallback | None = None,
+        on_progress: ProgressCallback | None,
     ) -> RunOutcome:
-        """Make ``revision`` the thread's next task version and run it to its end or pause.
-
-        It works on a thread that is waiting (its open request is withdrawn), partial,
-        failed, completed or was killed mid-run. A published article stays as it was, at
-        its revision; the run publishes a new one. Every node whose input hash the change
-        left alone reuses its result (``handoff history`` says so, per node). Refused
-        before anything is written: an unknown thread, a cancelled one, a revision that
-        cannot apply (InvalidRevision, naming the field), a corpus the rules refuse.
-        """
-        self.refuse_if_held(thread_id, "nothing was revised")
-        if not self._exists(thread_id):
-            raise ThreadNotFound(f"no thread {thread_id!r} in {self._where()}; nothing to revise")
-        checked = self.check_revision(thread_id, revision)
-        values = self.graph.get_state(self.config(thread_id)).values
-        revised_task(thread_id, values, checked, (spec for spec, _ in self.wiring), self.context)
-        self.ledger.abandon_running(
-            thread_id, "attempt did not finish: its process ended before recording a result"
-        )
-        driven = self._drive({"revision": checked}, thread_id, on_progress)
-        return driven or self.outcome(thread_id)
-
-    @staticmethod
-    def check_revision(thread_id: str, revision: Any) -> TaskRevision:
-        """The revision as its contract, or InvalidRevision naming the field."""
-        try:
-            return TaskRevision.model_validate(
-                revision.model_dump() if isinstance(revision, TaskRevision) else revision
+        """Checked as the served graph's door checks it (:func:`revised_task`), then run."""
+        self.runner.refuse_if_held(thread_id, "nothing was revised")
+        if not self.reader.exists(thread_id):
+            raise ThreadNotFound(
+                f"no thread {thread_id!r} in {self.opened.where()}; nothing to revise"
             )
-        except ValidationError as error:
-            raise InvalidRevision(
-                f"invalid revision for thread {thread_id!r}: {describe_validation_error(error)}"
-            ) from error
+        checked = check_revision(thread_id, revision)
+        values = self.opened.graph.get_state(thread_config(thread_id)).values
+        nodes = (spec for spec, _ in self.opened.wiring)
+        revised_task(thread_id, values, checked, nodes, self.opened.context)
+        self.opened.ledger.abandon_running(thread_id, ABANDONED)
+        driven = self.runner.drive({"revision": checked}, thread_id, on_progress)
+        return driven or self.reader.outcome(thread_id)
+
+
+def check_revision(thread_id: str, revision: Any) -> TaskRevision:
+    """The revision as its contract, or InvalidRevision naming the field."""
+    try:
+        return TaskRevision.model_validate(
+            revision.model_dump() if isinstance(revision, TaskRevision) else revision
+        )
+    except ValidationError as error:
+        raise InvalidRevision(
+            f"invalid revision for thread {thread_id!r}: {describe_validation_error(error)}"
+        ) from error
 
 
 def revised_task(

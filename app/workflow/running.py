@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -16,17 +17,16 @@ from app.errors import (
     ThreadFinished,
     ThreadNotFound,
 )
-from app.workflow.access import one_writer, storage
 from app.workflow.decisions import check_decision
+from app.workflow.guard import WriteGuard
 from app.workflow.ids import check_thread_id, new_thread_id
-from app.workflow.reading import ThreadReading
+from app.workflow.opened import Opened, thread_config
+from app.workflow.reading import ThreadReader, request_of
 from contracts import (
     DecisionLog,
     DraftArticle,
     ErrorCode,
     ErrorDetail,
-    HumanDecision,
-    HumanRequest,
     RunOutcome,
     TaskSpec,
     TaskState,
@@ -38,30 +38,35 @@ from graphs.boundary import read
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 
+ABANDONED = "attempt did not finish: its process ended before recording a result"
+"""What an attempt left running by a process that died is recorded as, before a new run."""
 
-class Running(ThreadReading):
-    """Starting, continuing and ending threads."""
 
-    @storage
-    @one_writer
+class Runner:
+    """Starting, continuing and ending threads: every run of the compiled graph is here.
+
+    The caller holds the thread's lock (``app.workflow.access.one_writer``): what is checked
+    here stays true until the run is done.
+    """
+
+    def __init__(self, opened: Opened, reader: ThreadReader, guard: WriteGuard | None) -> None:
+        self.opened = opened
+        self.reader = reader
+        self.guard = guard
+
     def run(
-        self,
-        task: TaskSpec | str,
-        thread_id: str | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
+        self, task: TaskSpec | str, thread_id: str, on_progress: ProgressCallback | None
     ) -> RunOutcome:
-        """Start a new thread for ``task`` and run it to its end (or first pause)."""
-        if thread_id is not None:  # always, inside the lock: a new id has been chosen
-            self.refuse_if_held(thread_id, "nothing was run")
+        """Refused before any write: a held thread, one that exists, a task it would refuse."""
+        self.refuse_if_held(thread_id, "nothing was run")
         spec, thread = self.new_thread(task, thread_id)
-        return self._drive({"task": spec}, thread, on_progress) or self.outcome(thread)
+        return self.drive({"task": spec}, thread, on_progress) or self.reader.outcome(thread)
 
     def new_thread(self, task: TaskSpec | str, thread_id: str | None) -> tuple[TaskSpec, str]:
         """The checked task and a thread id no thread has yet; refused before any write."""
-        spec = self.task(task) if isinstance(task, str) else TaskSpec.model_validate(task)
+        spec = task_of(task) if isinstance(task, str) else TaskSpec.model_validate(task)
         thread = new_thread_id() if thread_id is None else check_thread_id(thread_id)
-        if self._exists(thread):
+        if self.reader.exists(thread):
             raise ThreadExists(
                 f"thread {thread!r} already exists; choose another id, or inspect it with "
                 f"`handoff status {thread}`"
@@ -70,35 +75,20 @@ class Running(ThreadReading):
         return spec, thread
 
     def admit(self, task: TaskSpec) -> None:
-        """Refuse, before the thread has anything saved, a task its first steps would refuse.
+        """``graphs.admission.admit`` over this wiring's nodes, with this run context."""
+        admit(task, (spec for spec, _ in self.opened.wiring), self.opened.context)
 
-        ``graphs.admission.admit`` over this wiring's nodes: ``run`` fails with the error a
-        node would raise (SourceRefused for a corpus the rules refuse) and leaves no thread.
-        """
-        admit(task, (spec for spec, _ in self.wiring), self.context)
-
-    @storage
-    @one_writer
     def resume(
-        self,
-        thread_id: str,
-        decision: Any | None = None,
-        *,
-        on_progress: ProgressCallback | None = None,
+        self, thread_id: str, decision: Any | None, on_progress: ProgressCallback | None
     ) -> RunOutcome:
-        """Continue a thread that was interrupted, crashed or is waiting for a decision.
-
-        LangGraph would silently start a new run for an unknown thread and replay the old
-        result for a finished one; both are refused here, as is a thread waiting for a human
-        when no decision is given.
-        """
+        """LangGraph would start an unknown thread anew and replay a finished one: refused."""
         self.refuse_if_held(thread_id, "nothing was resumed")
-        if not self._exists(thread_id):
+        if not self.reader.exists(thread_id):
             raise ThreadNotFound(
-                f"no thread {thread_id!r} in {self._where()}; nothing to resume "
+                f"no thread {thread_id!r} in {self.opened.where()}; nothing to resume "
                 "(start one with `handoff run`)"
             )
-        snapshot = self.graph.get_state(self.config(thread_id))
+        snapshot = self.opened.graph.get_state(thread_config(thread_id))
         outcome = read(snapshot.values, "outcome", RunOutcome, node="workflow")
         if not snapshot.next and outcome is not None:
             raise ThreadFinished(
@@ -106,7 +96,7 @@ class Running(ThreadReading):
                 f"{outcome.result_status}); nothing to resume",
                 outcome,
             )
-        request = self._request(snapshot)
+        request = request_of(snapshot)
         if request is not None and decision is None:
             raise DecisionRequired(
                 f"thread {thread_id!r} is waiting for a human decision on "
@@ -125,33 +115,25 @@ class Running(ThreadReading):
                 f"was not used; `handoff resume {thread_id}` without one continues it"
             )
         payload: Any = None
-        context = self.context
+        context = self.opened.context
         if request is not None:  # checked here, once: the pause takes it as admitted
-            checked = self.check_decision(request, decision)
+            checked = check_decision(request, decision, self.opened.pauses)
             payload = Command(resume=checked.model_dump(mode="json"))
             context = replace(context, admitted=request)
-        self.ledger.abandon_running(
-            thread_id, "attempt did not finish: its process ended before recording a result"
-        )
-        return self._drive(payload, thread_id, on_progress, context) or self.outcome(thread_id)
+        self.opened.ledger.abandon_running(thread_id, ABANDONED)
+        driven = self.drive(payload, thread_id, on_progress, context)
+        return driven or self.reader.outcome(thread_id)
 
-    @storage
-    def refuse_if_held(self, thread_id: str, consequence: str = "nothing was changed") -> None:
-        """Raise if this Workflow's guard says another way in holds the thread.
+    def refuse_if_held(self, thread_id: str, consequence: str) -> None:
+        """Asked while the thread's lock is held, so the answer holds until the write is done.
 
-        ``run``, ``resume`` and ``cancel`` call this while they hold the thread's lock, so
-        the answer holds until they are done (a holder that takes the same lock to claim a
-        thread, as the worker fleet's submissions do, cannot slip in between). A Workflow
-        given no guard lets every thread through.
+        A holder that takes the same lock to claim a thread (the worker fleet's submissions
+        do) cannot slip in between. Without a guard every thread is let through.
         """
         if self.guard is not None:
-            self.guard.refuse_if_held(self.backend, check_thread_id(thread_id), consequence)
+            self.guard.refuse_if_held(self.opened.backend, check_thread_id(thread_id), consequence)
 
-    def check_decision(self, request: HumanRequest, decision: Any) -> HumanDecision:
-        """Validate a decision against the open request and its pause (``check_decision``)."""
-        return check_decision(request, decision, self.pauses)
-
-    def _drive(
+    def drive(
         self,
         payload: Any,
         thread_id: str,
@@ -165,10 +147,10 @@ class Running(ThreadReading):
         ``context`` is this workflow's, unless the caller adds to it (a checked decision).
         """
         ended: RunOutcome | None = None
-        for update in self.graph.stream(
+        for update in self.opened.graph.stream(
             payload,
-            self.config(thread_id),
-            context=context or self.context,
+            thread_config(thread_id),
+            context=context or self.opened.context,
             durability="sync",
             stream_mode="updates",
         ):
@@ -184,21 +166,17 @@ class Running(ThreadReading):
                     on_progress(node, written)
         return ended
 
-    @storage
-    @one_writer
-    def cancel(self, thread_id: str, reason: str, *, decided_by: str = "human") -> RunOutcome:
-        """End a thread deliberately: waiting, stuck after an error, or refused inputs.
-
-        The thread records a CANCELED outcome as if its last node had concluded, so it can
-        no longer be resumed, its pending request (if any) is withdrawn, and every reader
-        (status, the served graph) sees why it ended. Nothing it stored is removed.
-        """
+    def cancel(self, thread_id: str, reason: str, decided_by: str) -> RunOutcome:
+        """Recorded as if the wiring's terminal node had concluded: its router ends the run."""
         if not reason.strip():
             raise InvalidDecision("reason is required to cancel a thread: say why")
         self.refuse_if_held(thread_id, "nothing was cancelled")
-        if not self._exists(thread_id):
-            raise ThreadNotFound(f"no thread {thread_id!r} in {self._where()}; nothing to cancel")
-        snapshot = self.graph.get_state(self.config(thread_id))
+        if not self.reader.exists(thread_id):
+            raise ThreadNotFound(
+                f"no thread {thread_id!r} in {self.opened.where()}; nothing to cancel"
+            )
+        graph, config = self.opened.graph, thread_config(thread_id)
+        snapshot = graph.get_state(config)
         values = snapshot.values
         ended = read(values, "outcome", RunOutcome, node="workflow")
         if ended is not None and not snapshot.next:
@@ -224,15 +202,20 @@ class Running(ThreadReading):
             review_rounds=draft.revision if draft else 0,
             reason=f"cancelled by {decided_by}: {reason}"[:2000],
         )
-        # as if a terminal node recorded it: their routers end a run that has an outcome
-        terminal = next(spec.name for spec, _ in self.wiring if spec.terminal)
-        self.graph.update_state(self.config(thread_id), {"outcome": outcome}, as_node=terminal)
+        terminal = next(spec.name for spec, _ in self.opened.wiring if spec.terminal)
+        graph.update_state(config, {"outcome": outcome}, as_node=terminal)
         record_event(
-            self.ledger,
+            self.opened.ledger,
             thread_id,
             task_version=task.task_version if task else 1,
             label=f"cancel by {decided_by}",
             detail=reason,
-            clock=self.context.clock,
+            clock=self.opened.context.clock,
         )
         return outcome
+
+
+def task_of(objective: str, **fields: Any) -> TaskSpec:
+    """A TaskSpec for an objective, with a fresh task id unless one is given."""
+    fields.setdefault("task_id", f"task-{uuid.uuid4().hex[:12]}")
+    return TaskSpec.model_validate({"objective": objective, **fields})

@@ -1,13 +1,14 @@
-"""The Workflow's storage and services: opened once, closed with it, handed to every run."""
+"""A Workflow's open storage: the checkpointer, the graph compiled with it, the run context.
+
+Opened on first use (or by ``with Workflow(...)``), closed with the Workflow; every
+service of the Workflow reads and runs through the one instance.
+"""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
-from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -15,82 +16,69 @@ from langgraph.graph.state import CompiledStateGraph
 
 from app.services import build_context
 from app.settings import Settings
-from app.storage.backends import Backend, open_backend
+from app.storage.backends import Backend, open_backend, storage_errors
 from app.storage.ledger import RunLedgerBackend
+from app.storage.postgres import describe_url
 from app.storage.thread_reads import GlanceSaver
-from app.workflow.access import storage
-from app.workflow.guard import WriteGuard
-from contracts import (
-    TaskSpec,
-)
-from graphs import WIRING, RunContext, Wiring, build_graph
+from graphs import RunContext, Wiring, build_graph, workflow_channels
 from graphs.pauses import Pause
 from graphs.wiring import pauses_of
 
 T = TypeVar("T")
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+
+GLANCED_CHANNELS: tuple[str, ...] = ("task", "outcome", "draft", "review", "freshness")
+"""The channels ``status`` and ``threads`` print from; every other state channel (the
+research bundle, the handoff envelope: both grow with the corpus) is left undecoded."""
 
 
-class OpenWorkflow:
-    """The settings, wiring and open storage every part of the Workflow reads through."""
+def thread_config(thread_id: str) -> RunnableConfig:
+    """The LangGraph config addressing one thread."""
+    return {"configurable": {"thread_id": thread_id}}
+
+
+class Opened:
+    """The graph of ``wiring`` compiled with the storage of ``settings``, and its context.
+
+    ``context`` is the caller's run context, used as given and never dropped; without one,
+    the context is built over the open storage, and dropped with it on close.
+    """
 
     def __init__(
         self,
-        settings: Settings | None = None,
+        settings: Settings,
+        wiring: Wiring,
         *,
-        database_url: str | None = None,
-        artifact_dir: Path | None = None,
         context: RunContext | None = None,
-        wiring: Wiring = WIRING,
         read_only: bool = False,
-        guard: WriteGuard | None = None,
     ) -> None:
-        base = settings or Settings()
-        overrides: dict[str, Any] = {}
-        if database_url is not None:
-            overrides["database_url"] = database_url
-        if artifact_dir is not None:
-            overrides["artifact_dir"] = artifact_dir
-        self.settings = base.with_overrides(**overrides) if overrides else base
+        self.settings = settings
         self.wiring = wiring
         self.pauses: dict[str, Pause] = pauses_of(wiring)
         """The wiring's pauses by kind: what a waiting thread's decision is checked against."""
         self.read_only = read_only
-        self.guard = guard
-        """Asked before a thread is run, resumed or cancelled (``app.workflow.guard``)."""
         self._context = context
         self._own_context = context is None
         self._stack: ExitStack | None = None
         self._backend: Backend | None = None
-        self._graph: CompiledStateGraph[Any, Any, Any, Any] | None = None
-        self._glance: tuple[GlanceSaver, CompiledStateGraph[Any, Any, Any, Any]] | None = None
+        self._graph: Graph | None = None
+        self._glance: tuple[GlanceSaver, Graph] | None = None
 
-    def __enter__(self) -> Self:
-        self.open()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    @storage
     def open(self) -> None:
         """Open the checkpointer and compile the graph with it."""
         if self._stack is not None:
             return
         stack = ExitStack()
-        try:
-            self._backend = stack.enter_context(
-                open_backend(self.settings, read_only=self.read_only)
-            )
-        except BaseException:
-            stack.close()
-            raise
-        self._stack = stack
-        self._graph = build_graph(wiring=self.wiring).compile(checkpointer=self._backend.saver)
+        with storage_errors(self.settings):
+            try:
+                self._backend = stack.enter_context(
+                    open_backend(self.settings, read_only=self.read_only)
+                )
+            except BaseException:
+                stack.close()
+                raise
+            self._stack = stack
+            self._graph = build_graph(wiring=self.wiring).compile(checkpointer=self._backend.saver)
 
     def close(self) -> None:
         """Release the checkpointer's connections."""
@@ -112,7 +100,7 @@ class OpenWorkflow:
         return opened
 
     @property
-    def graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
+    def graph(self) -> Graph:
         """The compiled graph (with this workflow's checkpointer)."""
         return self._opened(lambda: self._graph)
 
@@ -127,6 +115,11 @@ class OpenWorkflow:
         return self.backend.saver
 
     @property
+    def ledger(self) -> RunLedgerBackend:
+        """The audit log beside this workflow's checkpoints."""
+        return self.backend.ledger
+
+    @property
     def context(self) -> RunContext:
         """The run-scoped services passed to every invoke (and every resume)."""
         if self._context is None:
@@ -136,16 +129,14 @@ class OpenWorkflow:
         return self._context
 
     @property
-    def ledger(self) -> RunLedgerBackend:
-        """The audit log beside this workflow's checkpoints."""
-        return self.backend.ledger
+    def glance(self) -> tuple[GlanceSaver, Graph]:
+        """The reader of small channels (GLANCED_CHANNELS), and the graph compiled with it."""
+        if self._glance is None:
+            skipped = set(workflow_channels(self.wiring)) - set(GLANCED_CHANNELS)
+            reader = GlanceSaver(self.saver, skipped)
+            self._glance = reader, build_graph(wiring=self.wiring).compile(checkpointer=reader)
+        return self._glance
 
-    @staticmethod
-    def config(thread_id: str) -> RunnableConfig:
-        """The LangGraph config addressing one thread."""
-        return {"configurable": {"thread_id": thread_id}}
-
-    def task(self, objective: str, **fields: Any) -> TaskSpec:
-        """A TaskSpec for an objective, with a fresh task id unless one is given."""
-        fields.setdefault("task_id", f"task-{uuid.uuid4().hex[:12]}")
-        return TaskSpec.model_validate({"objective": objective, **fields})
+    def where(self) -> str:
+        """The database, as error messages name it."""
+        return describe_url(self.settings.resolved_database_url())
