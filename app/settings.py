@@ -63,11 +63,12 @@ class Settings(BaseSettings):
         description="Where a task that asks for an export (--export) writes its article, "
         "once a person confirmed the write. Default: <data_dir>/exports.",
     )
-    artifact_store: Literal["auto", "database", "filesystem"] = Field(
+    artifact_store: Literal["auto", "database", "filesystem", "memory"] = Field(
         default="auto",
         description="Where artifacts live: 'database' (PostgreSQL tables beside the "
-        "checkpoints), 'filesystem' (artifact_dir), or 'auto' (database for a PostgreSQL "
-        "database_url, else filesystem).",
+        "checkpoints), 'filesystem' (artifact_dir), 'memory' (this process only; needs a "
+        "memory:// database_url), or 'auto' (database for a PostgreSQL database_url, else "
+        "filesystem).",
     )
     database_timeout: float = Field(
         default=10.0,
@@ -182,7 +183,7 @@ class Settings(BaseSettings):
         """The checkpoint URL in force."""
         return self.database_url or f"sqlite:///{self.data_dir / 'handoff.db'}"
 
-    def resolved_artifact_store(self) -> Literal["database", "filesystem"]:
+    def resolved_artifact_store(self) -> Literal["database", "filesystem", "memory"]:
         """Where artifacts live for these settings ('auto' resolved)."""
         if self.artifact_store != "auto":
             return self.artifact_store

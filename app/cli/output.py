@@ -51,9 +51,12 @@ def state_line(outcome: RunOutcome) -> str:
 
 
 def artifacts_where(settings: Settings) -> str:
-    """Where the artifact store keeps its bytes: a folder, or the database."""
-    if settings.resolved_artifact_store() == "database":
+    """Where the artifact store keeps its bytes: a folder, the database, or this process."""
+    store = settings.resolved_artifact_store()
+    if store == "database":
         return f"the database {describe_url(settings.resolved_database_url())}"
+    if store == "memory":
+        return "this process's memory (gone when it exits)"
     return str(settings.resolved_artifact_dir())
 
 

@@ -21,6 +21,7 @@ from app.errors import DatabaseUnavailable
 from app.settings import Settings
 from app.storage.artifacts import (
     FilesystemArtifactStore,
+    MemoryArtifactStore,
     PostgresArtifactStore,
     SqliteArtifactStore,
 )
@@ -31,7 +32,9 @@ from app.storage.postgres import DEFAULT_TIMEOUT, describe_url, is_outage, redac
 from app.storage.sqlite_files import NO_SPACE, full
 from graphs.errors import HandoffError, UsageError
 
-ArtifactStoreBackend = FilesystemArtifactStore | PostgresArtifactStore | SqliteArtifactStore
+ArtifactStoreBackend = (
+    FilesystemArtifactStore | MemoryArtifactStore | PostgresArtifactStore | SqliteArtifactStore
+)
 
 
 class UnsupportedDatabaseUrl(UsageError):
@@ -134,13 +137,28 @@ class StorageBackend(ABC):
     hosts_artifacts: ClassVar[bool] = False
     """Whether the database can hold the artifacts too (``HANDOFF_ARTIFACT_STORE=database``)."""
 
+    outlives_process: ClassVar[bool] = True
+    """Whether checkpoints stay after the process ends; only then may artifacts not."""
+
     def check(self, settings: Settings) -> None:
-        """Refuse settings this backend cannot serve, before anything is opened or created."""
-        if settings.resolved_artifact_store() == "database" and not self.hosts_artifacts:
+        """Refuse settings this backend cannot serve, before anything is opened or created.
+
+        A memory artifact store is refused beside checkpoints that outlive the process: a
+        thread saved there would name artifacts gone with the process, so a later resume,
+        revision or read would fail on every one of them.
+        """
+        store = settings.resolved_artifact_store()
+        where = describe_url(settings.resolved_database_url())
+        if store == "database" and not self.hosts_artifacts:
             raise UnsupportedDatabaseUrl(
                 f"HANDOFF_ARTIFACT_STORE=database needs a postgresql:// database URL, not "
-                f"{describe_url(settings.resolved_database_url())!r}; use 'filesystem' (or "
-                "'auto') for SQLite and memory://"
+                f"{where!r}; use 'filesystem' (or 'auto') for SQLite and memory://"
+            )
+        if store == "memory" and self.outlives_process:
+            raise UnsupportedDatabaseUrl(
+                f"HANDOFF_ARTIFACT_STORE=memory loses every artifact when the process ends, "
+                f"but the checkpoints at {where!r} outlive it; use HANDOFF_DATABASE_URL="
+                "memory:// with it, or 'auto' for a store that persists"
             )
 
     def database_artifact_store(
@@ -157,7 +175,10 @@ class StorageBackend(ABC):
         ``read_only``: the caller only reads, so a store that can avoids setting anything up.
         """
         self.check(settings)
-        if settings.resolved_artifact_store() == "filesystem":
+        store = settings.resolved_artifact_store()
+        if store == "memory":
+            return MemoryArtifactStore()
+        if store == "filesystem":
             return self.folder_artifact_store(settings, read_only=read_only)
         return self.database_artifact_store(settings, pool)
 

@@ -19,9 +19,10 @@ from app.storage.serde import contract_serializer
 
 
 class MemoryBackend(StorageBackend):
-    """Saver, ledger and lock in this process; artifacts in a folder (or nowhere shared)."""
+    """Saver, ledger and lock in this process; artifacts in a folder, or in memory too."""
 
     example = "memory://"
+    outlives_process = False
 
     def checkpointer(
         self, url: str, *, timeout: float = DEFAULT_TIMEOUT

@@ -16,7 +16,11 @@ from procrastinate.schema import SchemaManager
 
 from app.errors import ThreadBusy
 from app.settings import Settings
-from app.storage.artifacts import FilesystemArtifactStore, PostgresArtifactStore
+from app.storage.artifacts import (
+    FilesystemArtifactStore,
+    MemoryArtifactStore,
+    PostgresArtifactStore,
+)
 from app.storage.backends import (
     BACKENDS,
     UnsupportedDatabaseUrl,
@@ -29,7 +33,7 @@ from app.storage.ledger.postgres import PostgresRunLedger
 from app.storage.locks import FileThreadLock
 from app.workflow import Workflow
 from tests.backends import backend_env, postgres_schema, sqlite_settings
-from tests.cli import HANDOFF
+from tests.cli import HANDOFF, handoff, one_line_error
 from tests.conftest import OBJECTIVE
 
 QUEUE_TABLES = set(re.findall(r"CREATE TABLE (procrastinate_\w+)", SchemaManager.get_schema()))
@@ -120,6 +124,42 @@ def test_a_database_artifact_store_needs_a_postgresql_url(tmp_path: Path) -> Non
     with pytest.raises(UnsupportedDatabaseUrl, match="needs a postgresql:// database URL"):
         Workflow(settings).open()
     assert not (tmp_path / "handoff.db").exists(), "refused before anything was created"
+
+
+def test_a_memory_artifact_store_beside_a_database_file_is_refused_before_opening(
+    tmp_path: Path,
+) -> None:
+    settings = sqlite_settings(tmp_path).model_copy(update={"artifact_store": "memory"})
+    with pytest.raises(UnsupportedDatabaseUrl, match="loses every artifact when the process"):
+        Workflow(settings).open()
+    assert not (tmp_path / "handoff.db").exists(), "refused before anything was created"
+
+
+@pytest.mark.e2e
+def test_the_cli_refuses_a_memory_artifact_store_beside_a_database_file_in_one_line_exit_2(
+    tmp_path: Path,
+) -> None:
+    settings = sqlite_settings(tmp_path).model_copy(update={"artifact_store": "memory"})
+    refused = handoff("db", "init", env=backend_env(settings))
+    assert refused.returncode == 2
+    assert "HANDOFF_DATABASE_URL=memory://" in one_line_error(refused)
+    assert not (tmp_path / "handoff.db").exists()
+
+
+def test_a_workflow_on_the_memory_artifact_store_completes_and_reads_its_article(
+    tmp_path: Path,
+) -> None:
+    settings = sqlite_settings(tmp_path).model_copy(
+        update={"database_url": "memory://", "artifact_store": "memory"}
+    )
+    with Workflow(settings) as workflow:
+        assert isinstance(workflow.backend.store, MemoryArtifactStore)
+        outcome = workflow.run(OBJECTIVE, "t-mem")
+        assert outcome.article is not None
+        article = workflow.artifact("t-mem", "article")
+        assert article
+        assert workflow.backend.store.verify(outcome.article) == "fresh"
+    assert not (tmp_path / "artifacts").exists(), "nothing was written to a folder"
 
 
 def test_an_unknown_scheme_is_refused_naming_every_registered_scheme(tmp_path: Path) -> None:

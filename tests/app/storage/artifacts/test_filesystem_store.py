@@ -2,9 +2,10 @@
 
 Every behaviour of the ArtifactStore contract (revisions, integrity, verification, URIs,
 concurrent puts from several processes) runs on FilesystemArtifactStore,
-SqliteArtifactStore (blobs in a folder, histories in an SQLite file) and
-PostgresArtifactStore through a ``harness`` that knows how to damage each one. Path and
-symlink safety is the filesystem store's alone and runs on it only.
+SqliteArtifactStore (blobs in a folder, histories in an SQLite file),
+PostgresArtifactStore and MemoryArtifactStore (one process: its concurrent puts come from
+threads) through a ``harness`` that knows how to damage each one. Path and symlink safety
+is the filesystem store's alone and runs on it only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import multiprocessing
 import sqlite3
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from hypothesis import strategies as st
 
 from app.storage.artifacts import (
     FilesystemArtifactStore,
+    MemoryArtifactStore,
     PostgresArtifactStore,
     SqliteArtifactStore,
     parse_artifact_uri,
@@ -35,7 +38,9 @@ from tests.app.storage.artifacts.spy import recorded_calls
 from tests.backends import postgres_schema
 
 MD = "text/markdown"
-AnyStore = FilesystemArtifactStore | SqliteArtifactStore | PostgresArtifactStore
+AnyStore = (
+    FilesystemArtifactStore | SqliteArtifactStore | PostgresArtifactStore | MemoryArtifactStore
+)
 
 
 @pytest.fixture
@@ -83,7 +88,9 @@ class Harness:
         return str(self.store.root) if self.kind == "filesystem" else str(self.url)
 
     def tamper(self, ref: ArtifactRef, content: bytes) -> None:
-        if self.blobs_in_files:
+        if self.kind == "memory":
+            self.store.blobs[ref.sha256] = content
+        elif self.blobs_in_files:
             _blob_path(self.store, ref).write_bytes(content)
         else:
             self._sql(
@@ -94,7 +101,9 @@ class Harness:
             )
 
     def drop_blob(self, ref: ArtifactRef) -> None:
-        if self.blobs_in_files:
+        if self.kind == "memory":
+            del self.store.blobs[ref.sha256]
+        elif self.blobs_in_files:
             _blob_path(self.store, ref).unlink()
         else:  # past the foreign key, as a damaged database would be
             self._sql(
@@ -103,7 +112,9 @@ class Harness:
             )
 
     def forget(self, artifact_id: str) -> None:
-        if self.kind == "filesystem":
+        if self.kind == "memory":
+            del self.store.histories[artifact_id]
+        elif self.kind == "filesystem":
             (self.store.root / "refs" / f"{artifact_id}.json").unlink()
         elif self.kind == "sqlite":
             self._sqlite(
@@ -122,7 +133,9 @@ class Harness:
             )
 
     def corrupt_history(self, artifact_id: str) -> None:
-        if self.kind == "filesystem":
+        if self.kind == "memory":
+            self.store.histories[artifact_id] = ["{not json"]
+        elif self.kind == "filesystem":
             (self.store.root / "refs" / f"{artifact_id}.json").write_text("{not json")
         elif self.kind == "sqlite":
             self._sqlite(
@@ -140,6 +153,8 @@ class Harness:
 
     def entries(self, artifact_id: str) -> int:
         """Revisions as stored (not through the store's API)."""
+        if self.kind == "memory":
+            return len(self.store.histories[artifact_id])
         if self.kind == "filesystem":
             return len(_history_entries(self.store, artifact_id))
         if self.kind == "sqlite":
@@ -158,6 +173,8 @@ class Harness:
 
     def untouched(self) -> bool:
         """Nothing was written: no folder, or no row in any artifact table."""
+        if self.kind == "memory":
+            return not self.store.blobs and not self.store.histories
         if self.kind == "filesystem":
             return not self.store.root.exists()
         if self.kind == "sqlite":
@@ -187,9 +204,17 @@ def open_store(kind: str, location: str) -> AnyStore:
 
 
 @pytest.fixture(
-    params=["filesystem", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+    params=[
+        "filesystem",
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        "memory",
+    ]
 )
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    if request.param == "memory":
+        yield Harness("memory", MemoryArtifactStore())
+        return
     if request.param == "filesystem":
         yield Harness("filesystem", FilesystemArtifactStore(tmp_path / "store"))
         return
@@ -570,12 +595,21 @@ def _put_from_process(kind: str, location: str, artifact_id: str, content: bytes
 
 def test_concurrent_puts_from_four_processes_yield_revisions_one_to_n(harness: Harness) -> None:
     contents = [f"process-content-{n}".encode() for n in range(16)]
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(4) as pool:
-        revisions = pool.starmap(
-            _put_from_process,
-            [(harness.kind, harness.location(), "shared", content) for content in contents],
-        )
+    if harness.kind == "memory":  # a memory store is one process's: its writers are threads
+        with ThreadPoolExecutor(4) as threads:
+            revisions = list(
+                threads.map(
+                    lambda content: harness.store.put("shared", "notes", content, MD).revision,
+                    contents,
+                )
+            )
+    else:
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(4) as pool:
+            revisions = pool.starmap(
+                _put_from_process,
+                [(harness.kind, harness.location(), "shared", content) for content in contents],
+            )
     assert sorted(revisions) == list(range(1, len(contents) + 1))
 
     store = harness.store
