@@ -74,8 +74,9 @@ def test_no_command_prints_the_password_of_an_unreachable_database(
 ) -> None:
     """With ``--debug``, so both the error line and the traceback are checked."""
     url = UNREACHABLE[kind]
-    # A conninfo string is not a URL the project opens: refused as such, password masked.
-    expected = ExitCode.FAILED if kind == "key=value conninfo" else ExitCode.DATABASE_UNAVAILABLE
+    # A conninfo string is not a URL the project opens: refused as a setting to correct
+    # (exit 2), password masked.
+    expected = ExitCode.USAGE if kind == "key=value conninfo" else ExitCode.DATABASE_UNAVAILABLE
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(lambda command: _run(tmp_path, url, command), COMMANDS))
     for command, result in zip(COMMANDS, results, strict=True):
