@@ -161,7 +161,7 @@ class VersionedContract(Contract):
         own_annotations: dict[str, Any] = cls.__dict__.get("__annotations__", {})
         if "schema_version" in own_annotations:
             raise TypeError(f"{cls.__name__} declares schema_version itself; set VERSION instead")
-        steps = upgrade_steps(cls)
+        steps = upgrade_steps(cls, cls.VERSION)
         cls.UPGRADE_STEPS = steps
         cls.SUPPORTED_VERSIONS = (
             *sorted(steps, key=lambda version: -distance(steps, version, cls.VERSION)),

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
-
-if TYPE_CHECKING:
-    from contracts.base import VersionedContract
+from typing import TypeVar
 
 VERSION_PATTERN = re.compile(r"^[1-9][0-9]*\.[0-9]+$")
 """Versions are ``MAJOR.MINOR`` strings, as written into every stored payload."""
@@ -45,8 +42,10 @@ def upgrader(*, from_version: str, to_version: str) -> Callable[[C], C]:
     return mark
 
 
-def upgrade_steps(cls: type[VersionedContract]) -> dict[str, tuple[str, str]]:
+def upgrade_steps(cls: type, current: str) -> dict[str, tuple[str, str]]:
     """The declared upgraders of a class as ``from -> (to, method name)``, checked to chain.
+
+    ``current`` is the version the class writes (its ``VERSION``); every step must lead there.
 
     Checked when the class is defined, so a broken chain (a step that leads nowhere, a
     loop, two ways out of one version) fails at import instead of on some stored thread.
@@ -66,19 +65,19 @@ def upgrade_steps(cls: type[VersionedContract]) -> dict[str, tuple[str, str]]:
                 f"{steps[source][1]} and {name}"
             )
         steps[source] = (target, name)
-    if cls.VERSION in steps:
+    if current in steps:
         raise TypeError(
-            f"{cls.__name__} upgrades from its current version {cls.VERSION!r} "
-            f"({steps[cls.VERSION][1]}); raise VERSION to the version that upgrader produces"
+            f"{cls.__name__} upgrades from its current version {current!r} "
+            f"({steps[current][1]}); raise VERSION to the version that upgrader produces"
         )
     for source in steps:
         seen = [source]
         version = source
-        while version != cls.VERSION:
+        while version != current:
             if version not in steps:
                 raise TypeError(
                     f"{cls.__name__}: upgrading {source!r} stops at {version!r}, which is neither "
-                    f"the current version {cls.VERSION!r} nor upgraded further"
+                    f"the current version {current!r} nor upgraded further"
                 )
             version = steps[version][0]
             if version in seen:

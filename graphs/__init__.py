@@ -1,22 +1,20 @@
 """The workflow graph: declared nodes, pure routers and build_graph(). Imports contracts."""
 
+from graphs.agents import (
+    AgentOutput,
+    ResearchAgent,
+    ResearchRequest,
+    ReviewerAgent,
+    ReviewRequest,
+    WriterAgent,
+    WriteRequest,
+)
 from graphs.context import RunContext
 from graphs.declare import NodeSpec, Retry, no_task, node, whole_task
 from graphs.fan_out import one_task
 from graphs.graph import WIRING, build_graph, workflow_channels
 from graphs.node_runner import NodeCall, NodeResult
-from graphs.ports import (
-    AgentOutput,
-    ArtifactStore,
-    ResearchAgent,
-    ResearchRequest,
-    ReviewerAgent,
-    ReviewRequest,
-    RunLedger,
-    StepInfo,
-    WriterAgent,
-    WriteRequest,
-)
+from graphs.ports import ArtifactStore, RunLedger, StepInfo
 from graphs.state import RunnerWrites, WorkflowInput, WorkflowOutput
 from graphs.wiring import Wiring
 

@@ -7,15 +7,26 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from contracts import HumanRequest, RunChoices
 from graphs.errors import MissingContext
 from graphs.ports import ArtifactStore, RunLedger, SourceProbe, StepInfo
 from graphs.tools import ToolFn, ToolProvider
 
-if TYPE_CHECKING:
-    from graphs.declare import NodeSpec
+
+class AgentSlot(Protocol):
+    """A node as far as choosing its agent goes: its name and the protocol it declares."""
+
+    @property
+    def name(self) -> str:
+        """The node's name, the key of ``RunContext.agents``."""
+        ...
+
+    @property
+    def agent(self) -> type | None:
+        """The protocol the node's agent must implement (None: any agent)."""
+        ...
 
 
 def utc_now() -> datetime:
@@ -59,7 +70,7 @@ class RunContext:
     caller (``Workflow.resume``): the pause asking exactly that takes the decision without
     checking it again. The served graph never sets it, so its pauses check every resume."""
 
-    def agent_for(self, spec: NodeSpec) -> Any:
+    def agent_for(self, spec: AgentSlot) -> Any:
         """The agent for a declared node, checked against the protocol it declares."""
         agent = self.agents.get(spec.name)
         if agent is None or (spec.agent is not None and not isinstance(agent, spec.agent)):

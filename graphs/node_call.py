@@ -13,13 +13,14 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar, cast, get_args, get_type_hints
 
 from contracts import ResultStatus, RunOutcome, TaskSpec, TaskState, ToolReceipt, Usage
+from graphs.agents import CONTRIBUTED, TOOLS, AgentOutput, request_channels
 from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
-from graphs.errors import ContractViolation
+from graphs.errors import ContractViolation, Omitted
 from graphs.joins import branch_results, json_or_none
 from graphs.outcomes import run_outcome
-from graphs.ports import CONTRIBUTED, TOOLS, AgentOutput, StepInfo, request_channels
+from graphs.ports import StepInfo
 from graphs.tools import Toolbox, ToolEnv
 
 RequestT = TypeVar("RequestT")
@@ -175,14 +176,17 @@ class NodeCall:
         return self.ctx.agent_for(self.spec)
 
     def _input(self, channel: str) -> Any:
+        """The declared input ``channel``, or ``Omitted``: the declaration must change.
+
+        Not a ContractViolation: no repair of the agent's output could make the read
+        declared, so the first run that reaches it fails, naming the channel.
+        """
         inputs = self.spec.inputs
         if channel not in inputs:
-            raise ContractViolation(
+            raise Omitted(
                 f"node {self.spec.name!r} reads {channel!r}, which its input schema "
-                f"{self.spec.reads.__name__} does not declare; declared: {sorted(inputs)}",
-                node=self.spec.name,
-                channel=channel,
-                fields=[channel],
+                f"{self.spec.reads.__name__} does not declare; declared: {sorted(inputs)}; "
+                f"add {channel!r} to {self.spec.reads.__name__}"
             )
         return inputs[channel]
 

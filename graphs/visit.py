@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langgraph.graph import END
@@ -97,8 +97,12 @@ class Visit:
         if call.spec.joins and not result.refused:
             check_merged(call.spec, self.state, call.merged)
         toolbox = call.opened_tools()
-        if toolbox is not None:
-            result = toolbox.settle(result)
+        if toolbox is not None:  # this attempt's tool calls: receipts first, their cost added
+            result = replace(
+                result,
+                usage=toolbox.charged(result.usage),
+                receipts=[*toolbox.receipts, *result.receipts],
+            )
         return result, self.hand_over(result)
 
     def hand_over(self, result: NodeResult) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """What ``build_graph`` refuses: every omission in the wiring that LangGraph would accept.
 
-LangGraph builds a node nothing routes to (it never runs), and a body's read of a channel
-its node does not declare fails only when that line runs, after earlier nodes did their
-work. Each such omission is refused here, naming the node, router or channel:
+LangGraph builds a node nothing routes to (it never runs), and an agent request field
+whose channel the node does not declare would fail only when the node runs, after earlier
+nodes did their work. Each such omission is refused here, naming the node, router or
+channel:
 
 - two nodes with one name;
 - a router target (a value of its ``Literal`` return type) that is no node;
@@ -13,12 +14,15 @@ work. Each such omission is refused here, naming the node, router or channel:
   for a branch node the wiring does not have (it would wait for nothing, or forever), and a
   router that can start one of a join's branch nodes but not the others (the join would
   run on part of its branches);
-- a body that reads a channel its input schema does not declare (``graphs.reads``);
-- two pauses of one kind (a decision names its pause by kind), and a pause node whose
-  body or router compares a decision's ``action`` with a name its pause does not declare
-  (that branch could never be taken: no decision with that action is accepted);
+- an agent request field read from a channel the node's input schema does not declare;
+- two pauses of one kind (a decision names its pause by kind);
 - a ``read_by`` naming no node, or a node whose agent's request has no ``inputs`` to
   carry what it is declared to read.
+
+Nothing here reads a body's source. A body's own read of an undeclared channel fails the
+first run that reaches it (``NodeCall.read`` raises ``Omitted``), and a pause's branch on
+an action it does not declare is a type error (``Pause.chosen`` and mypy's strict
+equality, see ``graphs.pauses``).
 
 ``contribute_reads`` applies ``read_by`` before the checks: a node's outputs join the
 reads of the nodes it names, so those nodes' input hashes cover them and their agents
@@ -27,25 +31,21 @@ receive them, with no edit to the reading node.
 
 from __future__ import annotations
 
-import ast
 import importlib
-import inspect
 import pkgutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import fields, replace
-from types import FunctionType
 from typing import Any, TypeVar, get_args, get_type_hints
 
 from langgraph.graph import END
 from typing_extensions import TypedDict
 
+from graphs.agents import CONTRIBUTED, TOOLS, request_channels
 from graphs.channels import channels_of
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
 from graphs.node_runner import Router
 from graphs.pauses import Pause
-from graphs.ports import CONTRIBUTED, TOOLS, request_channels
-from graphs.reads import body_reads, definition_of
 from graphs.state import WorkflowOutput
 
 Route = Router | str | tuple[str, ...]
@@ -299,7 +299,11 @@ def check_reachable(start: Sequence[str], ends: dict[str, tuple[str, ...]]) -> N
 
 
 def check_reads(spec: NodeSpec) -> None:
-    """Every channel the body, or its agent's request, reads is one its input schema declares."""
+    """Every channel the node's agent request reads is one its input schema declares.
+
+    The body's own reads are checked where they happen (``NodeCall.read``): a request's
+    fields are known from its type, a body's reads only from running it.
+    """
     declared = spec.inputs
     request = request_of(spec)
     if request is not None:
@@ -310,12 +314,6 @@ def check_reads(spec: NodeSpec) -> None:
                     f"{field_name!r} comes from {channel!r}, which its input schema "
                     f"{spec.reads.__name__} does not declare; declared: {sorted(declared)}"
                 )
-    for channel, where in body_reads(spec.name, spec.body).items():
-        if channel not in declared:
-            raise WiringError(
-                f"node {spec.name!r} reads {channel!r} at {where}, which its input schema "
-                f"{spec.reads.__name__} does not declare; declared: {sorted(declared)}"
-            )
 
 
 def pauses_of(wiring: Wiring) -> dict[str, Pause]:
@@ -328,9 +326,9 @@ def pauses_of(wiring: Wiring) -> dict[str, Pause]:
 
 
 def check_pauses(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
-    """One pause per kind; a pause's body and router branch only on actions it declares."""
+    """One pause per kind: a decision names its pause by kind."""
     kinds: dict[str, str] = {}
-    for spec, route in wiring:
+    for spec, _ in wiring:
         pause = spec.pauses
         if pause is None:
             continue
@@ -340,36 +338,3 @@ def check_pauses(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
                 f"pauses {other!r} and {spec.name!r} both declare kind {pause.kind!r}: a "
                 "decision names its pause by kind, so each pause needs a kind of its own"
             )
-        for function in (spec.body, route):
-            for name, line in compared_actions(function):
-                if name not in pause.names:
-                    raise WiringError(
-                        f"pause {spec.name!r}: {function.__name__} compares an action with "
-                        f"{name!r} (line {line}), which pause {pause.kind!r} does not "
-                        f"declare, so that branch could never run; declared: "
-                        f"{', '.join(pause.names)}"
-                    )
-
-
-def compared_actions(function: Callable[..., Any]) -> Iterator[tuple[str, int]]:
-    """Each string literal ``function`` compares with an ``.action`` attribute, with its line.
-
-    ``decision.action == "edit_titles"``, ``"abort" != last.action`` and
-    ``decision.action in ("approve", "revise")`` all count. A function without readable
-    source yields nothing here (``check_reads`` refuses such a body on its own).
-    """
-    unwrapped = inspect.unwrap(function)
-    definition = definition_of(unwrapped) if isinstance(unwrapped, FunctionType) else None
-    if definition is None:
-        return
-    for compare in ast.walk(definition):
-        if not isinstance(compare, ast.Compare):
-            continue
-        sides = [compare.left, *compare.comparators]
-        if not any(isinstance(side, ast.Attribute) and side.attr == "action" for side in sides):
-            continue
-        for side in sides:
-            items = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
-            for item in items:
-                if isinstance(item, ast.Constant) and isinstance(item.value, str):
-                    yield item.value, item.lineno

@@ -13,7 +13,7 @@ import re
 from pydantic import BaseModel
 
 from contracts import Constraints
-from graphs.ports import (
+from graphs.agents import (
     CONTRIBUTED,
     ResearchRequest,
     ReviewRequest,

@@ -14,10 +14,11 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from contracts import FreshnessReport, ResearchBundle, TaskSpec, research_questions
+from graphs.agents import ResearchAgent, ResearchRequest
 from graphs.boundary import require
 from graphs.declare import node
 from graphs.node_runner import NodeCall, NodeResult
-from graphs.ports import ResearchAgent, ResearchRequest, ref_id
+from graphs.ports import ref_id
 from graphs.tools import READ_SOURCE, SEARCH_CORPUS
 
 

@@ -9,12 +9,13 @@ from contracts import (
     ResearchBundle,
     ReviewResult,
 )
+from graphs.agents import ReviewerAgent, ReviewRequest
 from graphs.constraints import task_in_force
 from graphs.declare import node
 from graphs.freshness import summary
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.nodes.draft_reads import DraftReads, DraftWrites
-from graphs.ports import ReviewerAgent, ReviewRequest, ref_id
+from graphs.ports import ref_id
 from graphs.stale import adopt_head, guard, only_revised_draft
 
 

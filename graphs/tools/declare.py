@@ -13,14 +13,12 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from contracts import ToolErrorCode
-
-if TYPE_CHECKING:  # the ports' requests carry a toolbox: no import back at run time
-    from graphs.ports import ArtifactStore, StepInfo
+from graphs.ports import ArtifactStore, StepInfo
 
 ToolKind = Literal["read", "write"]
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

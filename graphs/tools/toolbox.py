@@ -4,7 +4,7 @@ A call to a tool the node did not declare, with arguments its input contract ref
 beyond the tool's rate or the task's tool-call budget, or running past its timeout, is
 answered with a ``ToolError``; the caller decides what it means for its work. Each call,
 answered or refused, leaves one receipt; the runner puts them in the handoff and in the
-attempt's audit row, and charges the calls that ran to the budget (``settle``).
+attempt's audit row, and charges the calls that ran to the budget (``charged``).
 """
 
 from __future__ import annotations
@@ -14,18 +14,15 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from contracts import ArtifactRef, ToolError, ToolErrorCode, ToolReceipt, Usage
 from graphs.errors import MissingContext, Omitted
+from graphs.ports import RunLedger
 from graphs.tools.bounds import first_problem, summary_of, tool_error, within
 from graphs.tools.declare import ToolEnv, ToolFn, ToolSpec
-
-if TYPE_CHECKING:
-    from graphs.node_call import NodeResult
-    from graphs.ports import RunLedger
 
 
 def target_of(spec: ToolSpec, code: Mapping[str, ToolFn], args: BaseModel) -> str | None:
@@ -190,11 +187,6 @@ class Toolbox:
         if spec.run is not None:
             raise TypeError(f"tool {name!r} brings its own code; it cannot be given other code")
         self.code = {**self.code, name: code}
-
-    def settle(self, result: NodeResult) -> NodeResult:
-        """The body's result with this attempt's calls: receipts first, their cost added."""
-        receipts = [*self.receipts, *result.receipts]
-        return replace(result, usage=self.charged(result.usage), receipts=receipts)
 
     def charged(self, usage: Usage) -> Usage:
         """``usage`` plus the tool calls that ran through this toolbox."""

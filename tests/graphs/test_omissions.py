@@ -35,8 +35,8 @@ from graphs import (
     node,
     one_task,
 )
+from graphs.agents import from_channel
 from graphs.errors import Omitted, WiringError
-from graphs.ports import from_channel
 from graphs.routing import STOP
 from graphs.tools import Toolbox
 from tests.extension_fact_check import WIRING_WITH_FACT_CHECK, fact_check

@@ -18,10 +18,10 @@ from app.settings import Settings
 from app.workflow import Workflow
 from contracts import ReviewResult
 from graphs import WIRING, AgentOutput, Wiring, build_graph, node
+from graphs.agents import ReviewRequest
 from graphs.errors import WiringError
 from graphs.nodes.reviewer import reviewer
 from graphs.nodes.writer import writer
-from graphs.ports import ReviewRequest
 from graphs.wiring import contribute_reads, rerouted
 from tests.backends import sqlite_settings
 from tests.extension_fact_check import (

@@ -15,13 +15,13 @@ from typing_extensions import TypedDict
 
 from contracts import Handoff, ReviewResult, RunOutcome, TaskSpec
 from graphs import WIRING, NodeCall, NodeResult, Wiring, build_graph, node
+from graphs.agents import from_channel
 from graphs.boundary import CheckedState
 from graphs.errors import ContractViolation, WiringError
 from graphs.graph import route_after_approval, route_after_review_decision
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.review_decision import review_decision
 from graphs.pauses import Action, Pause
-from graphs.ports import from_channel
 from graphs.reads import body_reads
 from tests.routes import graph_edges
 

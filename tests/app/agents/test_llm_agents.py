@@ -32,8 +32,8 @@ from contracts import (
     VersionedContract,
 )
 from graphs import ResearchRequest, ReviewRequest, StepInfo, WriteRequest
+from graphs.agents import from_channel
 from graphs.markdown import cited_claims
-from graphs.ports import from_channel
 from tests.app.agents.scripted import (
     APPROVE,
     ARTICLE,
