@@ -21,7 +21,7 @@ from graphs.pass_notes import reuse_note, version_note
 from graphs.ports import RunLedger, StepInfo
 
 if TYPE_CHECKING:
-    from graphs.node_call import NodeCall, NodeResult
+    from graphs.declare import NodeCall, NodeResult
     from graphs.visit import Visit
 
 

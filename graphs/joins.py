@@ -10,7 +10,6 @@ merged from the channel (``consumed``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,34 +23,8 @@ from contracts import (
     JoinedBranch,
     RunOutcome,
 )
-from graphs.boundary import read
-from graphs.declare import NodeSpec
-from graphs.errors import ContractViolation, Omitted
-
-
-def json_or_none(text: str | None) -> Any:
-    """A branch output's JSON text as data (None: the branch did not write the channel)."""
-    return None if text is None else json.loads(text)
-
-
-def branch_results(
-    join: NodeSpec, branch: NodeSpec, state: Mapping[str, Any]
-) -> dict[str, BranchResult]:
-    """The latest result of each branch ``branch`` fans out to from this state, by key."""
-    assert branch.branch is not None
-    keys = branch.branch(state)
-    results = read(state, "branches", BranchResults, node=join.name)
-    found = results.of(branch.name) if results else {}
-    missing = [key for key in keys if key not in found]
-    if missing:
-        raise ContractViolation(
-            f"join {join.name!r} found no result of {branch.name!r} for {missing}: a join "
-            "runs only after every branch it waits for",
-            node=join.name,
-            channel="branches",
-            fields=["branches"],
-        )
-    return {key: found[key] for key in keys}
+from graphs.declare import NodeSpec, branch_results
+from graphs.errors import Omitted
 
 
 def stopped_outcome(join: NodeSpec, state: Mapping[str, Any]) -> RunOutcome | None:

@@ -16,7 +16,7 @@ function the graph's conditional edge runs on the same state) where the run goes
 derives the handoff envelope from the state the next node will see.
 
 Where each part lives: what a body sees (``NodeCall``, ``NodeResult``) in
-``graphs.node_call``; one visit and its hand-over in ``graphs.visit``; an attempt's ledger
+``graphs.declare``; one visit and its hand-over in ``graphs.visit``; an attempt's ledger
 entry in ``graphs.attempt_log``; reuse and the budget check in ``graphs.preflight``; the
 body's attempts and pauses in ``graphs.attempts``; branches and joins in ``graphs.joins``.
 """
@@ -34,11 +34,10 @@ from graphs.attempt_log import record_event
 from graphs.attempts import attempts, pause
 from graphs.boundary import CheckedState, read, require
 from graphs.context import RunContext
-from graphs.declare import NodeSpec
+from graphs.declare import NodeCall, NodeResult, NodeSpec
 from graphs.errors import ContractViolation, MissingContext
 from graphs.input_hash import hash_of, input_digests
 from graphs.joins import as_branch_result, consumed, stopped_outcome
-from graphs.node_call import NodeCall, NodeResult
 from graphs.ports import StepInfo
 from graphs.preflight import over_budget, reuse
 from graphs.visit import Router, Visit

@@ -8,7 +8,7 @@ from typing import Any
 from contracts import Handoff
 from graphs.attempt_log import Attempt
 from graphs.budget import exhausted
-from graphs.node_call import NodeResult
+from graphs.declare import NodeResult
 from graphs.visit import Visit
 
 

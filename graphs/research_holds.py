@@ -11,9 +11,8 @@ branch as reused, so ``handoff history`` reads the same either way.
 from __future__ import annotations
 
 from contracts import BranchTask, NodeRun, TaskSpec
-from graphs.declare import NodeSpec
+from graphs.declare import NodeCall, NodeSpec
 from graphs.input_hash import hash_of, input_digests
-from graphs.node_call import NodeCall
 from graphs.pass_notes import origins, reused_from
 
 RESEARCH = "research"

@@ -27,11 +27,10 @@ from graphs.boundary import CheckedState, read, validate_channel
 from graphs.budget import Tally, fanned_by
 from graphs.channels import channels_of
 from graphs.context import RunContext
-from graphs.declare import NodeSpec
+from graphs.declare import NodeCall, NodeResult, NodeSpec
 from graphs.errors import ContractViolation
 from graphs.handoffs import derive_handoff
 from graphs.joins import check_merged, joined_handoff
-from graphs.node_call import NodeCall, NodeResult
 from graphs.outcomes import run_outcome
 from graphs.ports import StepInfo
 from graphs.state import RunnerWrites

@@ -3,8 +3,8 @@
 A module is sized by its concept, not by a line count: no length is checked here.
 
 Imports are read from the source (``ast``), so the walk sees imports inside functions too
-(a lazy import closes a circle as surely as a top-level one) and leaves out those under
-``if TYPE_CHECKING:``, which never run.
+(a lazy import closes a circle as surely as a top-level one) and those under
+``if TYPE_CHECKING:``: a circle a type checker needs is a circle a reader follows too.
 """
 
 from __future__ import annotations
@@ -34,18 +34,15 @@ def modules() -> dict[str, Path]:
     }
 
 
-def _runtime_imports(tree: ast.AST) -> Iterator[str]:
-    """Every module an import statement names, except under ``if TYPE_CHECKING:``."""
+def _imports(tree: ast.AST) -> Iterator[str]:
+    """Every module an import statement names, wherever it stands."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (name for child in node.orelse for name in _runtime_imports(child))
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.module
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
-        yield from _runtime_imports(node)
+        yield from _imports(node)
 
 
 @cache
@@ -55,7 +52,7 @@ def imports() -> dict[str, frozenset[str]]:
     found: dict[str, frozenset[str]] = {}
     for name, path in known.items():
         targets: set[str] = set()
-        for imported in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for imported in _imports(ast.parse(path.read_text(encoding="utf-8"))):
             while imported:
                 if imported in known and imported != name and not name.startswith(imported + "."):
                     targets.add(imported)
@@ -97,15 +94,16 @@ def circles() -> list[list[str]]:
     return found
 
 
-def test_the_walk_sees_lazy_imports_and_skips_type_checking_ones() -> None:
+def test_the_walk_sees_lazy_and_type_checking_imports() -> None:
     tree = ast.parse(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    import graphs.declare\n"
         "def later():\n    from app.settings import Settings\n"
     )
-    assert set(_runtime_imports(tree)) == {
+    assert set(_imports(tree)) == {
         "typing",
         "typing.TYPE_CHECKING",
+        "graphs.declare",
         "app.settings",
         "app.settings.Settings",
     }
@@ -140,7 +138,7 @@ def test_contracts_import_nothing_but_pydantic_and_the_standard_library() -> Non
         f"{name} imports {imported}"
         for name, path in modules().items()
         if name.split(".")[0] == "contracts"
-        for imported in _runtime_imports(ast.parse(path.read_text(encoding="utf-8")))
+        for imported in _imports(ast.parse(path.read_text(encoding="utf-8")))
         if imported.split(".")[0] not in allowed
     )
     assert foreign == []

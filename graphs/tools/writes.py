@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from contracts import DecisionLog, HumanDecision, WriteConfirmation
+from graphs.declare import NodeCall
 from graphs.errors import ContractViolation
 from graphs.human import ask, pause_request, recorded
-from graphs.node_call import NodeCall
 from graphs.pauses import Action, Pause
 from graphs.tools.bounds import summary_of
 from graphs.tools.declare import ToolSpec

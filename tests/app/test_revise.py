@@ -14,8 +14,8 @@ from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow import Workflow
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
 from graphs.attempt_log import SEALED, record_event
+from graphs.declare import CheckedState, NodeCall
 from graphs.errors import ContractViolation, SourceRefused
-from graphs.node_call import CheckedState, NodeCall
 from graphs.ports import StepInfo
 from graphs.research_holds import record_reused
 from tests.conftest import OBJECTIVE
