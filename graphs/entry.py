@@ -7,8 +7,8 @@ from typing import Any, Literal, cast, get_type_hints
 
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
+from graphs.node_runner import Router
 from graphs.state import WorkflowInput
-from graphs.visit import Router
 
 
 def entry_router(wiring: Sequence[tuple[NodeSpec, Router]]) -> Router:

@@ -113,7 +113,7 @@ def task_view(spec: NodeSpec, task: TaskSpec, state: Mapping[str, Any]) -> Any:
     """What of the task the node's work depends on: its declared view, else the whole task.
 
     Not the task version: a revision that leaves a node's view alone leaves its result
-    valid, and the node reuses it (``graphs.preflight.reuse``). A branch's view may
+    valid, and the node reuses it (``graphs.node_runner.reuse``). A branch's view may
     depend on its key (research's: its own question only).
     """
     if spec.task_view is None:

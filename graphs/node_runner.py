@@ -15,34 +15,71 @@ with its own errors. Then ``Visit.hand_over`` asks the node's router (the same p
 function the graph's conditional edge runs on the same state) where the run goes, and
 derives the handoff envelope from the state the next node will see.
 
-Where each part lives: what a body sees (``NodeCall``, ``NodeResult``) in
-``graphs.declare``; one visit and its hand-over in ``graphs.visit``; an attempt's ledger
-entry in ``graphs.attempt_log``; reuse and the budget check in ``graphs.preflight``; the
-body's attempts and pauses in ``graphs.attempts``; branches and joins in ``graphs.joins``.
+The module reads in that order: the LangGraph node (``run_node``), one visit and its
+hand-over (``Visit``), the two checks before the body (``reuse``, ``over_budget``), the
+body's attempts and pauses, then an attempt's ledger entry (``Attempt``) and the note
+it leaves on a revised task. What a body sees (``NodeCall``, ``NodeResult``) is in
+``graphs.declare``.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
+from langgraph.graph import END
 from langgraph.runtime import Runtime
+from pydantic import BaseModel
 
-from contracts import BranchTask, Handoff, TaskSpec
-from graphs.attempt_log import record_event
-from graphs.attempts import attempts, pause
-from graphs.boundary import CheckedState, read, require
+from contracts import (
+    BranchTask,
+    DraftArticle,
+    ErrorCode,
+    ErrorDetail,
+    ErrorKind,
+    Handoff,
+    NodeError,
+    NodeRun,
+    RunOutcome,
+    TaskSpec,
+    TaskState,
+    Usage,
+)
+from graphs.boundary import CheckedState, read, require, validate_channel
+from graphs.budget import Tally, branch_share, exhausted, fanned_by, left
+from graphs.channels import channels_of
 from graphs.context import RunContext
 from graphs.declare import NodeCall, NodeResult, NodeSpec
-from graphs.errors import ContractViolation, MissingContext
+from graphs.errors import ContractViolation, MissingContext, TransientError
+from graphs.handoffs import derive_handoff
 from graphs.input_hash import hash_of, input_digests
-from graphs.joins import as_branch_result, consumed, stopped_outcome
-from graphs.ports import StepInfo
-from graphs.preflight import over_budget, reuse
-from graphs.visit import Router, Visit
+from graphs.joins import as_branch_result, check_merged, consumed, joined_handoff, stopped_outcome
+from graphs.outcomes import run_outcome
+from graphs.ports import RunLedger, StepInfo
+from graphs.state import RunnerWrites
 
-__all__ = ["ContextFactory", "NodeCall", "NodeResult", "Router", "run_node"]
+__all__ = [
+    "SEALED",
+    "Attempt",
+    "ContextFactory",
+    "NodeCall",
+    "NodeResult",
+    "Router",
+    "Visit",
+    "origins",
+    "record_event",
+    "reused_from",
+    "run_node",
+    "sealed_by",
+]
 
 ContextFactory = Callable[[Any], RunContext]
 """Services for a run given the context its caller passed (JSON choices from a server)."""
@@ -186,3 +223,420 @@ def run_node(
 
     node.__name__ = spec.name
     return node
+
+
+Router = Callable[[Mapping[str, Any]], str | tuple[str, ...]]
+"""Where the run goes from a state: a node's name, or the names of branch nodes to start."""
+RUNNER_CHANNELS = channels_of(RunnerWrites)
+"""Channels the runner itself may write for any node: the envelope, a stop outcome, and
+the task when the run's choices changed it."""
+
+
+@dataclass
+class Visit:
+    """One execution of a node: what each step of the runner works from."""
+
+    spec: NodeSpec
+    route: Router
+    state: CheckedState
+    task: TaskSpec
+    ctx: RunContext
+    step: StepInfo
+    key: str
+    agent: str | None
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    """The digest of each input the key covers (``graphs.input_hash.input_digests``)."""
+    branch: BranchTask | None = None
+    """The branch a fanned-out task runs (its key, and how many tasks share the budget)."""
+    nodes: Mapping[str, NodeSpec] = field(default_factory=dict)
+    """Every node of the graph by name: the handoff states the next one's limits."""
+
+    @functools.cached_property
+    def tally(self) -> Tally:
+        """The thread's audit as the visit began, summed for it (budget, attempt count)."""
+        return self.recount()
+
+    def recount(self) -> Tally:
+        """The audit summed for this visit now; the ledger adds it up, no row is read here."""
+        fanned = fanned_by(self.branch) if self.branch is not None else ()
+        return self.ctx.ledger.tally(self.step.thread_id, self.spec.name, self.key, fanned)
+
+    def call(self, step: StepInfo) -> NodeCall:
+        """The body's view of this visit at one attempt."""
+        return NodeCall(
+            spec=self.spec,
+            state=self.state,
+            task=self.task,
+            ctx=self.ctx,
+            step=step,
+            nodes=self.nodes,
+        )
+
+    def validate(self, update: Mapping[str, Any]) -> dict[str, Any]:
+        """The update, each channel checked against what this node (or the runner) writes."""
+        allowed = {**self.spec.outputs, **RUNNER_CHANNELS}
+        return {
+            channel: validate_channel(self.spec.name, channel, value, allowed)
+            for channel, value in update.items()
+        }
+
+    def perform(self, call: NodeCall) -> tuple[NodeResult, dict[str, Any]]:
+        """Run the body: its result, with the tool calls it made, and the update handed over."""
+        result = call.spec.body(call)
+        if call.spec.joins and not result.refused:
+            check_merged(call.spec, self.state, call.merged)
+        toolbox = call.opened_tools()
+        if toolbox is not None:  # this attempt's tool calls: receipts first, their cost added
+            result = replace(
+                result,
+                usage=toolbox.charged(result.usage),
+                receipts=[*toolbox.receipts, *result.receipts],
+            )
+        return result, self.hand_over(result)
+
+    def hand_over(self, result: NodeResult) -> dict[str, Any]:
+        """The validated update plus the envelope for the node the route picks next.
+
+        A refusal hands nothing over (``NodeResult.refusal``): its route must end the run.
+        """
+        if result.refused:
+            target = self.route(self.state)
+            if target != END:
+                raise ContractViolation(
+                    f"node {self.spec.name!r} refused its input ({result.note}) but its route "
+                    f"goes on to {target!r}: a refusal must end the run",
+                    node=self.spec.name,
+                    channel="handoff",
+                    fields=["next_allowed_action"],
+                )
+            return {}
+        update = self.validate(result.update)
+        after = self.state.updated(update)
+        target = self.route(after)
+        first = target if isinstance(target, str) else target[0]
+        names = (target,) if isinstance(target, str) else target
+        handoff = derive_handoff(
+            after,
+            producer=self.step,
+            next_node=first,
+            receipts=result.receipts,
+            next_specs=[self.nodes[name] for name in names if name != END],
+        )
+        if not isinstance(target, str):  # branch nodes of several kinds, side by side
+            handoff = handoff.model_copy(update={"next_nodes": list(target)})
+        if self.spec.joins:
+            handoff = joined_handoff(self.spec, self.state, handoff)
+        update["handoff"] = handoff
+        return update
+
+    def stop(self, step: StepInfo, error: ErrorDetail, *, retryable: bool) -> dict[str, Any]:
+        """The run stops here, with ``error``: the outcome handed over as the update."""
+        outcome = stop_outcome(self.state, self.task, step, error, retryable=retryable)
+        return self.hand_over(NodeResult({"outcome": outcome}))
+
+
+def stop_outcome(
+    state: Mapping[str, Any],
+    task: TaskSpec,
+    step: StepInfo,
+    error: ErrorDetail,
+    *,
+    retryable: bool,
+) -> RunOutcome:
+    """The outcome of a run that must stop here: partial if a draft exists, else failed."""
+    draft = read(state, "draft", DraftArticle, node=step.node)
+    partial = draft is not None
+    return run_outcome(
+        task,
+        step,
+        TaskState.COMPLETED if partial else TaskState.FAILED,
+        "partial" if partial else "failed",
+        draft=draft,
+        errors=[error],
+        retryable=retryable,
+        reason=f"stopped at {step.node}: {error.detail}",
+    )
+
+
+def reuse(visit: Visit) -> dict[str, Any] | None:
+    """Replay the update a finished attempt with this very input recorded.
+
+    The node finished, then the process died before the checkpoint: its work is not done
+    twice. Or a revised task left the node's inputs as they were: its result holds. The
+    envelope is made again from the state now (with the tool calls the work made), so it
+    serves the task version in force, never the one the result was first made for.
+    """
+    stored = visit.ctx.ledger.result(visit.step.thread_id, visit.spec.name, visit.key)
+    if stored is None:
+        return None
+    update = visit.validate(json.loads(stored))
+    made: Handoff | None = update.pop("handoff", None)
+    update = visit.hand_over(NodeResult(update, receipts=made.tool_receipts if made else []))
+    Attempt(visit, visit.step).finish(reused=True)
+    return update
+
+
+def over_budget(visit: Visit) -> dict[str, Any] | None:
+    """Stop before a step the budget no longer allows (terminal nodes and joins always run).
+
+    A join merges work its branches already paid for: stopping it would lose their
+    (partial) results, and the next node's step is where the spent budget stops the run.
+    """
+    if visit.spec.terminal or visit.spec.joins:
+        return None
+    problem = exhausted(visit.task, visit.tally.spent, visit.ctx.clock())
+    if problem is None:
+        return None
+    Attempt(visit, visit.step).finish(error=("budget_exhausted", problem.detail))
+    return visit.stop(visit.step, problem, retryable=False)
+
+
+MAX_BACKOFF_SECONDS = 5.0
+
+
+def pause(visit: Visit) -> dict[str, Any]:
+    """Run a node that asks a person; its attempt is written once the answer is in.
+
+    Such a node re-runs from its start on every resume, so it records nothing before the
+    decision arrives (the ``interrupt()`` inside the body raises until then).
+    """
+    with visit.ctx.store.batch():
+        result, update = visit.perform(visit.call(visit.step))
+    Attempt(visit, visit.step).finish(result, update=update)
+    return update
+
+
+def attempts(visit: Visit) -> dict[str, Any]:
+    """Run the body until it succeeds, or its retries or repairs run out."""
+    spec, ctx, task = visit.spec, visit.ctx, visit.task
+    rules = spec.retry
+    tally = visit.tally
+    attempt = 1 + tally.attempts
+    repairs = rules.repairs if rules else 0
+    first = attempt
+    while True:
+        if attempt > first:  # the visit's failed attempts are in the audit now
+            tally = visit.recount()
+        if visit.branch is not None:
+            calls, tokens = branch_share(task.budget, tally, visit.branch.tasks)
+        else:
+            calls, tokens = left(task.budget, tally.spent)
+        step = replace(visit.step, attempt=attempt, tool_calls_left=calls, tokens_left=tokens)
+        call = visit.call(step)
+        current = Attempt(visit, step, call)
+        try:
+            with ctx.store.batch():  # the attempt's puts, durable before its row names them
+                result, update = visit.perform(call)
+        except TransientError as error:
+            current.finish(usage=_spent(error), error=("transient", error.message))
+            if rules and rules.transient and attempt < task.budget.max_attempts:
+                ctx.sleep(min(MAX_BACKOFF_SECONDS, ctx.backoff_seconds * 2 ** (attempt - 1)))
+                attempt += 1
+                continue
+            detail = ErrorDetail(
+                code=ErrorCode.TRANSIENT,
+                detail=f"{spec.name} failed {attempt} times: {error.message}"[:2000],
+            )
+            return visit.stop(step, detail, retryable=True)
+        except ContractViolation as error:
+            current.finish(usage=_spent(error), error=("invalid_output", error.message))
+            if repairs > 0 and attempt < task.budget.max_attempts:
+                repairs -= 1
+                attempt += 1
+                continue
+            detail = ErrorDetail(
+                code=ErrorCode.INVALID_OUTPUT,
+                detail=error.message[:2000],
+                field=error.fields[0] if error.fields else None,
+            )
+            return visit.stop(step, detail, retryable=False)
+        except GraphBubbleUp:
+            current.finish_waiting()
+            raise
+        except BaseException as error:
+            current.finish(error=("internal", f"{type(error).__name__}: {error}"))
+            raise
+        current.finish(result, update=update)
+        return update
+
+
+def _spent(error: BaseException) -> Usage | None:
+    """What a failed attempt had already consumed (agents attach it to their errors)."""
+    usage = getattr(error, "usage", None)
+    return usage if isinstance(usage, Usage) else None
+
+
+class Attempt:
+    """One ledger entry: written as 'running' when it starts, finished exactly once."""
+
+    def __init__(self, visit: Visit, step: StepInfo, call: NodeCall | None = None) -> None:
+        self.visit = visit
+        self.step = step
+        self.call = call
+        """The body's view, whose tool calls a failed attempt still records."""
+        self.began = time.perf_counter()
+        self.why = version_note(visit)
+        """Why this pass runs on a revised task (read before its own row is written)."""
+        self.record = NodeRun(
+            task_version=step.task_version,
+            node_id=step.node,
+            attempt=step.attempt,
+            status="running",
+            input_hash=visit.key,
+            inputs=[f"{name}:{digest[:12]}" for name, digest in sorted(visit.inputs.items())],
+            agent=visit.agent,
+            started_at=visit.ctx.clock(),
+        )
+        self.seq = visit.ctx.ledger.start(step.thread_id, self.record)
+
+    def finish(
+        self,
+        result: NodeResult | None = None,
+        *,
+        update: dict[str, Any] | None = None,
+        usage: Usage | None = None,
+        error: tuple[ErrorKind, str] | None = None,
+        reused: bool = False,
+    ) -> None:
+        """Record how the attempt ended; a succeeded one stores the update it returns.
+
+        A failed attempt is charged for the tool calls it made, and receipts them. A
+        refusal (``NodeResult.refused``) is a failed attempt that says why, and stores
+        nothing a later visit could reuse as the node's work.
+        """
+        if result is not None and result.refused:
+            error, update = ("refused_input", result.note or "input refused"), None
+        toolbox = self.call.opened_tools() if self.call and result is None else None
+        if toolbox is not None:
+            usage = toolbox.charged(usage or Usage())
+        final = self.record.model_copy(
+            update={
+                "status": "failed" if error else "succeeded",
+                "ended_at": self.visit.ctx.clock(),
+                "duration_ms": round((time.perf_counter() - self.began) * 1000, 3),
+                "usage": result.usage if result else usage or Usage(),
+                "artifact_ids": result.artifact_ids if result else [],
+                "checked_inputs": result.checked_inputs if result else [],
+                "tool_receipts": result.receipts if result else toolbox.receipts if toolbox else [],
+                "error": NodeError(kind=error[0], detail=error[1][:4000]) if error else None,
+                "reused": reused,
+                "note": (result.note if result else None)
+                or (reuse_note(self.visit) if reused else self.why),
+            }
+        )
+        stored = None if update is None else _dump(update)
+        self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
+
+    def finish_waiting(self) -> None:
+        """The node paused for a human (an interrupt); it will run again on resume."""
+        final = self.record.model_copy(
+            update={"status": "waiting_user", "ended_at": self.visit.ctx.clock()}
+        )
+        self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final)
+
+
+def _dump(update: dict[str, Any]) -> str:
+    """The update as one JSON object (contracts serialised by pydantic, not re-walked)."""
+    members = ",".join(
+        f"{json.dumps(channel)}:"
+        + (value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value))
+        for channel, value in sorted(update.items())
+    )
+    return "{" + members + "}"
+
+
+def record_event(
+    ledger: RunLedger,
+    thread_id: str,
+    *,
+    task_version: int,
+    label: str,
+    detail: str,
+    clock: Callable[[], datetime],
+) -> None:
+    """An audit row for what happened to a thread outside any node (a cancel, a run choice).
+
+    It is started and finished at once, as a succeeded attempt named ``label``, so
+    ``history`` shows it in order among the node runs; ``detail`` is hashed as its input.
+    """
+    now = clock()
+    event = NodeRun(
+        task_version=task_version,
+        node_id=label[:100],
+        attempt=1,
+        status="succeeded",
+        input_hash=hashlib.sha256(detail.encode()).hexdigest(),
+        started_at=now,
+        ended_at=now,
+        duration_ms=0,
+    )
+    ledger.finish(thread_id, ledger.start(thread_id, event), event)
+
+
+SEALED = "sealed once ended: "
+"""The audit label of a thread that, once it has ended, is never revised in place (an A2A
+task: a refinement is a new task). What follows it names who sealed it."""
+
+
+def sealed_by(runs: list[NodeRun]) -> str | None:
+    """Who sealed the thread these audit rows are of, if anyone (see ``SEALED``)."""
+    for run in runs:
+        if run.node_id.startswith(SEALED):
+            return run.node_id.removeprefix(SEALED)
+    return None
+
+
+def reuse_note(visit: Visit) -> str | None:
+    """The task version whose pass recorded the result being reused."""
+    origin = [run for run in _own_runs(visit) if run.input_hash == visit.key and _worked(run)]
+    return reused_from(origin[-1].task_version) if origin else None
+
+
+def reused_from(version: int) -> str:
+    """The audit's note on a pass that reused the result task ``version`` recorded."""
+    return f"reused (task v{version})"
+
+
+def origins(runs: list[NodeRun], node: str) -> dict[str, int]:
+    """The task version whose pass recorded each input hash's result (the latest wins)."""
+    return {
+        run.input_hash: run.task_version for run in runs if run.node_id == node and _worked(run)
+    }
+
+
+def version_note(visit: Visit) -> str | None:
+    """Why a revised task's first pass of this node runs: which inputs changed, or new."""
+    version = visit.step.task_version
+    if version == 1:
+        return None
+    runs = _own_runs(visit)
+    if any(run.task_version == version for run in runs):
+        return None  # not this version's first pass: its own reason, if any, says why
+    earlier = [run for run in runs if _worked(run)]
+    if not earlier:
+        return f"new for task v{version}"
+    last = earlier[-1]
+    before = dict(item.split(":", 1) for item in last.inputs)
+    changed = [
+        name for name, digest in sorted(visit.inputs.items()) if before.get(name) != digest[:12]
+    ]
+    return (
+        f"re-run for task v{version}: {', '.join(changed) or 'its inputs'} changed "
+        f"since v{last.task_version}"
+    )
+
+
+def _own_runs(visit: Visit) -> list[NodeRun]:
+    """The node's finished passes on the thread (a branch's: of its own key)."""
+    branch = (visit.inputs.get("branch") or "")[:12]
+    return [
+        run
+        for run in visit.ctx.ledger.runs(visit.step.thread_id)
+        if run.node_id == visit.spec.name
+        and run.status != "running"
+        and (not branch or f"branch:{branch}" in run.inputs)
+    ]
+
+
+def _worked(run: NodeRun) -> bool:
+    return run.status == "succeeded" and not run.reused

@@ -13,7 +13,7 @@ from __future__ import annotations
 from contracts import BranchTask, NodeRun, TaskSpec
 from graphs.declare import NodeCall, NodeSpec
 from graphs.input_hash import hash_of, input_digests
-from graphs.pass_notes import origins, reused_from
+from graphs.node_runner import origins, reused_from
 
 RESEARCH = "research"
 

@@ -13,8 +13,8 @@ from langgraph.graph import END
 
 from contracts import FreshnessReport, ResearchBundle, RunOutcome, TaskSpec
 from graphs.boundary import read, require
+from graphs.node_runner import Router
 from graphs.stale import only_revised_draft, research_changed
-from graphs.visit import Router
 from graphs.wiring import targets
 
 STOP: Literal["__end__"] = "__end__"

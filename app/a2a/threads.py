@@ -21,7 +21,7 @@ from app.opening import open_workflow
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import RunOutcome
-from graphs.attempt_log import SEALED, record_event
+from graphs.node_runner import SEALED, record_event
 
 REFINES = "a2a: refines task "
 """The audit label that links a task to the ended task it refines (read back by the tasks)."""

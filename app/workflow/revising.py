@@ -23,10 +23,10 @@ from contracts import (
 )
 from graphs import RunContext
 from graphs.admission import admit
-from graphs.attempt_log import sealed_by
 from graphs.boundary import describe_validation_error, read
 from graphs.declare import NodeSpec
 from graphs.errors import UsageError
+from graphs.node_runner import sealed_by
 
 
 class Reviser:

@@ -33,8 +33,8 @@ from contracts import (
 )
 from graphs import RunContext
 from graphs.admission import admit
-from graphs.attempt_log import record_event
 from graphs.boundary import read
+from graphs.node_runner import record_event
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 

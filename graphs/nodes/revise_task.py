@@ -31,10 +31,9 @@ from contracts import (
     moved_questions,
 )
 from graphs.admission import admit
-from graphs.attempt_log import sealed_by
 from graphs.declare import node
 from graphs.errors import SourceRefused
-from graphs.node_runner import NodeCall, NodeResult
+from graphs.node_runner import NodeCall, NodeResult, sealed_by
 from graphs.research_holds import RESEARCH, record_reused, research_holds
 
 
@@ -82,7 +81,7 @@ def revise_task(call: NodeCall) -> NodeResult:
     corpus the rules refuse). Refused, nothing is written (``NodeResult.refusal``): the
     thread keeps its task, results and outcome, the router ends the run on the revision
     still in its channel, which the run's end clears, and the audit says why. A thread
-    that ended sealed (an A2A task: ``graphs.attempt_log.SEALED``) is refused so too.
+    that ended sealed (an A2A task: ``graphs.node_runner.SEALED``) is refused so too.
     """
     revision: TaskRevision = call.require("revision")
     ended: RunOutcome | None = call.read("outcome")

@@ -13,9 +13,9 @@ import pytest
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow import Workflow
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
-from graphs.attempt_log import SEALED, record_event
 from graphs.declare import CheckedState, NodeCall
 from graphs.errors import ContractViolation, SourceRefused
+from graphs.node_runner import SEALED, record_event
 from graphs.ports import StepInfo
 from graphs.research_holds import record_reused
 from tests.conftest import OBJECTIVE
