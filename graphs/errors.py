@@ -113,15 +113,17 @@ class WiringError(HandoffError, ValueError):
     """The wiring leaves something out that would otherwise only show at run time, or never.
 
     A node no route reaches, a route to no node, a router a pause shares with another
-    node, or a body reading a channel its node does not declare: ``build_graph`` refuses
-    each, naming it.
+    node, or an agent request read from a channel its node does not declare:
+    ``build_graph`` refuses each, naming it.
     """
 
 
 class Omitted(WiringError):
     """What a declaration leaves out, found only when the run reaches it: the run fails.
 
-    A tool called by a node that does not declare it, or a join that drops a branch's
-    output. Answering it quietly (``permission_denied``, a partial merge) would let the run
-    succeed without the work; the declaration must change, so the run stops naming it.
+    A tool called by a node that does not declare it, a channel read by a body whose node
+    does not declare it, or a join that drops a branch's output. Answering it quietly
+    (``permission_denied``, a repair, a partial merge) would let the run succeed without
+    the work, or retry what no retry mends; the declaration must change, so the run stops
+    naming it.
     """

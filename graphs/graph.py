@@ -39,7 +39,7 @@ from graphs.nodes.research import research
 from graphs.nodes.review_decision import review_decision
 from graphs.nodes.reviewer import reviewer
 from graphs.nodes.revise_task import revise_task
-from graphs.nodes.stale_decision import stale_decision
+from graphs.nodes.stale_decision import STALE_INPUT, stale_decision
 from graphs.nodes.writer import writer
 from graphs.routing import STOP, needs_approval, refused, route_stale, stopped
 from graphs.stale import research_changed
@@ -172,7 +172,7 @@ def route_after_stale_decision(
     report = require(state, "freshness", FreshnessReport, node="route_after_stale_decision")
     log = require(state, "decisions", DecisionLog, node="route_after_stale_decision")
     last = log.last()
-    if last is not None and last.action == "accept_new_revision":
+    if last is not None and STALE_INPUT.chosen(last) == "accept_new_revision":
         if report.node == "finalize":
             return "reviewer"
         if report.node not in ("writer", "reviewer"):
@@ -269,8 +269,8 @@ def build_graph(
     ``wiring`` is the list of (node, router) pairs: pass an extended one to add a node; a
     node with one way on may name that node instead of a router (see ``then``).
     What LangGraph would build but never run right (a node nothing reaches, a route to no
-    node, a router two pauses share, a read of an undeclared channel) is refused here,
-    before any node runs: see ``graphs.wiring``.
+    node, a router two pauses share, an agent request field from an undeclared channel) is
+    refused here, before any node runs: see ``graphs.wiring``.
     """
     built = routed(wiring)
     channels = workflow_channels(wiring)

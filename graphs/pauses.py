@@ -7,17 +7,24 @@ gives). Everything about decisions derives from the pauses a wiring holds
 (``graphs.wiring.pauses_of``): the kinds and actions that exist, the typed resume
 payload ``interrupt()`` validates, what the Python API, the fleet and the CLI accept, and
 the CLI's hints and prompts. No list elsewhere has to agree with the nodes.
+
+A node branches on a decision through its pause: ``PAUSE.chosen(decision)`` is the action
+typed as the pause's ``Literal`` of action names, so a comparison with a name the pause
+does not declare (``== "rejct"``) is a mypy error (``comparison-overlap``, strict
+equality), not a branch that silently never runs. The ``Literal`` and the actions must name
+the same actions, or the pause fails at import.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Literal, get_args, get_origin
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
-from contracts import HumanDecision
+from contracts import HumanDecision, RecordedDecision
 from contracts.human import NAME_PATTERN
 
 ENVELOPE = ("kind", "schema_version", "interrupt_id", "action", "decided_by")
@@ -28,6 +35,8 @@ DECISION_FIELDS: tuple[str, ...] = tuple(
 """The fields an action may need or take (``reason``, ``answers``, ``constraints``,
 ``details``): every other field of ``HumanDecision``, derived from the contract."""
 _NAME = re.compile(NAME_PATTERN)
+ActionT = TypeVar("ActionT", bound=str, default=str, covariant=True)
+"""A pause's action names as a type: its ``Literal`` (plain ``str`` for a pause without one)."""
 
 
 class PauseDeclarationError(ValueError):
@@ -66,7 +75,7 @@ class Action:
 
 
 @dataclass(frozen=True)
-class Pause:
+class Pause(Generic[ActionT]):
     """A node's pause: its kind, its actions, and the contracts of its own data.
 
     ``request`` is the model of what this pause alone shows (a request's ``details``),
@@ -74,6 +83,9 @@ class Pause:
     are pydantic models (``contracts.Contract``), declared in the node's module.
     ``ids`` starts each request's interrupt id (``<ids>-s<step>.<thread>``); it defaults to
     the kind spelled with dashes, and stays fixed once threads were saved with it.
+    ``literal`` is the ``Literal`` of the action names that types ``chosen`` (declare the
+    pause as ``Pause[ThatLiteral]`` too: mypy reads the annotation, the import check reads
+    ``literal``).
     """
 
     kind: str
@@ -81,6 +93,7 @@ class Pause:
     request: type[BaseModel] | None = None
     decision: type[BaseModel] | None = None
     ids: str = ""
+    literal: object = None
 
     def __post_init__(self) -> None:
         """Refuse, at import, a pause no decision could answer as declared."""
@@ -118,8 +131,28 @@ class Pause:
                 f"{where}: its decision contract {self.decision.__name__} would never be "
                 "given: no action needs or takes 'details'"
             )
+        if self.literal is not None:
+            self._check_literal(where, names)
         if not self.ids:
             object.__setattr__(self, "ids", self.kind.replace("_", "-"))
+
+    def _check_literal(self, where: str, names: list[str]) -> None:
+        """Refuse, at import, a ``Literal`` that names other actions than the pause declares.
+
+        A name only the ``Literal`` has would type-check a branch no decision can take; a
+        name only the actions have would be a decision the body's comparisons never meet.
+        """
+        spelled = get_args(self.literal) if get_origin(self.literal) is Literal else ()
+        if not spelled or not all(isinstance(name, str) for name in spelled):
+            raise PauseDeclarationError(
+                f"{where}: literal= takes the Literal of its action names, e.g. "
+                f"Literal[{', '.join(map(repr, names))}]; got {self.literal!r}"
+            )
+        if set(spelled) != set(names):
+            raise PauseDeclarationError(
+                f"{where}: its Literal names {', '.join(spelled)} but its actions are "
+                f"{', '.join(names)}; both must name the same actions"
+            )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -134,6 +167,19 @@ class Pause:
         raise PauseDeclarationError(
             f"pause {self.kind!r} has no action {name!r}; declared: {', '.join(self.names)}"
         )
+
+    def chosen(self, decision: HumanDecision | RecordedDecision) -> ActionT:
+        """The decision's action, typed as this pause's ``Literal`` for the body to compare.
+
+        A decision reaches a body only through its pause's checks, so its action is one
+        the pause declares; one that is not is a decision of another pause, read by mistake.
+        """
+        if decision.action not in self.names:
+            raise PauseDeclarationError(
+                f"pause {self.kind!r} has no action {decision.action!r}: the decision is not "
+                f"this pause's; declared: {', '.join(self.names)}"
+            )
+        return decision.action  # type: ignore[return-value]  # checked just above
 
     def takers(self, field: str) -> tuple[str, ...]:
         """The actions with which ``field`` may be given."""

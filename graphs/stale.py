@@ -10,6 +10,8 @@ pauses in its own node so nothing stale is consumed while a person decides.
 
 from __future__ import annotations
 
+from typing import Final
+
 from contracts import (
     ArtifactRef,
     DraftArticle,
@@ -33,8 +35,9 @@ from graphs.outcomes import run_outcome
 from graphs.pauses import Pause
 from graphs.ports import ArtifactStore, StepInfo
 
-ACCEPT_NEW = "accept_new_revision"
-"""The stale-input pause's action that re-pins changed inputs at their new content."""
+ACCEPT_NEW: Final = "accept_new_revision"
+"""The stale-input pause's action that re-pins changed inputs at their new content (typed as
+its ``Literal``, so a comparison with ``STALE_INPUT.chosen(...)`` is checked)."""
 MAX_STALE_ROUNDS = 3
 """Consecutive re-evaluations before giving up with STALE_INPUT (nothing loops forever)."""
 

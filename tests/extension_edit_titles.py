@@ -1,9 +1,9 @@
 """The pause of docs/adapt.md ("Add a pause"), loaded from the page itself.
 
 The node module is the page's ``graphs/nodes/edit_titles.py`` block, imported from a file
-as written (so the build's source checks read it), and the wiring is the shipped one with
-the page's change: the Writer routes to ``edit_titles`` where it routed to ``reviewer``,
-and the pause has its own router. The shipped graph stays as it is.
+as written, and the wiring is the shipped one with the page's change: the Writer routes to
+``edit_titles`` where it routed to ``reviewer``, and the pause has its own router. The
+shipped graph stays as it is.
 """
 
 from __future__ import annotations

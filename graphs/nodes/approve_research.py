@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from typing_extensions import TypedDict
 
 from contracts import (
@@ -19,13 +21,15 @@ from graphs.human import approval_request, ask, recorded
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.pauses import Action, Pause
 
-APPROVAL = Pause(
+ApprovalAction = Literal["approve", "revise", "reject"]
+APPROVAL: Pause[ApprovalAction] = Pause(
     "approve_research",
     actions=(
         Action("approve", takes=("answers", "constraints")),
         Action("revise", takes=("answers", "constraints")),
         Action("reject", needs=("reason",)),
     ),
+    literal=ApprovalAction,
 )
 """Approve the research, revise it (answer open questions, add constraints), or reject it."""
 
@@ -59,7 +63,7 @@ def approve_research(call: NodeCall) -> NodeResult:
     )
     decision = ask(APPROVAL, request)
     log = recorded(call.read("decisions"), decision, request, call.step)
-    if decision.action != "reject":
+    if APPROVAL.chosen(decision) != "reject":
         return NodeResult({"decisions": log})
     outcome = call.outcome(
         TaskState.REJECTED,

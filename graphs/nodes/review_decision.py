@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from typing_extensions import TypedDict
 
 from contracts import (
@@ -21,10 +23,12 @@ from graphs.nodes.conclude import change_error
 from graphs.nodes.draft_reads import DraftReads
 from graphs.pauses import Action, Pause
 
-REVIEW_EXHAUSTED = Pause(
+ReviewExhaustedAction = Literal["accept_partial", "grant_round", "abort"]
+REVIEW_EXHAUSTED: Pause[ReviewExhaustedAction] = Pause(
     "review_exhausted",
     actions=(Action("accept_partial"), Action("grant_round"), Action("abort", needs=("reason",))),
     ids="review-decision",
+    literal=ReviewExhaustedAction,
 )
 """Accept an unapproved draft as partial, grant another review round, or abort."""
 
@@ -68,10 +72,11 @@ def review_decision(call: NodeCall) -> NodeResult:
     )
     decision = ask(REVIEW_EXHAUSTED, request)
     log = recorded(call.read("decisions"), decision, request, call.step)
-    if decision.action == "grant_round":
+    chosen = REVIEW_EXHAUSTED.chosen(decision)
+    if chosen == "grant_round":
         return NodeResult({"decisions": log})
     pending = [change_error(change) for change in review.required_changes]
-    if decision.action == "accept_partial":
+    if chosen == "accept_partial":
         outcome = call.outcome(
             TaskState.COMPLETED,
             "partial",

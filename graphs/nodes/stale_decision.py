@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from typing_extensions import TypedDict
 
 from contracts import (
@@ -20,9 +22,11 @@ from graphs.node_runner import NodeCall, NodeResult
 from graphs.pauses import Action, Pause
 from graphs.stale import ACCEPT_NEW, adopt_head, only_revised_draft, repins, stale_request
 
-STALE_INPUT = Pause(
+StaleInputAction = Literal["accept_new_revision", "rerun_producer", "abort"]
+STALE_INPUT: Pause[StaleInputAction] = Pause(
     "stale_input",
     actions=(Action(ACCEPT_NEW), Action("rerun_producer"), Action("abort", needs=("reason",))),
+    literal=StaleInputAction,
 )
 """Accept changed inputs at their new revisions, re-run their producer, or abort."""
 
@@ -50,7 +54,8 @@ def stale_decision(call: NodeCall) -> NodeResult:
     report: FreshnessReport = call.require("freshness")
     request = stale_request(STALE_INPUT, report, call.step)
     decision = ask(STALE_INPUT, request)
-    accepted = decision.action == ACCEPT_NEW
+    chosen = STALE_INPUT.chosen(decision)
+    accepted = chosen == ACCEPT_NEW
     log = recorded(
         call.read("decisions"),
         decision,
@@ -58,7 +63,7 @@ def stale_decision(call: NodeCall) -> NodeResult:
         call.step,
         repins(report) if accepted else [],
     )
-    if decision.action == "abort":
+    if chosen == "abort":
         outcome = call.outcome(
             TaskState.CANCELED,
             "failed",

@@ -214,19 +214,21 @@ def test_details_without_a_decision_contract_fail_at_import(tmp_path: Path) -> N
         variant(tmp_path, "no_contract", "    decision=TitleEdits,\n", "")
 
 
-def test_a_branch_on_an_action_the_pause_does_not_allow_fails_the_build(tmp_path: Path) -> None:
-    module = variant(
-        tmp_path,
-        "no_approve",
-        ACTIONS_LINE,
-        'actions=(Action("edit_titles", needs=("details",)),),',
-    )
+def test_an_action_the_literal_and_the_actions_do_not_both_name_fails_at_import(
+    tmp_path: Path,
+) -> None:
+    """The body's ``== "approve"`` type-checks against the Literal: it must be an action."""
     with pytest.raises(
-        WiringError,
-        match=r"pause 'edit_titles': edit_titles compares an action with 'approve' \(line \d+\), "
-        r"which pause 'edit_titles' does not declare",
+        PauseDeclarationError,
+        match=r"'edit_titles': its Literal names approve, edit_titles but its actions are "
+        r"edit_titles; both must name the same actions",
     ):
-        build_graph(wiring=wiring_with(module))
+        variant(
+            tmp_path,
+            "no_approve",
+            ACTIONS_LINE,
+            'actions=(Action("edit_titles", needs=("details",)),),',
+        )
 
 
 def test_a_request_offering_an_undeclared_action_is_refused(page: types.ModuleType) -> None:

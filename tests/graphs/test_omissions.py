@@ -191,6 +191,54 @@ def test_a_join_that_drops_a_branch_output_fails_the_run_naming_branch_and_chann
         run(wiring, tmp_path, "t-join")
 
 
+class ReadsProbe(TaskOnly):
+    tool_probe: ToolProbe | None
+
+
+@node("greet", reads=TaskOnly, writes=ProbeOutput)
+def greet(call: NodeCall) -> NodeResult:
+    return NodeResult({"tool_probe": ToolProbe(answers=["hello"], fields=[None])})
+
+
+PEEKED: list[int] = []
+"""The attempts ``peeks`` ran, in order."""
+
+
+@node("peeks", reads=ReadsProbe, writes=Nothing)
+def peeks(call: NodeCall) -> NodeResult:
+    PEEKED.append(call.step.attempt)
+    call.read("tool_probe")
+    call.read("review")  # ReadsProbe does not declare it
+    return NodeResult({})
+
+
+def test_a_body_reading_an_undeclared_channel_fails_its_first_run_naming_it(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path, database_url="memory://")
+    context = build_context(settings)
+    graph = build_graph(wiring=((greet, "peeks"), (peeks, to_end))).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-peeks"}}
+    task = TaskSpec(task_id="t-peeks", objective="Show what an undeclared read does")
+    PEEKED.clear()
+    with pytest.raises(
+        Omitted,
+        match=r"node 'peeks' reads 'review', which its input schema ReadsProbe does not "
+        r"declare; declared: \['task', 'tool_probe'\]",
+    ):
+        graph.invoke({"task": task}, config, context=context)
+    assert PEEKED == [1], "no repair: a read the declaration lacks is no bad agent output"
+    saved = graph.get_state(config)
+    assert saved.next == ("peeks",), "the thread waits where it failed"
+    assert saved.values["tool_probe"] == ToolProbe(answers=["hello"], fields=[None])
+    assert {"review", "outcome"}.isdisjoint(saved.values), "nothing of the failed node"
+    [_, failed] = context.ledger.runs("t-peeks")
+    assert failed.node_id == "peeks" and failed.status == "failed"
+    assert failed.error is not None and "'review'" in failed.error.detail
+
+
 def test_a_node_module_left_out_of_the_wiring_fails_the_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

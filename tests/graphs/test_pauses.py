@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import pytest
 from pydantic import Field, ValidationError
 
-from contracts import Contract
+from contracts import Contract, HumanDecision
 from graphs import WIRING
 from graphs.decision_schema import decision_schema
 from graphs.human import pause_request
 from graphs.pauses import DECISION_FIELDS, Action, Pause, PauseDeclarationError
 from graphs.ports import StepInfo
-from graphs.wiring import compared_actions, pauses_of
+from graphs.wiring import pauses_of
 
 
 class Colour(Contract):
@@ -75,11 +77,34 @@ def test_a_decision_takes_only_what_its_action_declares() -> None:
         decision_schema(request, Pause("other", (Action("keep"),)))
 
 
-def test_compared_actions_finds_every_literal_an_action_is_compared_with() -> None:
-    def body(decision: object, last: object) -> bool:
-        first = decision.action == "paint"  # type: ignore[attr-defined]
-        second = "veto" != last.action  # type: ignore[attr-defined]
-        third = decision.action in ("keep", "stay")  # type: ignore[attr-defined]
-        return first and second and third and decision != "unrelated"
+Painting = Literal["keep", "paint"]
 
-    assert [name for name, _ in compared_actions(body)] == ["paint", "veto", "keep", "stay"]
+
+def test_a_literal_naming_other_actions_than_the_pause_fails_at_import_naming_both() -> None:
+    with pytest.raises(
+        PauseDeclarationError,
+        match=r"pause 'paint': its Literal names keep, paint but its actions are keep, veto; "
+        r"both must name the same actions",
+    ):
+        Pause("paint", (Action("keep"), Action("veto")), literal=Painting)
+    with pytest.raises(PauseDeclarationError, match=r"its Literal names keep, paint but its act"):
+        Pause("paint", (Action("keep"),), literal=Painting)  # "paint" could never be chosen
+    with pytest.raises(PauseDeclarationError, match=r"literal= takes the Literal of its action"):
+        Pause("paint", (Action("keep"), Action("paint")), literal=str)
+
+
+def test_chosen_is_the_decisions_action_and_refuses_another_pauses_decision() -> None:
+    painting: Pause[Painting] = Pause(
+        "paint", (Action("keep"), Action("paint")), literal=Literal["paint", "keep"]
+    )
+    decision = HumanDecision(interrupt_id="paint-s3.t", action="paint")
+    assert painting.chosen(decision) == "paint"
+    with pytest.raises(PauseDeclarationError, match=r"pause 'paint' has no action 'approve'"):
+        painting.chosen(decision.model_copy(update={"action": "approve"}))
+
+
+def test_the_shipped_pauses_type_their_actions_with_their_literal() -> None:
+    typed = {kind: pause for kind, pause in pauses_of(WIRING).items() if pause.literal}
+    assert set(typed) >= {"approve_research", "review_exhausted", "stale_input"}
+    for pause in typed.values():
+        assert get_args(pause.literal) == pause.names, pause.kind
