@@ -267,7 +267,7 @@ class NodeCall:
     """Every node of the graph by name, as built (a node that reasons about another's work)."""
     merged: set[tuple[str, str]] = field(default_factory=set)
     """The (branch node, channel) pairs a join's body read (``branch_outputs``): what it
-    did not read would be dropped (``graphs.joins.check_merged``)."""
+    did not read would be dropped (``graphs.node_runner.check_merged``)."""
 
     def read(self, channel: str) -> Any:
         """A channel the node declared it reads, as its contract (or None), re-validated."""

@@ -10,15 +10,18 @@ steps, in order, and the first one that produces the update wins:
 4. ``attempts``: run the body, retry transient failures with backoff, give invalid agent
    output one repair, audit every attempt.
 
-A join first looks at its branches (``graphs.joins``): one that had to stop ends the run
+A join first looks at its branches (``stopped_outcome``): one that had to stop ends the run
 with its own errors. Then ``Visit.hand_over`` asks the node's router (the same pure
 function the graph's conditional edge runs on the same state) where the run goes, and
 derives the handoff envelope from the state the next node will see.
 
 The module reads in that order: the LangGraph node (``run_node``), one visit and its
 hand-over (``Visit``), the two checks before the body (``reuse``, ``over_budget``), the
-body's attempts and pauses, then an attempt's ledger entry (``Attempt``) and the note
-it leaves on a revised task. What a body sees (``NodeCall``, ``NodeResult``) is in
+body's attempts and pauses, an attempt's ledger entry (``Attempt``) and the note it
+leaves on a revised task, then branches and joins as the runner sees them: a branch's
+update is kept under its own key in the ``branches`` channel, so tasks of one step never
+write the same channel; a join's envelope lists every branch, and its update takes the
+results it merged out of the channel. What a body sees (``NodeCall``, ``NodeResult``) is in
 ``graphs.declare``.
 """
 
@@ -40,12 +43,15 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from contracts import (
+    BranchResult,
+    BranchResults,
     BranchTask,
     DraftArticle,
     ErrorCode,
     ErrorDetail,
     ErrorKind,
     Handoff,
+    JoinedBranch,
     NodeError,
     NodeRun,
     RunOutcome,
@@ -57,11 +63,10 @@ from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.budget import Tally, branch_share, exhausted, fanned_by, left
 from graphs.channels import channels_of
 from graphs.context import RunContext
-from graphs.declare import NodeCall, NodeResult, NodeSpec
-from graphs.errors import ContractViolation, MissingContext, TransientError
+from graphs.declare import NodeCall, NodeResult, NodeSpec, branch_results
+from graphs.errors import ContractViolation, MissingContext, Omitted, TransientError
 from graphs.handoffs import derive_handoff
 from graphs.input_hash import hash_of, input_digests
-from graphs.joins import as_branch_result, check_merged, consumed, joined_handoff, stopped_outcome
 from graphs.outcomes import run_outcome
 from graphs.ports import RunLedger, StepInfo
 from graphs.state import RunnerWrites
@@ -83,96 +88,6 @@ __all__ = [
 
 ContextFactory = Callable[[Any], RunContext]
 """Services for a run given the context its caller passed (JSON choices from a server)."""
-
-
-def resolve_context(
-    runtime: Runtime[RunContext] | None, fallback: ContextFactory | None
-) -> RunContext:
-    """The run's services: from the runtime context, else the graph's default factory."""
-    context = runtime.context if runtime is not None else None
-    if isinstance(context, RunContext):
-        return context
-    if fallback is not None:
-        return fallback(context)
-    raise MissingContext(
-        "no RunContext: pass context=RunContext(...) to invoke/stream (on every resume too), "
-        "or build the graph with build_graph(default_context=...)"
-    )
-
-
-def step_info(
-    config: RunnableConfig, node: str, task: TaskSpec, branch: str | None = None
-) -> StepInfo:
-    """Where this node runs, from LangGraph's config (and the branch it runs, if any)."""
-    configurable = config.get("configurable") or {}
-    metadata = config.get("metadata") or {}
-    thread_id = str(configurable.get("thread_id") or task.task_id)
-    step = metadata.get("langgraph_step")
-    return StepInfo(
-        branch=branch,
-        thread_id=thread_id,
-        node=node,
-        step=int(step) if isinstance(step, int) else -1,
-        task_version=task.task_version,
-    )
-
-
-def agent_name(ctx: RunContext, spec: NodeSpec) -> str | None:
-    """Which implementation does this node's work, for the audit."""
-    if spec.agent is None:
-        return None
-    agent = ctx.agent_for(spec)
-    describe = getattr(agent, "describe", None)
-    return str(describe()) if callable(describe) else type(agent).__name__
-
-
-def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo, *, audit: bool = True) -> TaskSpec:
-    """The task with the run's choices in force; a change is written to the audit.
-
-    The node that first applies a choice also writes the changed task back to the thread
-    (see ``run_node``), so every later node, router and resume sees the same task. A branch
-    applies them without either (``audit=False``): its join, the next node, does both once.
-    """
-    if ctx.choices is None:
-        return task
-    chosen = ctx.choices.applied(task)
-    if chosen is not task and audit:
-        made = ctx.choices.describe()
-        record_event(
-            ctx.ledger,
-            step.thread_id,
-            task_version=task.task_version,
-            label=f"choose: {made}",
-            detail=made,
-            clock=ctx.clock,
-        )
-    return chosen
-
-
-def refuse_older_envelope(spec: NodeSpec, state: CheckedState, task: TaskSpec) -> None:
-    """An envelope made for another task version is never consumed as the current one's."""
-    if "handoff" not in spec.inputs:
-        return
-    handed = read(state, "handoff", Handoff, node=spec.name)
-    if handed is not None and handed.task_version != task.task_version:
-        raise ContractViolation(
-            f"node {spec.name!r} was handed an envelope for task v{handed.task_version} by "
-            f"{handed.from_node!r}, but the task is v{task.task_version}: work done for "
-            "another version of the task is not consumed as this one's",
-            node=spec.name,
-            channel="handoff",
-            fields=["task_version"],
-        )
-
-
-def visit_update(visit: Visit) -> dict[str, Any]:
-    """The update of one visit: the first of the runner's steps that produces one."""
-    if visit.spec.joins and (outcome := stopped_outcome(visit.spec, visit.state)) is not None:
-        return visit.hand_over(NodeResult({"outcome": outcome}))
-    update = reuse(visit) or over_budget(visit)
-    if update is not None:
-        return update
-    return pause(visit) if visit.spec.pauses else attempts(visit)
 
 
 def run_node(
@@ -223,6 +138,96 @@ def run_node(
 
     node.__name__ = spec.name
     return node
+
+
+def resolve_context(
+    runtime: Runtime[RunContext] | None, fallback: ContextFactory | None
+) -> RunContext:
+    """The run's services: from the runtime context, else the graph's default factory."""
+    context = runtime.context if runtime is not None else None
+    if isinstance(context, RunContext):
+        return context
+    if fallback is not None:
+        return fallback(context)
+    raise MissingContext(
+        "no RunContext: pass context=RunContext(...) to invoke/stream (on every resume too), "
+        "or build the graph with build_graph(default_context=...)"
+    )
+
+
+def step_info(
+    config: RunnableConfig, node: str, task: TaskSpec, branch: str | None = None
+) -> StepInfo:
+    """Where this node runs, from LangGraph's config (and the branch it runs, if any)."""
+    configurable = config.get("configurable") or {}
+    metadata = config.get("metadata") or {}
+    thread_id = str(configurable.get("thread_id") or task.task_id)
+    step = metadata.get("langgraph_step")
+    return StepInfo(
+        branch=branch,
+        thread_id=thread_id,
+        node=node,
+        step=int(step) if isinstance(step, int) else -1,
+        task_version=task.task_version,
+    )
+
+
+def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo, *, audit: bool = True) -> TaskSpec:
+    """The task with the run's choices in force; a change is written to the audit.
+
+    The node that first applies a choice also writes the changed task back to the thread
+    (see ``run_node``), so every later node, router and resume sees the same task. A branch
+    applies them without either (``audit=False``): its join, the next node, does both once.
+    """
+    if ctx.choices is None:
+        return task
+    chosen = ctx.choices.applied(task)
+    if chosen is not task and audit:
+        made = ctx.choices.describe()
+        record_event(
+            ctx.ledger,
+            step.thread_id,
+            task_version=task.task_version,
+            label=f"choose: {made}",
+            detail=made,
+            clock=ctx.clock,
+        )
+    return chosen
+
+
+def refuse_older_envelope(spec: NodeSpec, state: CheckedState, task: TaskSpec) -> None:
+    """An envelope made for another task version is never consumed as the current one's."""
+    if "handoff" not in spec.inputs:
+        return
+    handed = read(state, "handoff", Handoff, node=spec.name)
+    if handed is not None and handed.task_version != task.task_version:
+        raise ContractViolation(
+            f"node {spec.name!r} was handed an envelope for task v{handed.task_version} by "
+            f"{handed.from_node!r}, but the task is v{task.task_version}: work done for "
+            "another version of the task is not consumed as this one's",
+            node=spec.name,
+            channel="handoff",
+            fields=["task_version"],
+        )
+
+
+def agent_name(ctx: RunContext, spec: NodeSpec) -> str | None:
+    """Which implementation does this node's work, for the audit."""
+    if spec.agent is None:
+        return None
+    agent = ctx.agent_for(spec)
+    describe = getattr(agent, "describe", None)
+    return str(describe()) if callable(describe) else type(agent).__name__
+
+
+def visit_update(visit: Visit) -> dict[str, Any]:
+    """The update of one visit: the first of the runner's steps that produces one."""
+    if visit.spec.joins and (outcome := stopped_outcome(visit.spec, visit.state)) is not None:
+        return visit.hand_over(NodeResult({"outcome": outcome}))
+    update = reuse(visit) or over_budget(visit)
+    if update is not None:
+        return update
+    return pause(visit) if visit.spec.pauses else attempts(visit)
 
 
 Router = Callable[[Mapping[str, Any]], str | tuple[str, ...]]
@@ -640,3 +645,104 @@ def _own_runs(visit: Visit) -> list[NodeRun]:
 
 def _worked(run: NodeRun) -> bool:
     return run.status == "succeeded" and not run.reused
+
+
+def stopped_outcome(join: NodeSpec, state: Mapping[str, Any]) -> RunOutcome | None:
+    """The outcome a join ends the run with when one of its branches had to stop.
+
+    Every branch that stopped contributes its errors, in fan-out order; the first one's
+    reason is the run's. The join's own work does not run: it would merge a part.
+    """
+    stops = [
+        result.outcome
+        for branch in join.joins
+        for result in branch_results(join, branch, state).values()
+        if result.outcome is not None
+    ]
+    if not stops:
+        return None
+    return stops[0].model_copy(
+        update={
+            "errors": [error for stop in stops for error in stop.errors],
+            "retryable": all(stop.retryable for stop in stops),
+        }
+    )
+
+
+def joined_handoff(spec: NodeSpec, state: Mapping[str, Any], handoff: Handoff) -> Handoff:
+    """A join's envelope lists every branch it waited for, with its inputs and receipts."""
+    joined = [
+        JoinedBranch(
+            node=branch.name,
+            key=key,
+            authoritative_inputs=result.handoff.authoritative_inputs,
+            artifacts=result.handoff.artifacts,
+            tool_receipts=result.handoff.tool_receipts,
+        )
+        for branch in spec.joins
+        for key, result in branch_results(spec, branch, state).items()
+    ]
+    receipts = [receipt for item in joined for receipt in item.tool_receipts]
+    return handoff.model_copy(
+        update={"branches": joined, "tool_receipts": [*receipts, *handoff.tool_receipts]}
+    )
+
+
+def as_branch_result(
+    spec: NodeSpec, branch: BranchTask, input_hash: str, update: dict[str, Any]
+) -> dict[str, Any]:
+    """A branch's update, kept under its own key in the ``branches`` channel.
+
+    Branches of one step run side by side; had each written ``research`` or ``handoff``
+    itself, LangGraph would refuse the second write of the step (or keep one of them).
+    """
+    outputs = {
+        channel: value.model_dump_json()
+        for channel, value in sorted(update.items())
+        if channel in spec.outputs and isinstance(value, BaseModel)
+    }
+    said = [
+        value.summary()
+        for channel, value in sorted(update.items())
+        if channel in outputs and callable(getattr(value, "summary", None))
+    ]
+    result = BranchResult(
+        node=spec.name,
+        key=branch.key,
+        input_hash=input_hash,
+        outputs=outputs,
+        summary="; ".join(said)[:500],
+        handoff=update["handoff"],
+        outcome=update.get("outcome"),
+    )
+    return {"branches": BranchResults(results=[result])}
+
+
+def check_merged(join: NodeSpec, state: Mapping[str, Any], merged: set[tuple[str, str]]) -> None:
+    """A join's body read every output its branches produced (else ``Omitted``).
+
+    The join's update takes the branches' results out of the state (``consumed``): an
+    output its body never asked for (``NodeCall.branch_outputs``) would be gone, and the
+    run would go on as if that branch had not run.
+    """
+    dropped = sorted(
+        (branch.name, channel)
+        for branch in join.joins
+        for result in branch_results(join, branch, state).values()
+        for channel in result.outputs
+        if (branch.name, channel) not in merged
+    )
+    if dropped:
+        branch, channel = dropped[0]
+        raise Omitted(
+            f"join {join.name!r} drops the {channel!r} output of branch {branch!r}: its body "
+            f"never reads it, and the join takes the branches' results out of the state; "
+            f"merge it with call.branch_outputs({branch}, {channel!r}) "
+            f"(dropped: {sorted(set(dropped))})"
+        )
+
+
+def consumed(join: NodeSpec, update: dict[str, Any]) -> dict[str, Any]:
+    """A join's update, which takes the branches' results it merged out of the state."""
+    merged = [branch.name for branch in join.joins]
+    return {**update, "branches": BranchResults(results=[], consumed=merged)}
