@@ -159,7 +159,7 @@ def check_outputs_read(
 
     A node's output that no node declares it reads reaches no agent and no input hash:
     the work runs and nothing after it sees it. A branch's outputs go to its join (see
-    ``graphs.joins.check_merged``); a node that only ends the run writes for the caller.
+    ``graphs.node_runner.check_merged``); a node that only ends the run writes for the caller.
     """
     read = {name for spec, _ in wiring for name in spec.inputs} | set(channels_of(WorkflowOutput))
     for spec, _ in wiring:
