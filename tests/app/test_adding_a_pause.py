@@ -31,6 +31,7 @@ from graphs.human import pause_request
 from graphs.pauses import PauseDeclarationError
 from graphs.ports import StepInfo
 from tests.conftest import OBJECTIVE, nodes_run
+from tests.docs.snippets import ROOT
 from tests.extension_edit_titles import (
     load,
     page_source,
@@ -229,6 +230,38 @@ def test_an_action_the_literal_and_the_actions_do_not_both_name_fails_at_import(
             ACTIONS_LINE,
             'actions=(Action("edit_titles", needs=("details",)),),',
         )
+
+
+@pytest.mark.slow
+def test_a_branch_on_a_misspelt_action_is_a_mypy_error_as_the_page_says(tmp_path: Path) -> None:
+    """The page's body with ``== "aprove"``: mypy's strict equality names both spellings.
+
+    Slow: a cold mypy run over what the module imports (the project's own cache is left to
+    ``make check``).
+    """
+    from mypy import api
+
+    source = page_source()
+    assert source.count('== "approve"') == 1, "the page no longer branches on approve"
+    module = tmp_path / "misspelt_titles.py"
+    module.write_text(source.replace('== "approve"', '== "aprove"'), encoding="utf-8")
+    config = tmp_path / "mypy.ini"
+    config.write_text(f"[mypy]\nmypy_path = {ROOT}\nignore_missing_imports = True\n")
+    report, errors, status = api.run(
+        [
+            str(module),
+            "--strict",
+            "--follow-imports=silent",
+            f"--config-file={config}",
+            f"--cache-dir={tmp_path / 'cache'}",
+        ]
+    )
+    assert status == 1, report + errors
+    [line] = [line for line in report.splitlines() if "error:" in line]
+    assert line.endswith(
+        "Non-overlapping equality check (left operand type: \"Literal['approve', "
+        "'edit_titles']\", right operand type: \"Literal['aprove']\")  [comparison-overlap]"
+    ), line
 
 
 def test_a_request_offering_an_undeclared_action_is_refused(page: types.ModuleType) -> None:
