@@ -15,7 +15,8 @@ channel:
   router that can start one of a join's branch nodes but not the others (the join would
   run on part of its branches);
 - an agent request field read from a channel the node's input schema does not declare;
-- two pauses of one kind (a decision names its pause by kind);
+- two different pauses of one kind (a decision names its pause by kind; nodes that pause
+  the same way share one ``Pause``);
 - a ``read_by`` naming no node, or a node whose agent's request has no ``inputs`` to
   carry what it is declared to read.
 
@@ -320,21 +321,28 @@ def pauses_of(wiring: Wiring) -> dict[str, Pause]:
     """The wiring's pauses by kind: what decisions exist, derived from the declarations.
 
     The Python API, the fleet and the CLI look a waiting request's pause up here, by the
-    request's ``request_kind``; ``check_pauses`` makes sure each kind is declared once.
+    request's ``request_kind``; ``check_pauses`` makes sure each kind is declared once
+    (nodes that pause the same way share it).
     """
     return {spec.pauses.kind: spec.pauses for spec, _ in wiring if spec.pauses is not None}
 
 
 def check_pauses(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
-    """One pause per kind: a decision names its pause by kind."""
-    kinds: dict[str, str] = {}
+    """One declaration per pause kind: a decision names its pause by kind.
+
+    Several nodes may pause the same way (two nodes asking to confirm a write): they share
+    one ``Pause``, so a decision of that kind means the same to each. Two different pauses
+    under one kind would leave a decision's meaning to whichever node happens to wait.
+    """
+    kinds: dict[str, NodeSpec] = {}
     for spec, _ in wiring:
         pause = spec.pauses
         if pause is None:
             continue
-        other = kinds.setdefault(pause.kind, spec.name)
-        if other != spec.name:
+        other = kinds.setdefault(pause.kind, spec)
+        if other.pauses != pause:
             raise WiringError(
-                f"pauses {other!r} and {spec.name!r} both declare kind {pause.kind!r}: a "
-                "decision names its pause by kind, so each pause needs a kind of its own"
+                f"pauses {other.name!r} and {spec.name!r} declare two different pauses of kind "
+                f"{pause.kind!r}: a decision names its pause by kind; give one its own kind, "
+                "or give both nodes the same Pause"
             )

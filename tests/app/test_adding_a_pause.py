@@ -4,6 +4,7 @@ out fails at import or at build_graph, naming what is missing."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import types
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from graphs.errors import WiringError
 from graphs.human import pause_request
 from graphs.pauses import PauseDeclarationError
 from graphs.ports import StepInfo
+from graphs.routing import STOP, stopped
 from tests.conftest import OBJECTIVE, nodes_run
 from tests.docs.snippets import ROOT
 from tests.extension_edit_titles import (
@@ -293,7 +295,9 @@ def test_the_pause_left_out_of_the_wiring_or_unreached_fails_the_build(
         build_graph(wiring=unreached)
 
 
-def test_two_pauses_of_one_kind_fail_the_build(page: types.ModuleType) -> None:
+def test_two_nodes_may_pause_the_same_way_and_each_is_asked_in_turn(
+    settings: Settings, page: types.ModuleType
+) -> None:
     again = node(
         "edit_titles_again",
         reads=page.EditTitlesInput,
@@ -302,10 +306,45 @@ def test_two_pauses_of_one_kind_fail_the_build(page: types.ModuleType) -> None:
     )(page.edit_titles.body)
 
     def to_again(state: Mapping[str, Any]) -> Literal["edit_titles_again", "__end__"]:
+        return STOP if stopped(state) else "edit_titles_again"
+
+    wiring = tuple(
+        (spec, to_again if spec is page.edit_titles else route) for spec, route in wiring_with(page)
+    )
+    wiring = (*wiring, (again, route_after_edit_titles))
+    with Workflow(settings, wiring=wiring) as workflow:
+        first = workflow.run(OBJECTIVE, "t-twice")
+        assert first.human_request is not None
+        approve = DecisionFlags(action="approve")
+        outcome = workflow.resume(
+            "t-twice", parse_decision(first.human_request, approve, workflow.pauses)
+        )
+        second = outcome.human_request
+        assert second is not None and second.request_kind == "edit_titles"
+        assert second.interrupt_id != first.human_request.interrupt_id
+        flags = DecisionFlags(action="edit_titles", details=(edits((TITLE, RENAMED)),))
+        outcome = workflow.resume("t-twice", parse_decision(second, flags, workflow.pauses))
+        assert outcome.state == TaskState.COMPLETED and outcome.article is not None
+        article = workflow.context.store.get(outcome.article).decode("utf-8")
+        assert article.splitlines()[0] == f"# {RENAMED}"
+        ran = nodes_run(workflow, "t-twice")
+        assert ran.index("edit_titles") < ran.index("edit_titles_again") < ran.index("reviewer")
+
+
+def test_two_different_pauses_of_one_kind_fail_the_build(page: types.ModuleType) -> None:
+    other = dataclasses.replace(page.EDIT_TITLES, ids="edit-titles-other")
+    again = node(
+        "edit_titles_again",
+        reads=page.EditTitlesInput,
+        writes=page.EditTitlesOutput,
+        pauses=other,
+    )(page.edit_titles.body)
+
+    def to_again(state: Mapping[str, Any]) -> Literal["edit_titles_again", "__end__"]:
         return "edit_titles_again"
 
     wiring = tuple(
         (spec, to_again if spec is page.edit_titles else route) for spec, route in wiring_with(page)
     )
-    with pytest.raises(WiringError, match="both declare kind 'edit_titles'"):
+    with pytest.raises(WiringError, match="two different pauses of kind 'edit_titles'"):
         build_graph(wiring=(*wiring, (again, route_after_edit_titles)))
