@@ -8,7 +8,6 @@ not a second description to keep in step.
 from __future__ import annotations
 
 import json
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
@@ -16,18 +15,11 @@ from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 
 from app.a2a.parts import JSON, MARKDOWN
 from app.a2a.tasks import CONTRACT_ARTIFACTS
+from app.version import package_version
 from contracts import HumanDecision, TaskRevision, TaskSpec
 
 SKILL_ID = "research-write-review"
 INPUT_FIELDS = ("objective", "questions", "constraints", "corpus", "budget", "policies")
-
-
-def package_version() -> str:
-    """The installed distribution's version (a source checkout without it says so)."""
-    try:
-        return version("handoff-workflow")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def described_fields(schema: dict[str, Any]) -> list[str]:

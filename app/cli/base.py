@@ -14,6 +14,7 @@ from app.error_lines import error_line, redacted
 from app.exit_codes import EXPECTED_ERRORS, for_error
 from app.opening import open_workflow as open_workflow  # the commands' way to their threads
 from app.storage.postgres import is_postgres_url
+from app.version import package_version
 from app.workflow import Workflow
 
 if TYPE_CHECKING:
@@ -60,10 +61,26 @@ cli = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    """``--version``: the installed distribution's version, read from its metadata."""
+    if asked:
+        typer.echo(f"handoff {package_version()}")
+        raise typer.Exit()
+
+
 @cli.callback()
 def _options(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks on errors (the exit code stays).")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
     ] = False,
 ) -> None:
     """Read by the error handler of ``_MappedErrors`` from the context's params."""
