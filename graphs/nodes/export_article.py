@@ -138,7 +138,9 @@ def export_article(call: NodeCall) -> NodeResult:
     outcome: RunOutcome = call.require("outcome")
     done = approved_write(call, export_call(call, outcome))
     if done.error is None:
-        return NodeResult({"outcome": published(outcome)})
+        written = getattr(done.output, "path", None)
+        where = {"reason": f"exported to {written}"} if written else {}
+        return NodeResult({"outcome": published(outcome).model_copy(update=where)})
     failed = ErrorDetail(
         code=ErrorCode.TRANSIENT if done.error.retryable else ErrorCode.INTERNAL,
         detail=f"{NOT_EXPORTED}: {done.error.message}"[:2000],

@@ -66,6 +66,7 @@ def test_an_approved_export_writes_the_article_once_and_is_receipted(
     assert (done.state, done.result_status) == (TaskState.COMPLETED, "completed")
     exported = settings.resolved_export_dir() / "t-approve.md"
     assert exported.read_bytes() == workflow.artifact("t-approve", "article")
+    assert done.reason == f"exported to {exported}"  # what the CLI prints: where it wrote
     effect = workflow.ledger.tool_effect("t-approve", call_id)
     assert effect is not None
     assert json.loads(effect)["output"]["path"] == str(exported)
