@@ -76,5 +76,11 @@ class RunOutcome(VersionedContract):
         return data
 
     def summary(self) -> str:
-        """Progress line: how the run ended."""
-        return self.state.value
+        """Progress line: how the run ended, and the article revision it published.
+
+        A revision run publishes the article's next revision: the line says which, so
+        the progress of ``handoff revise`` names what it produced.
+        """
+        if self.article is None:
+            return self.state.value
+        return f"{self.state.value} · article revision {self.article.revision}"

@@ -12,6 +12,7 @@ import pytest
 
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow import Workflow
+from app.workflow.progress import step_summary
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
 from graphs.declare import CheckedState, NodeCall
 from graphs.errors import ContractViolation, SourceRefused
@@ -56,7 +57,12 @@ def test_a_tighter_word_limit_reuses_research_and_reruns_writer_and_reviewer(
     workflow: Workflow,
 ) -> None:
     first = completed(workflow, "t-rev-words", constraints={"max_words": 400})
-    revised = workflow.revise("t-rev-words", {"max_words": 120, "reason": "a shorter piece"})
+    lines: list[str] = []
+    revised = workflow.revise(
+        "t-rev-words",
+        {"max_words": 120, "reason": "a shorter piece"},
+        on_progress=lambda node, values: lines.append(": ".join(step_summary(node, values))),
+    )
     assert revised.state == TaskState.COMPLETED and revised.result_status == "completed"
     task: TaskSpec = workflow.state("t-rev-words")["task"]
     assert (task.task_version, task.constraints.max_words) == (2, 120)
@@ -70,6 +76,8 @@ def test_a_tighter_word_limit_reuses_research_and_reruns_writer_and_reviewer(
     assert workflow.state("t-rev-words")["draft"].word_count <= 120
     assert first.article is not None and revised.article is not None
     assert revised.article.revision == first.article.revision + 1
+    published = f"{TaskState.COMPLETED.value} · article revision {revised.article.revision}"
+    assert any(line.endswith(published) for line in lines), lines  # progress names it
     old = workflow.context.store.get(first.article)  # the published revision stays readable
     assert old != workflow.context.store.get(revised.article)
     check_handoffs_follow_the_route(workflow)
