@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import time
 from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -33,6 +35,9 @@ PLAN = "handoff_plan"
 """Where the request handler leaves the plan it admitted, in the call context's state."""
 
 CANCEL_REASON = "cancelled by an A2A client (tasks/cancel)"
+TASKS = logging.getLogger("handoff.a2a.tasks")
+"""One line per task the server ran: what it did, the thread, how it ended, how long it took
+(``run rosetta-1: TASK_STATE_COMPLETED in 1.42 s``), as a fleet worker prints per job."""
 
 
 class WorkflowExecutor(AgentExecutor):
@@ -56,15 +61,23 @@ class WorkflowExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Carry out the admitted plan and publish until the thread stops or pauses."""
         task_id, context_id = str(context.task_id), str(context.context_id)
+        began, ended = time.monotonic(), "stopped"
+        plan = context.call_context.state.get(PLAN)
         try:
-            await self._execute(task_id, context_id, context, event_queue)
+            ended = await self._execute(task_id, context_id, context, event_queue)
+        except BaseException as error:
+            ended = f"failed ({type(error).__name__})"
+            raise
         finally:
             self._ended.discard(task_id)
             self.threads.release(task_id)
+            action = plan.action if isinstance(plan, Plan) else "task"
+            TASKS.info("%s %s: %s in %.2f s", action, task_id, ended, time.monotonic() - began)
 
     async def _execute(
         self, task_id: str, context_id: str, context: RequestContext, event_queue: EventQueue
-    ) -> None:
+    ) -> str:
+        """Carry out the plan; how the task ended (its state, or ``stopped`` by a cancel)."""
         plan = context.call_context.state.get(PLAN)
         if not isinstance(plan, Plan):  # every send passes WorkflowRequestHandler._admit
             raise InternalError(message=f"task {task_id!r}: the message was not admitted")
@@ -102,8 +115,9 @@ class WorkflowExecutor(AgentExecutor):
                 await updater.update_status(
                     TaskState.TASK_STATE_WORKING, message, metadata={"node": name}
                 )
+        ended = "stopped"
         try:
-            finished.result()
+            ended = finished.result().state.value
         except Stopped:
             pass  # a cancel stopped it and publishes the end it made (or the server stops)
         except Exception as error:
@@ -111,10 +125,11 @@ class WorkflowExecutor(AgentExecutor):
         else:
             if self._claim_end(task_id):
                 await self.publish(task_id, event_queue, updater)
-                return
+                return ended
         cancelling = self._cancelled.get(task_id)
         if cancelling is not None:  # the sender hears the end the cancel publishes
             await cancelling.wait()
+        return ended
 
     async def publish(self, task_id: str, event_queue: EventQueue, updater: TaskUpdater) -> None:
         """The task as its thread tells it now: its artifacts, then its status."""

@@ -13,6 +13,7 @@ import typer
 from app.cli.base import cli, err, out
 from app.cli.terminal import visible
 from app.errors import QueueUnavailable, UnknownContract
+from app.log_lines import print_lines
 from app.settings import Settings
 from app.storage.postgres import describe_url, is_postgres_url
 from graphs.errors import ExitCode
@@ -79,6 +80,7 @@ def a2a_server(
     try:
         import uvicorn
 
+        from app.a2a.executor import TASKS
         from app.a2a.service import build_app
     except ImportError as error:
         raise ServeError(
@@ -98,6 +100,7 @@ def a2a_server(
             markup=False,
         )
     app = build_app(settings, url=served, max_runs=jobs, max_request_bytes=max_request_bytes)
+    print_lines(TASKS, "a2a")  # one line per task, as a fleet worker prints per job
     out.print(f"serving the A2A agent at {served}", markup=False)
     out.print(f"  agent card: {served.rstrip('/')}/.well-known/agent-card.json", markup=False)
     out.print(f"  threads:    {describe_url(settings.resolved_database_url())}", markup=False)

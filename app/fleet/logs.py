@@ -16,7 +16,7 @@ from app.fleet.outage import (
     lost,
     reason_of,
 )
-from app.text.visible import visible
+from app.log_lines import VisibleLines, print_lines
 
 if TYPE_CHECKING:
     pass
@@ -37,14 +37,7 @@ def _wait_ended(record: logging.LogRecord) -> bool:
     return True
 
 
-class _Visible(logging.Formatter):
-    """A record's lines, its traceback's too, with no control character a terminal acts on."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return visible(super().format(record))
-
-
-class _OneLineOutages(_Visible):
+class _OneLineOutages(VisibleLines):
     """Log lines as they are, except that a lost database is a reason, not a traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -88,12 +81,7 @@ def configure_worker_logging(stream: IO[str] | None = None) -> None:
 
 def configure_job_lines(stream: IO[str] | None = None) -> None:
     """One line per job on stderr (``run fleet-3: TASK_STATE_COMPLETED in 1.42 s``)."""
-    if not JOBS.handlers:
-        handler = logging.StreamHandler(stream or sys.stderr)
-        handler.setFormatter(_Visible("worker: %(message)s"))
-        JOBS.addHandler(handler)
-    JOBS.propagate = False
-    JOBS.setLevel(logging.INFO)
+    print_lines(JOBS, "worker", stream)
 
 
 def report_task_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

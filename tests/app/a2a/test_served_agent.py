@@ -107,6 +107,10 @@ def test_send_completes_with_the_article_and_three_contract_artifacts(
             status = status_json(a2a_server, task.id)
             assert status["outcome"]["state"] == TaskState.Name(read.status.state)
             assert status["outcome"]["result_status"] == read.metadata["result_status"]
+            ran = f"a2a: run {task.id}: TASK_STATE_COMPLETED in "  # one line per task
+            assert sum(ran in line for line in a2a_server.tail().splitlines()) == 1, (
+                a2a_server.tail()
+            )
 
     asyncio.run(scenario())
 
