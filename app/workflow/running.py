@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from langgraph.graph import END
 from langgraph.types import Command
 
 from app.errors import (
@@ -34,7 +35,9 @@ from contracts import (
 from graphs import RunContext
 from graphs.admission import admit
 from graphs.boundary import read
+from graphs.errors import WiringError
 from graphs.node_runner import record_event
+from graphs.wiring import Wiring, targets
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 
@@ -167,7 +170,7 @@ class Runner:
         return ended
 
     def cancel(self, thread_id: str, reason: str, decided_by: str) -> RunOutcome:
-        """Recorded as if the wiring's terminal node had concluded: its router ends the run."""
+        """Recorded as if a node that only ends the run had concluded (``ending_node``)."""
         if not reason.strip():
             raise InvalidDecision("reason is required to cancel a thread: say why")
         self.refuse_if_held(thread_id, "nothing was cancelled")
@@ -202,8 +205,7 @@ class Runner:
             review_rounds=draft.revision if draft else 0,
             reason=f"cancelled by {decided_by}: {reason}"[:2000],
         )
-        terminal = next(spec.name for spec, _ in self.opened.wiring if spec.terminal)
-        graph.update_state(config, {"outcome": outcome}, as_node=terminal)
+        graph.update_state(config, {"outcome": outcome}, as_node=ending_node(self.opened.wiring))
         record_event(
             self.opened.ledger,
             thread_id,
@@ -213,6 +215,20 @@ class Runner:
             clock=self.opened.context.clock,
         )
         return outcome
+
+
+def ending_node(wiring: Wiring) -> str:
+    """The first node whose route goes nowhere but the end, to record a cancel as.
+
+    The outcome is written as that node's update, so its route, asked next, ends the thread.
+    A terminal node's route may go on (finalize's goes to the export, or to a node a project
+    adds after publishing): recorded as one, a cancelled thread would be left a node to run.
+    """
+    for spec, route in wiring:
+        ends = targets(route) if callable(route) else (route,) if isinstance(route, str) else route
+        if set(ends) == {END}:
+            return spec.name
+    raise WiringError("no node of the wiring routes only to the end: a cancel has none to end as")
 
 
 def task_of(objective: str, **fields: Any) -> TaskSpec:

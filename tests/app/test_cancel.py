@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from typing_extensions import TypedDict
 
 from app.errors import InvalidDecision, ThreadFinished, ThreadNotFound
 from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import ErrorCode, TaskState
-from graphs.errors import IntegrityError
+from app.workflow.running import ending_node
+from contracts import ErrorCode, RunOutcome, TaskSpec, TaskState
+from graphs import WIRING, NodeCall, NodeResult, node
+from graphs.errors import IntegrityError, WiringError
+from graphs.graph import route_after_finalize
+from graphs.nodes.finalize import finalize
+from graphs.routing import STOP, detour
+from graphs.wiring import rerouted
 from tests.app.store_faults import tamper
 from tests.app.test_human_in_the_loop import handoff, paused
-from tests.conftest import OBJECTIVE
+from tests.conftest import OBJECTIVE, nodes_run
 
 
 def test_a_waiting_thread_is_cancelled_with_its_reason_and_can_no_longer_be_resumed(
@@ -41,6 +48,33 @@ def test_a_thread_stuck_on_tampered_inputs_can_be_ended(workflow: Workflow) -> N
     outcome = workflow.cancel("t-stuck", "source store corrupted; rerun from scratch")
     assert workflow.outcome("t-stuck") == outcome
     assert outcome.state == TaskState.CANCELED
+
+
+class IndexInput(TypedDict):
+    task: TaskSpec
+    outcome: RunOutcome | None
+
+
+@node("index_article", reads=IndexInput, writes=IndexInput)
+def index_article(call: NodeCall) -> NodeResult:
+    return NodeResult({})
+
+
+def test_a_thread_is_cancelled_when_a_node_follows_finalize(settings: Settings) -> None:
+    """Finalize's route goes on to a step after publishing: the cancel still ends the thread."""
+    after = detour(route_after_finalize, STOP, via="index_article")
+    wiring = (*rerouted(WIRING, finalize, after), (index_article, STOP))
+    with Workflow(settings, wiring=wiring) as workflow:
+        paused(workflow, "t-cancel-after")
+        outcome = workflow.cancel("t-cancel-after", "objective withdrawn")
+        assert workflow.outcome("t-cancel-after") == outcome
+        assert workflow.status("t-cancel-after").next_nodes == (), "no node is left to run"
+        assert "index_article" not in nodes_run(workflow, "t-cancel-after")
+
+
+def test_a_wiring_whose_every_route_goes_on_has_no_node_to_end_a_cancel_as() -> None:
+    with pytest.raises(WiringError, match="no node of the wiring routes only to the end"):
+        ending_node(((index_article, "finalize"), (finalize, route_after_finalize)))
 
 
 def test_cancel_refuses_a_blank_reason_an_unknown_or_an_ended_thread(workflow: Workflow) -> None:
