@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,4 +111,14 @@ def nodes_run(workflow: Workflow, thread: str) -> list[str]:
     return [run.node_id for run in workflow.history(thread)]
 
 
-__all__ = ["OBJECTIVE", "build_context", "nodes_run", "write_corpus"]
+def passes(ran: Sequence[str], *nodes: str) -> list[str]:
+    """The visits of ``ran`` to ``nodes``, in the order they ran.
+
+    A test states the path its behaviour is about, ``passes(ran, *path) == [*path]``: those
+    nodes ran in that order, each as often as named. A node an adapted wiring puts between
+    them (a check before review, a step after publishing) is no part of that path.
+    """
+    return [node for node in ran if node in nodes]
+
+
+__all__ = ["OBJECTIVE", "build_context", "nodes_run", "passes", "write_corpus"]

@@ -32,7 +32,7 @@ from graphs.human import pause_request
 from graphs.pauses import PauseDeclarationError
 from graphs.ports import StepInfo
 from graphs.routing import STOP, stopped
-from tests.conftest import OBJECTIVE, nodes_run
+from tests.conftest import OBJECTIVE, nodes_run, passes
 from tests.docs.snippets import ROOT
 from tests.extension_edit_titles import (
     load,
@@ -170,14 +170,8 @@ def test_a_valid_decision_resumes_the_thread_and_renames_the_heading(
         assert outcome.article is not None
         article = workflow.context.store.get(outcome.article).decode("utf-8")
         assert article.splitlines()[0] == f"# {RENAMED}"
-        assert nodes_run(workflow, "t-renamed") == [
-            "research",
-            "join_research",
-            "writer",
-            "edit_titles",
-            "reviewer",
-            "finalize",
-        ]
+        path = ("research", "join_research", "writer", "edit_titles", "reviewer", "finalize")
+        assert passes(nodes_run(workflow, "t-renamed"), *path) == [*path]
         values = workflow.graph.get_state(workflow.config("t-renamed")).values
         last = DecisionLog.model_validate(values["decisions"]).last()
         assert last is not None and (last.request_kind, last.action) == (

@@ -13,7 +13,7 @@ from contracts import ErrorCode, TaskState
 from graphs import WIRING
 from graphs.nodes.research import WIDENED
 from tests.app.test_review_loop import SloppyWriter
-from tests.conftest import OBJECTIVE, write_corpus
+from tests.conftest import OBJECTIVE, passes, write_corpus
 
 NODES = [spec for spec, _ in WIRING]
 
@@ -116,13 +116,14 @@ def test_a_corpus_answering_nothing_ends_partial_naming_the_question_after_two_p
     named = [error for error in outcome.errors if error.field == "questions.q-1"]
     assert named and named[0].code == ErrorCode.INSUFFICIENT_EVIDENCE
     assert "quantum chromodynamics" in named[0].detail
-    assert [run.node_id for run in workflow.history("t-none")] == [
+    ran = [run.node_id for run in workflow.history("t-none")]
+    assert passes(ran, "research", "join_research", "writer", "conclude") == [
         "research",
         "join_research",
         "research",
         "join_research",
         "conclude",
-    ]
+    ], "two passes of research, then the end; nothing was written"
 
 
 def test_invalid_fault_rules_are_refused() -> None:

@@ -38,7 +38,8 @@ from tests.conftest import OBJECTIVE
 WORKERS = 4
 RACES = 20
 THREADS = 100
-NODES = {"research", "join_research", "writer", "reviewer", "finalize"}
+PATH = ("research", "join_research", "writer", "reviewer", "finalize")
+"""Nodes a completed run passes through; an adapted wiring may add others between them."""
 SPAWN = multiprocessing.get_context("spawn")
 
 
@@ -185,7 +186,10 @@ def assert_no_duplicate_revisions(workflow: Workflow, thread_id: str) -> None:
 
 
 def assert_single_writer_history(workflow: Workflow, thread_id: str) -> None:
-    """One linear checkpoint chain, each node's work done once, no revision written twice."""
+    """One linear checkpoint chain, each node's work done once, no revision written twice.
+
+    Every audit record is work done once: a process that lost the race recorded nothing.
+    """
     assert_linear_chain(workflow, thread_id)
     assert_no_duplicate_revisions(workflow, thread_id)
 
@@ -195,8 +199,9 @@ def assert_single_writer_history(workflow: Workflow, thread_id: str) -> None:
         for run in runs
         if run.status == "succeeded" and not run.reused
     )
-    assert {node for node, _ in done} == NODES, f"{thread_id}: {done}"
+    assert {node for node, _ in done} >= set(PATH), f"{thread_id}: {done}"
     assert max(done.values()) == 1, f"{thread_id}: a node did its work twice: {done}"
+    assert len(runs) == len(done), f"{thread_id}: records besides the work: {runs}"
     assert not [run for run in runs if run.status == "running"]
 
 
@@ -249,7 +254,6 @@ def test_racing_resumes_exactly_one_proceeds_every_time_and_nothing_forks(
             thread_id = f"t-race-{race}"
             assert workflow.outcome(thread_id).result_status == "completed"
             assert_single_writer_history(workflow, thread_id)
-            assert len(workflow.history(thread_id)) == len(NODES), "losers recorded nothing"
     assert len(winners) > 1, f"the races were not real: one process always won ({winners})"
 
 
@@ -293,7 +297,6 @@ def _complete_from_a_shared_queue(backend: Settings) -> None:
         assert workflow.threads() == thread_ids
         for thread_id in thread_ids:
             assert_single_writer_history(workflow, thread_id)
-            assert len(workflow.history(thread_id)) == len(NODES)
 
 
 @pytest.mark.e2e

@@ -33,7 +33,7 @@ from graphs import WriteRequest
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env
 from tests.cli import HANDOFF
-from tests.conftest import OBJECTIVE, nodes_run
+from tests.conftest import OBJECTIVE, nodes_run, passes
 
 validate_resume = langgraph_types._validate_resume
 
@@ -69,14 +69,8 @@ def test_pause_in_one_process_and_decide_in_another(settings: Settings) -> None:
     decided = handoff(settings, "resume", "t-hitl", "--approve")
     assert decided.returncode == ExitCode.COMPLETED, decided.stderr
     with Workflow(settings) as workflow:
-        assert nodes_run(workflow, "t-hitl") == [
-            "research",
-            "join_research",
-            "approve_research",
-            "writer",
-            "reviewer",
-            "finalize",
-        ]
+        path = ("research", "join_research", "approve_research", "writer", "reviewer", "finalize")
+        assert passes(nodes_run(workflow, "t-hitl"), *path) == [*path]
         decisions = workflow.state("t-hitl")["handoff"].accepted_decisions
         assert [d.provenance.producer for d in decisions] == ["human"]
 
@@ -140,11 +134,12 @@ def test_the_graph_itself_refuses_an_invalid_resume_so_server_clients_are_covere
 def test_code_before_the_interrupt_has_its_effects_once(workflow: Workflow) -> None:
     request = paused(workflow, "t-once")
     artifacts = {i: workflow.context.store.history(i) for i in workflow.context.store.ids()}
+    before = nodes_run(workflow, "t-once")
     for _ in range(3):
         with pytest.raises(InvalidDecision):
             workflow.resume("t-once", {"interrupt_id": request.interrupt_id, "action": "abort"})
         assert workflow.pending("t-once") is not None
-    assert [run.node_id for run in workflow.history("t-once")] == ["research", "join_research"]
+    assert nodes_run(workflow, "t-once") == before and "approve_research" not in before
     assert {i: workflow.context.store.history(i) for i in artifacts} == artifacts
     workflow.resume("t-once", {"interrupt_id": request.interrupt_id, "action": "approve"})
     approvals = [run for run in workflow.history("t-once") if run.node_id == "approve_research"]

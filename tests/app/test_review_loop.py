@@ -23,7 +23,7 @@ from contracts import (
 )
 from graphs import AgentOutput, ReviewRequest, StepInfo, WriteRequest
 from tests.app.test_handoff_routes import stop_before
-from tests.conftest import OBJECTIVE, nodes_run
+from tests.conftest import OBJECTIVE, nodes_run, passes
 
 
 @dataclass
@@ -81,15 +81,8 @@ def test_reviewer_requests_changes_and_the_writer_addresses_them_in_round_two(
     assert draft.body.revision == 2, "each round is a new revision of the draft artifact"
     article = workflow.artifact("t-loop", "article").decode()
     assert "claim-9999" not in article and "moon" not in article
-    assert nodes_run(workflow, "t-loop") == [
-        "research",
-        "join_research",
-        "writer",
-        "reviewer",
-        "writer",
-        "reviewer",
-        "finalize",
-    ]
+    path = ("research", "join_research", "writer", "reviewer", "writer", "reviewer", "finalize")
+    assert passes(nodes_run(workflow, "t-loop"), *path) == [*path]
 
 
 def test_review_rounds_exhausted_end_partial_with_budget_exhausted(workflow: Workflow) -> None:
@@ -206,8 +199,8 @@ def test_a_word_limit_no_cited_sentence_fits_ends_the_run_at_once_with_the_reaso
     assert outcome.article is None, "nothing is published"
     assert [error.code for error in outcome.errors] == [ErrorCode.CONSTRAINT_VIOLATED]
     assert "no cited sentence fits in 10 words" in (outcome.reason or "")
-    nodes = [run.node_id for run in workflow.history("t-tiny")]
-    assert nodes == ["research", "join_research", "writer", "conclude"], (
+    nodes = nodes_run(workflow, "t-tiny")
+    assert passes(nodes, "writer", "reviewer", "conclude") == ["writer", "conclude"], (
         "no empty draft was reviewed"
     )
 
