@@ -1,5 +1,6 @@
 # Two entry points for a fresh machine with Python 3.11+ and make:
-#   make demo   install, then run the workflow on the bundled corpus (SQLite) and print the article
+#   make demo   install what the demo needs, then run the workflow on the bundled corpus (SQLite)
+#               and print the article
 #   make test   install with dev extras, then lint, type-check and run the tests
 #   make check  the fast loop: lint, type-check and the in-process tests needing no PostgreSQL
 PYTHON ?= python3
@@ -10,16 +11,24 @@ OBJECTIVE ?= Explain how the Rosetta Stone led to the decipherment of Egyptian h
 .PHONY: demo test check install lint typecheck pytest schemas clean
 
 $(BIN)/python:
+	@echo "creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# What the demo needs: handoff and the packages it runs on (make install adds the dev tools).
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	@echo "installing handoff and the packages it runs on into $(VENV)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $@
+	@echo "installing handoff with the dev tools (tests, linters, the dev server) into $(VENV)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	@touch $@ $(VENV)/.runtime
 
 install: $(VENV)/.installed
 
-demo: install
+demo: $(VENV)/.runtime
+	@echo "running the workflow on the bundled corpus (SQLite under .handoff/); the article follows"
 	$(BIN)/handoff run "$(OBJECTIVE)" --show
 
 lint: install
