@@ -4,7 +4,9 @@ In a clone the three parts below go to three files: the contract to
 ``contracts/fact_check.py``, the node to ``graphs/nodes/fact_check.py``, and the wiring
 change to ``graphs/graph.py`` (``route_after_writer`` returns ``"fact_check"`` where it
 returned ``"reviewer"``, and ``(fact_check, route_after_fact_check)`` joins ``WIRING``).
-Here the wiring is an extended copy, so the shipped graph stays as it is.
+Here the wiring is an extended copy, so the project's graph stays as it is: the check goes
+where a new draft goes on to review (``tests.placing``), the Writer's route in the shipped
+wiring.
 
 Run as a script (``python -m tests.extension_fact_check run|resume DATA THREAD``) it drives
 the extended workflow in a process of its own, for the kill test.
@@ -24,10 +26,8 @@ from app.settings import Settings
 from app.workflow import Workflow
 from contracts import DraftArticle, ResearchBundle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, node
-from graphs.graph import route_after_writer
-from graphs.nodes.writer import writer
-from graphs.routing import STOP, detour, stopped
-from graphs.wiring import rerouted
+from graphs.routing import STOP, stopped
+from tests.placing import with_extension
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 
@@ -83,14 +83,7 @@ def route_after_fact_check(state: Mapping[str, Any]) -> Literal["reviewer", "__e
     return STOP if stopped(state) else "reviewer"
 
 
-route_after_writer_checked = detour(route_after_writer, "reviewer", via="fact_check")
-"""``route_after_writer`` with the fact check before review."""
-
-
-WIRING_WITH_FACT_CHECK: Wiring = (
-    *rerouted(WIRING, writer, route_after_writer_checked),
-    (fact_check, route_after_fact_check),
-)
+WIRING_WITH_FACT_CHECK: Wiring = with_extension(WIRING, (fact_check, route_after_fact_check))
 
 
 def main(argv: list[str]) -> int:

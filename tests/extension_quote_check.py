@@ -2,9 +2,10 @@
 
 In a clone the parts below go to three files, as docs/adapt.md shows: the contract to
 ``contracts/quote_check.py``, the branch and its join to ``graphs/nodes/quote_check.py``,
-and the wiring to ``graphs/graph.py``. Here the wiring is an extended copy of the shipped
-one: the writer hands its draft to ``check_quotes`` (one task per source research read,
-run in parallel), whose join ``join_quotes`` hands the merged check to the reviewer.
+and the wiring to ``graphs/graph.py``. Here the wiring is an extended copy of the
+project's: a new draft goes to ``check_quotes`` (one task per source research read, run in
+parallel) where it went on to review (the Writer's route, as shipped), and the join
+``join_quotes`` hands the merged check to the reviewer.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ from typing_extensions import TypedDict
 from contracts import ResearchBundle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, no_task, node
 from graphs.boundary import require
-from graphs.graph import route_after_writer
-from graphs.nodes.writer import writer
-from graphs.routing import STOP, detour, stopped
-from graphs.wiring import rerouted
+from graphs.routing import STOP, stopped
+from tests.placing import with_extension
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 
@@ -121,12 +120,9 @@ def route_after_join_quotes(state: Mapping[str, Any]) -> Literal["reviewer", "__
     return STOP if stopped(state) else "reviewer"
 
 
-route_after_writer_checked = detour(route_after_writer, "reviewer", via="check_quotes")
-"""``route_after_writer`` with the quote check before review."""
-
-
-WIRING_WITH_QUOTE_CHECK: Wiring = (
-    *rerouted(WIRING, writer, route_after_writer_checked),
+WIRING_WITH_QUOTE_CHECK: Wiring = with_extension(
+    WIRING,
     (check_quotes, route_after_check_quotes),
     (join_quotes, route_after_join_quotes),
 )
+"""The quote check where a new draft goes on to review (``tests.placing``)."""

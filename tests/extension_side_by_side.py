@@ -3,7 +3,8 @@
 Between the writer and the reviewer, ``check_quotes`` (one task per source, from
 ``tests/extension_quote_check.py``) and ``measure_draft`` (one task: ``one_task``) run in
 the same step; their join ``join_checks`` waits for both, and hands the reviewer one
-check. The writer's route names both branch nodes as a tuple.
+check. The route that hands a new draft to review (the writer's, as shipped:
+``tests.placing``) names both branch nodes as a tuple.
 """
 
 from __future__ import annotations
@@ -15,11 +16,8 @@ from typing_extensions import TypedDict
 
 from contracts import DraftArticle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, no_task, node, one_task
-from graphs.graph import route_after_writer
-from graphs.nodes.writer import writer
-from graphs.routing import detour
-from graphs.wiring import rerouted
 from tests.extension_quote_check import QuoteCheckOutput, check_quotes, merged_check
+from tests.placing import before_review
 
 
 class DraftMeasure(VersionedContract):
@@ -87,14 +85,8 @@ def join_checks(call: NodeCall) -> NodeResult:
     return NodeResult({"quote_check": merged_check(call), "draft_measure": measure})
 
 
-route_after_writer_checked = detour(
-    route_after_writer, "reviewer", via=("check_quotes", "measure_draft")
-)
-"""``route_after_writer``, with both checks started side by side before review."""
-
-
 WIRING_SIDE_BY_SIDE: Wiring = (
-    *rerouted(WIRING, writer, route_after_writer_checked),
+    *before_review(WIRING, ("check_quotes", "measure_draft")),
     (check_quotes, "join_checks"),
     (measure_draft, "join_checks"),
     (join_checks, "reviewer"),

@@ -18,27 +18,27 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from app.cli.decision_file import DecisionInputError
-from app.cli.decision_hints import ACTIONS, action_names, render_request
+from app.cli.decision_hints import action_names, render_request
 from app.cli.decision_prompt import prompt_decision
 from app.cli.decisions import DecisionFlags, parse_decision
 from app.errors import InvalidDecision
 from app.settings import Settings
 from app.workflow import Workflow, check_decision
 from contracts import DecisionLog, HumanRequest, TaskState
-from graphs import build_graph, node
+from graphs import WIRING, build_graph, node
 from graphs.decision_schema import decision_schema
 from graphs.errors import WiringError
 from graphs.human import pause_request
 from graphs.pauses import PauseDeclarationError
 from graphs.ports import StepInfo
 from graphs.routing import STOP, stopped
+from graphs.wiring import pauses_of
 from tests.conftest import OBJECTIVE, nodes_run, passes
 from tests.docs.snippets import ROOT
 from tests.extension_edit_titles import (
     load,
     page_source,
     route_after_edit_titles,
-    route_after_writer_to_titles,
     wiring_with,
 )
 
@@ -76,13 +76,7 @@ def test_the_new_pause_shows_its_own_request_and_the_cli_names_its_action(
     )
     assert request.details is not None and request.details["titles"][0] == TITLE
     with Workflow(settings, wiring=wiring_with(page)) as workflow:
-        assert set(workflow.pauses) == {
-            "approve_research",
-            "review_exhausted",
-            "stale_input",
-            "confirm_write",
-            "edit_titles",
-        }
+        assert set(workflow.pauses) == {*pauses_of(WIRING), "edit_titles"}
         shown = io.StringIO()
         render_request(request, "t-titles", Console(file=shown, width=400), workflow.pauses)
         text = shown.getvalue()
@@ -91,9 +85,9 @@ def test_the_new_pause_shows_its_own_request_and_the_cli_names_its_action(
         assert f'titles: ["{TITLE}"' in text, "the pause's own request is shown"
         flags = DecisionFlags(action="edit_titles", details=(edits((TITLE, RENAMED)),))
         assert flags.raw(action_names(workflow.pauses)) is not None, "--action takes its name"
-    assert "edit_titles" not in ACTIONS, "the shipped workflow has no such pause"
+    without = {kind: pause for kind, pause in pauses_of(WIRING).items() if kind != "edit_titles"}
     with pytest.raises(DecisionInputError, match="--action 'edit_titles' is no action"):
-        DecisionFlags(action="edit_titles").raw()
+        DecisionFlags(action="edit_titles").raw(action_names(without))  # no pause declares it
 
 
 def test_the_terminal_prompt_asks_for_the_pause_s_own_fields(
@@ -279,14 +273,9 @@ def test_the_pause_left_out_of_the_wiring_or_unreached_fails_the_build(
     routed_but_missing = tuple(pair for pair in wiring if pair[0] is not page.edit_titles)
     with pytest.raises(WiringError, match=r"names no node: \['edit_titles'\]"):
         build_graph(wiring=routed_but_missing)
-    from graphs.graph import route_after_writer
-
-    unreached = tuple(
-        (spec, route_after_writer if route is route_after_writer_to_titles else route)
-        for spec, route in wiring
-    )
-    with pytest.raises(WiringError, match=r"reaches \['edit_titles'\]"):
-        build_graph(wiring=unreached)
+    stray = dataclasses.replace(page.edit_titles, name="stray_titles")  # no route names it
+    with pytest.raises(WiringError, match=r"reaches \['stray_titles'\]"):
+        build_graph(wiring=(*wiring, (stray, "reviewer")))
 
 
 def test_two_nodes_may_pause_the_same_way_and_each_is_asked_in_turn(

@@ -18,8 +18,6 @@ from app.workflow import Workflow
 from contracts import ErrorCode, Handoff, ResearchBundle, TaskSpec
 from graphs import WIRING, AgentOutput, ResearchRequest, build_graph, node
 from graphs.errors import ContractViolation, TransientError, WiringError
-from graphs.nodes.writer import writer
-from graphs.wiring import rerouted
 from tests.extension_quote_check import (
     OBJECTIVE,
     WIRING_WITH_QUOTE_CHECK,
@@ -29,9 +27,9 @@ from tests.extension_quote_check import (
     join_quotes,
     route_after_check_quotes,
     route_after_join_quotes,
-    route_after_writer_checked,
     source_keys,
 )
+from tests.placing import before_review
 from tests.routes import check_handoffs_follow_the_route
 
 QUESTIONS = ["Who found the Rosetta Stone?", "What scripts does the stone carry?"]
@@ -178,7 +176,7 @@ def test_a_branch_routed_past_its_join_fails_the_build() -> None:
         return "reviewer"
 
     wiring = (
-        *rerouted(WIRING, writer, route_after_writer_checked),
+        *before_review(WIRING, "check_quotes"),
         (check_quotes, to_review),
         (join_quotes, route_after_join_quotes),
     )

@@ -9,11 +9,11 @@ import pytest
 
 from graphs import WIRING
 from graphs.errors import WiringError
-from graphs.graph import route_after_writer
 from graphs.nodes.writer import writer
 from graphs.routing import detour
 from graphs.wiring import rerouted, targets
 from tests.extension_quote_check import check_quotes
+from tests.placing import drafts_to_review, router
 
 
 def pick(state: Mapping[str, Any]) -> Literal["reviewer", "conclude"]:
@@ -29,11 +29,13 @@ def test_a_detour_goes_through_the_new_node_where_the_router_went_to_the_old_one
     assert set(targets(side)) == {"check_quotes", "measure_draft", "conclude"}
 
 
-def test_a_detour_names_exactly_where_the_shipped_router_can_go() -> None:
-    routed = detour(route_after_writer, "reviewer", via="fact_check")
-    expected = {*targets(route_after_writer)} - {"reviewer"} | {"fact_check"}
+def test_a_detour_names_exactly_where_the_project_s_router_can_go() -> None:
+    spec = drafts_to_review(WIRING)[0]
+    route = router(spec, next(route for node, route in WIRING if node is spec))
+    routed = detour(route, "reviewer", via="fact_check")
+    expected = {*targets(route)} - {"reviewer"} | {"fact_check"}
     assert set(targets(routed)) == expected
-    assert routed.__name__ == "route_after_writer_via_fact_check"
+    assert routed.__name__ == f"{route.__name__}_via_fact_check"
 
 
 def test_a_detour_from_a_target_the_router_never_takes_is_refused() -> None:

@@ -21,8 +21,7 @@ from graphs import WIRING, AgentOutput, Wiring, build_graph, node
 from graphs.agents import ReviewRequest
 from graphs.errors import WiringError
 from graphs.nodes.reviewer import reviewer
-from graphs.nodes.writer import writer
-from graphs.wiring import contribute_reads, rerouted
+from graphs.wiring import contribute_reads
 from tests.backends import sqlite_settings
 from tests.extension_fact_check import (
     OBJECTIVE,
@@ -30,8 +29,8 @@ from tests.extension_fact_check import (
     FactCheckInput,
     FactCheckOutput,
     fact_check,
-    route_after_writer_checked,
 )
+from tests.placing import before_review
 
 read_by_reviewer = node(
     "fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=("reviewer",)
@@ -39,8 +38,8 @@ read_by_reviewer = node(
 
 
 def wiring_with(checker: Any, next_node: str = "reviewer") -> Wiring:
-    """The shipped wiring with ``checker`` between the writer and ``next_node``."""
-    return (*rerouted(WIRING, writer, route_after_writer_checked), (checker, next_node))
+    """The wiring with ``checker`` where a new draft goes on to review, then ``next_node``."""
+    return (*before_review(WIRING, "fact_check"), (checker, next_node))
 
 
 @dataclass

@@ -1,0 +1,78 @@
+"""Where the tests' extensions go in the project's wiring, as shipped or as adapted.
+
+An extension of the tests (a fact check, a quote check, the page's pause) goes where a new
+draft goes on to review. In the shipped wiring that is the Writer's route to the Reviewer;
+a project that put a node of its own there (a check, a pause) routes to the Reviewer from
+that node, and the extension goes after it. The place is derived from the wiring, not named
+here, so a project's own additions leave the extensions' tests as they are. A project that
+added the very node an extension adds (a page's walkthrough, applied) already has it there:
+the extension's node takes its place.
+"""
+
+from __future__ import annotations
+
+from graphs import NodeSpec, Wiring
+from graphs.graph import then
+from graphs.node_runner import Router
+from graphs.routing import detour
+from graphs.wiring import Route, rerouted, targets
+
+REVIEWER = "reviewer"
+WRITER = "writer"
+
+
+def router(spec: NodeSpec, route: Route) -> Router:
+    """The route as a router, a named next node (or branch nodes) included."""
+    return route if callable(route) else then(route, branch=spec.branch is not None)
+
+
+def ways_on(route: Route) -> tuple[str, ...]:
+    """Where a route can go."""
+    if callable(route):
+        return targets(route)
+    return (route,) if isinstance(route, str) else route
+
+
+def drafts_to_review(wiring: Wiring) -> list[NodeSpec]:
+    """The nodes whose route hands the Reviewer a new draft.
+
+    Those are the routes into the Reviewer from nodes it reaches only through the Writer.
+    One from a node the Reviewer reaches on its own (a person deciding, finalize sending back
+    a person's edit) brings no new draft of the Writer's.
+    """
+    ways = {spec.name: ways_on(route) for spec, route in wiring}
+    reached: set[str] = set()
+    pending = [REVIEWER]
+    while pending:
+        for target in ways.get(pending.pop(), ()):
+            if target not in reached and target != WRITER:
+                reached.add(target)
+                pending.append(target)
+    return [spec for spec, _ in wiring if REVIEWER in ways[spec.name] and spec.name not in reached]
+
+
+def before_review(wiring: Wiring, via: str | tuple[str, ...]) -> Wiring:
+    """``wiring`` with ``via`` where a new draft goes on to review (``drafts_to_review``)."""
+    found = drafts_to_review(wiring)
+    assert found, "no route of the wiring hands the Reviewer a new draft"
+    for spec in found:
+        route = next(route for node, route in wiring if node is spec)
+        wiring = rerouted(wiring, spec, detour(router(spec, route), REVIEWER, via=via))
+    return wiring
+
+
+def with_extension(wiring: Wiring, *added: tuple[NodeSpec, Route]) -> Wiring:
+    """``wiring`` with the extension's nodes before review, or in place of the project's own.
+
+    A project whose wiring already has nodes of these names added them itself: each
+    extension node takes the place of its namesake, on the project's route.
+    """
+    names = {spec.name: (spec, route) for spec, route in added}
+    present = [spec.name for spec, _ in wiring if spec.name in names]
+    if not present:
+        return (*before_review(wiring, added[0][0].name), *added)
+    assert sorted(present) == sorted(names), f"the project has {present} of {sorted(names)}"
+    return tuple(
+        (names[spec.name][0], route) if spec.name in names else (spec, route)
+        for spec, route in wiring
+    )
