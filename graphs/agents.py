@@ -109,6 +109,9 @@ class WriteRequest:
     store: ArtifactStore = field()
     step: StepInfo = field()
     inputs: Mapping[str, VersionedContract | None] = contributed_inputs()
+    tools: Toolbox | None = None
+    """The node's tools behind the boundary, if its declaration (or the wiring) gives it
+    some; a model-backed writer offers them to its model."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,9 @@ class ReviewRequest:
     store: ArtifactStore = field()
     step: StepInfo = field()
     inputs: Mapping[str, VersionedContract | None] = contributed_inputs()
+    tools: Toolbox | None = None
+    """The node's tools behind the boundary, if its declaration (or the wiring) gives it
+    some; a model-backed reviewer offers them to its model."""
 
 
 @runtime_checkable

@@ -119,8 +119,8 @@ class Declaration:
     joins: tuple[NodeSpec, ...] = ()
     """Makes this a join: it runs once every task of these branch nodes finished, and
     reads their results (``NodeCall.branch_outputs``); a branch that stopped stops it.
-    Several branch nodes are work of several kinds side by side: one route starts them all
-    (it returns their names as a tuple)."""
+    Several branch nodes are work of several kinds side by side: they start together, a
+    route naming any one of them starts them all (``graphs.fan_out.together``)."""
     starts_on: str | None = None
     """A channel of the workflow input: a run whose input carries it starts here instead
     of at the wiring's first node (``revise_task`` starts on a ``revision``)."""

@@ -7,6 +7,7 @@ from typing import Any, Literal, cast, get_type_hints
 
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
+from graphs.fan_out import side_by_side, together
 from graphs.node_runner import Router
 from graphs.state import WorkflowInput
 
@@ -16,7 +17,8 @@ def entry_router(wiring: Sequence[tuple[NodeSpec, Router]]) -> Router:
 
     That is the node whose ``starts_on`` channel the input carries (a revision starts at
     ``revise_task``). A ``starts_on`` channel the workflow input cannot carry would never
-    start a run: the build refuses it.
+    start a run: the build refuses it. A first node that is a branch node starts the other
+    branch nodes its join waits for beside it (``fan_out.together``).
     """
     if not wiring:
         raise WiringError("the wiring has no node: a run would have nowhere to start")
@@ -38,4 +40,4 @@ def entry_router(wiring: Sequence[tuple[NodeSpec, Router]]) -> Router:
 
     returns = cast(Any, Literal)[(first, *(name for _, name in entries))]
     start.__annotations__ = {"state": Any, "return": returns}
-    return start
+    return together(start, side_by_side(spec for spec, _ in wiring))

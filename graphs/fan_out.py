@@ -5,18 +5,22 @@ kinds side by side. When a name is a branch node's (``@node(..., branch=keys)``)
 conditional edge turns it into one LangGraph ``Send`` per key: each task gets the branch
 node's declared inputs from the state plus the ``branch`` it runs, all of them run in the
 same step, and the join they route to runs once they all finished. A tuple names branch
-nodes only, and every branch node of each join it starts: a join waits for all of them.
+nodes only. A join waits for every branch node it declares, so they start together: a
+route naming one of them starts the others beside it (``together``), and a new kind of
+work beside research is one branch node and its join's ``joins=``, with no route changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal, cast
 
 from langgraph.types import Send
 
 from contracts import BranchTask
 from graphs.declare import NodeSpec
+from graphs.node_runner import Router
+from graphs.wiring import targets
 
 Edge = Callable[[Mapping[str, Any]], Any]
 
@@ -26,7 +30,7 @@ class EmptyFanOut(ValueError):
 
 
 class PartialFanOut(ValueError):
-    """A route to several nodes that are not all branches of the joins it starts."""
+    """A route to several nodes that are not all branch nodes."""
 
 
 def one_task(state: Mapping[str, Any]) -> list[str]:
@@ -70,19 +74,15 @@ def branch_sends(specs: list[NodeSpec], state: Mapping[str, Any]) -> list[Send]:
 def fanning(
     route: Callable[[Mapping[str, Any]], str | tuple[str, ...]],
     branches: dict[str, NodeSpec],
-    joins: dict[str, NodeSpec],
 ) -> Edge:
-    """The conditional edge for ``route``: each branch node's name becomes its tasks.
-
-    ``joins`` maps each branch node's name to its join.
-    """
+    """The conditional edge for ``route``: each branch node's name becomes its tasks."""
 
     def edge(state: Mapping[str, Any]) -> Any:
         chosen = route(state)
         if isinstance(chosen, str):
             spec = branches.get(chosen)
             return chosen if spec is None else branch_sends([spec], state)
-        check_started_together(getattr(route, "__name__", "edge"), chosen, branches, joins)
+        check_started_together(getattr(route, "__name__", "edge"), chosen, branches)
         return branch_sends([branches[target] for target in chosen], state)
 
     edge.__name__ = getattr(route, "__name__", "edge")
@@ -90,9 +90,9 @@ def fanning(
 
 
 def check_started_together(
-    router: str, chosen: tuple[str, ...], branches: dict[str, NodeSpec], joins: dict[str, NodeSpec]
+    router: str, chosen: tuple[str, ...], branches: dict[str, NodeSpec]
 ) -> None:
-    """Several targets are branch nodes, with every other branch node of their joins."""
+    """Several targets are branch nodes (``together`` added their joins' others)."""
     plain = [target for target in chosen if target not in branches]
     if plain or not chosen:
         raise PartialFanOut(
@@ -100,10 +100,40 @@ def check_started_together(
             f"nodes only, joined by one join each; {plain or 'nothing'} is no branch node "
             "(declare it with branch=keys, or branch=one_task for one task)"
         )
-    for target in chosen:
-        left_out = [spec.name for spec in joins[target].joins if spec.name not in chosen]
-        if left_out:
-            raise PartialFanOut(
-                f"router {router} returned {list(chosen)}, but join {joins[target].name!r} "
-                f"also waits for {left_out}: a route starts all of a join's branches at once"
-            )
+
+
+def side_by_side(nodes: Iterable[NodeSpec]) -> dict[str, tuple[str, ...]]:
+    """Each branch node of a join that waits for several, with all of that join's, in order."""
+    found: dict[str, tuple[str, ...]] = {}
+    for spec in nodes:
+        names = tuple(branch.name for branch in spec.joins)
+        if len(names) > 1:
+            found.update(dict.fromkeys(names, names))
+    return found
+
+
+def together(route: Router, siblings: Mapping[str, tuple[str, ...]]) -> Router:
+    """``route``, starting every branch node of a join wherever it starts one of them.
+
+    ``siblings`` is ``side_by_side`` of the wiring. A join waits for all of its branch
+    nodes, so a route that starts one starts the others beside it, in the join's order:
+    the routes to ``research`` start a kind of work the wiring adds beside it, with no
+    route edited. Its ``Literal`` names them too, so the build checks where it goes. A
+    route that starts no such branch node is returned as it is.
+    """
+    names = targets(route)
+    if not any(name in siblings for name in names):
+        return route
+
+    def grown(chosen: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for name in chosen for n in siblings.get(name, (name,))))
+
+    def started(state: Mapping[str, Any]) -> str | tuple[str, ...]:
+        chosen = route(state)
+        named = (chosen,) if isinstance(chosen, str) else chosen
+        return chosen if grown(named) == named else grown(named)
+
+    started.__name__ = started.__qualname__ = route.__name__
+    returns = cast(Any, Literal)[grown(names)]
+    started.__annotations__ = {"state": Mapping[str, Any], "return": returns}
+    return started

@@ -28,7 +28,7 @@ from graphs.channels import Channel, ChannelError, merge, state_schema
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
 from graphs.entry import entry_router
-from graphs.fan_out import fanning
+from graphs.fan_out import fanning, side_by_side, together
 from graphs.node_runner import ContextFactory, Router, run_node
 from graphs.nodes import export_article as export
 from graphs.nodes.approve_research import approve_research
@@ -202,11 +202,20 @@ def then(target: str | tuple[str, ...], *, branch: bool = False) -> Router:
 
 
 def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
-    """The wiring as LangGraph builds it: ``read_by`` applied, named next nodes a router."""
-    return [
-        (spec, route if callable(route) else then(route, branch=spec.branch is not None))
-        for spec, route in contribute_reads(wiring)
-    ]
+    """The wiring as LangGraph builds it: ``read_by`` applied, named next nodes a router.
+
+    Each route starts every branch node of a join it starts one of (``fan_out.together``);
+    a router several nodes share stays one router.
+    """
+    siblings = side_by_side(spec for spec, _ in wiring)
+    made: dict[Router, Router] = {}
+    found: list[tuple[NodeSpec, Router]] = []
+    for spec, route in contribute_reads(wiring):
+        router = route if callable(route) else then(route, branch=spec.branch is not None)
+        if router not in made:
+            made[router] = together(router, siblings)
+        found.append((spec, made[router]))
+    return found
 
 
 def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
@@ -274,7 +283,8 @@ def build_graph(
     """
     built = routed(wiring)
     channels = workflow_channels(wiring)
-    ends = check_wiring(built, entry_router(built))
+    start = entry_router(built)
+    ends = check_wiring(built, start)
     builder: StateGraph[Any, RunContext, WorkflowInput, WorkflowOutput] = StateGraph(
         state_schema("WorkflowState", channels, [s.starts_on for s, _ in built if s.starts_on]),
         input_schema=WorkflowInput,
@@ -282,14 +292,12 @@ def build_graph(
         context_schema=RunContext,
     )
     branches = {spec.name: spec for spec, _ in built if spec.branch is not None}
-    joins = {branch.name: spec for spec, _ in built for branch in spec.joins}
     nodes = {spec.name: spec for spec, _ in built}
     for spec, route in built:
         # A join waits until no other task is left (defer): all its branches finished.
         runner = run_node(spec, route, default_context, nodes)
         builder.add_node(spec.name, runner, defer=bool(spec.joins))
-        edge = fanning(route, branches, joins)
+        edge = fanning(route, branches)
         builder.add_conditional_edges(spec.name, edge, list(ends[spec.name]))
-    start = entry_router(built)
-    builder.add_conditional_edges(START, fanning(start, branches, joins), list(targets(start)))
+    builder.add_conditional_edges(START, fanning(start, branches), list(targets(start)))
     return builder

@@ -10,10 +10,10 @@ channel:
 - a router shared by a pause and another node: each pause routes on its own, so a node
   inserted after one decision cannot be silently skipped on the other's path;
 - a node no route reaches from the first node (where a run starts);
-- a branch node whose route is not the one join that waits for it, a join waiting
-  for a branch node the wiring does not have (it would wait for nothing, or forever), and a
-  router that can start one of a join's branch nodes but not the others (the join would
-  run on part of its branches);
+- a branch node whose route is not the one join that waits for it, and a join waiting
+  for a branch node the wiring does not have (it would wait for nothing, or forever); a
+  route that starts one of a join's branch nodes starts the others beside it
+  (``graphs.fan_out.together``), so a join never runs on part of its branches;
 - an agent request field read from a channel the node's input schema does not declare;
 - two different pauses of one kind (a decision names its pause by kind; nodes that pause
   the same way share one ``Pause``);
@@ -254,7 +254,7 @@ def check_joined_branches(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
 def check_branches(
     wiring: Sequence[tuple[NodeSpec, Router]], ends: dict[str, tuple[str, ...]]
 ) -> None:
-    """Each branch routes to the one join that waits for it; each join's branches exist.
+    """Each branch routes to the one join that waits for it.
 
     A branch's tasks run side by side and their join merges them: a branch routed anywhere
     else would run its successor once per task, and a join nobody's branch feeds would run
@@ -270,16 +270,6 @@ def check_branches(
                 f"router {route.__name__} returns {list(ends[spec.name])}, and "
                 f"{joins or 'no node'} joins it (declare the join with joins=({spec.name},))"
             )
-    for spec, route in wiring:
-        for join, _ in wiring:
-            started = [branch.name for branch in join.joins if branch.name in ends[spec.name]]
-            missing = [branch.name for branch in join.joins if branch.name not in started]
-            if started and missing:
-                raise WiringError(
-                    f"router {route.__name__} of {spec.name!r} can start {started} but not "
-                    f"{missing}, which join {join.name!r} waits for too: a route starts all of "
-                    f"a join's branch nodes at once (return them as a tuple)"
-                )
 
 
 def check_reachable(start: Sequence[str], ends: dict[str, tuple[str, ...]]) -> None:

@@ -43,7 +43,7 @@ class LLMReviewerAgent(ModelBacked):
             revision=draft.revision,
             inputs=prompt_inputs.request_inputs(request, prompt_inputs.REVIEWER_LAYS_OUT),
         )
-        reply = self.ask_model(prompt, replies.ReviewReply, step, "review")
+        reply = self.ask_model(prompt, replies.ReviewReply, step, "review", request.tools)
         critique = [
             RequiredChange(
                 code=ErrorCode(item.code),

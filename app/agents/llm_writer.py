@@ -53,7 +53,7 @@ class LLMWriterAgent(ModelBacked):
             decisions=handoff.accepted_decisions,
             inputs=prompt_inputs.request_inputs(request, prompt_inputs.WRITER_LAYS_OUT),
         )
-        reply = self.ask_model(prompt, replies.DraftReply, step, "draft")
+        reply = self.ask_model(prompt, replies.DraftReply, step, "draft", request.tools)
         text = without_apparatus(reply.value.markdown.strip())
         body, cited = draft_markdown(text, bundle, open_questions(request))
         ref = store.put(step.artifact_id("draft"), "draft", body.encode(), "text/markdown")

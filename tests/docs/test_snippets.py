@@ -416,6 +416,25 @@ def test_a_walkthrough_costs_few_places_and_says_how_many(walkthrough: tuple[Pat
     assert not unnamed, f"{section!r} changes {unnamed} without naming them in its text"
 
 
+WIRING_MODULE = "graphs/graph.py"
+"""The one file under graphs/ an adaptation edits; it may add modules of its own there."""
+
+
+@pytest.mark.parametrize("walkthrough", WALKTHROUGHS, ids=_walkthrough_id)
+def test_a_walkthrough_edits_no_file_under_graphs_but_the_wiring_and_the_modules_it_adds(
+    walkthrough: tuple[Path, str],
+) -> None:
+    blocks = [s for s in SNIPPETS if (s.document, s.section) == walkthrough]
+    added = {block.options["file"] for block in blocks if "file" in block.options}
+    files, _ = touched(blocks)
+    edited = sorted(name for name in files - added - {WIRING_MODULE} if name.startswith("graphs/"))
+    assert not edited, (
+        f"{walkthrough[1]!r} edits {edited}: an adaptation changes no node, tool or runtime "
+        f"module the template ships, only {WIRING_MODULE} and the modules it adds; make the "
+        "framework take the change from the wiring instead"
+    )
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("walkthrough", WALKTHROUGHS, ids=_walkthrough_id)
 def test_a_walkthrough_applied_to_a_copy_of_the_project_runs(

@@ -1,11 +1,12 @@
 """Work of several kinds side by side: one route starts branch nodes of two kinds in one
 step, their join waits for both, a stopped one ends the run with its own error, and a
-wiring that could start one without the other fails when the graph is built."""
+route naming one of a join's branch nodes starts the others beside it."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 import pytest
@@ -13,15 +14,18 @@ import pytest
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import ErrorCode
-from graphs import build_graph
-from graphs.errors import WiringError
+from graphs.entry import entry_router
 from graphs.fan_out import PartialFanOut, check_started_together
-from graphs.graph import route_after_writer
+from graphs.graph import route_after_writer, routed
+from graphs.nodes.join_research import join_research
+from graphs.nodes.research import research
+from graphs.nodes.reviewer import reviewer
 from graphs.nodes.writer import writer
+from graphs.routing import STOP
+from graphs.wiring import targets
 from tests.extension_quote_check import OBJECTIVE, check_quotes
 from tests.extension_side_by_side import (
     WIRING_SIDE_BY_SIDE,
-    join_checks,
     measure_draft,
 )
 from tests.graphs.test_branches import completed, joined_handoff
@@ -72,7 +76,9 @@ def test_a_stopped_branch_of_one_kind_ends_the_run_with_its_own_error(
         assert {run.node_id for run in runs if run.status != "succeeded"} == {"measure_draft"}
 
 
-def test_a_router_that_can_start_one_branch_of_a_join_without_the_other_fails_the_build() -> None:
+def test_a_route_naming_one_branch_node_of_a_join_starts_every_branch_node_it_waits_for(
+    settings: Settings,
+) -> None:
     def route_to_the_quote_check_only(
         state: Mapping[str, Any],
     ) -> Literal["check_quotes", "research", "stale_decision", "conclude", "__end__"]:
@@ -83,16 +89,35 @@ def test_a_router_that_can_start_one_branch_of_a_join_without_the_other_fails_th
         (spec, route_to_the_quote_check_only if spec is writer else route)
         for spec, route in WIRING_SIDE_BY_SIDE
     )
-    with pytest.raises(
-        WiringError, match=r"can start \['check_quotes'\] but not \['measure_draft'\]"
-    ):
-        build_graph(wiring=wiring)
+    built = dict((spec.name, route) for spec, route in routed(wiring))
+    assert targets(built["writer"])[:2] == ("check_quotes", "measure_draft")
+    assert built["writer"].__name__ == "route_to_the_quote_check_only", "errors name it"
+    with Workflow(settings, wiring=wiring) as workflow:
+        _, sources = completed(workflow, "t-side-one")
+        counts = Counter(run.node_id for run in workflow.history("t-side-one"))
+        assert counts["check_quotes"] == len(sources) and counts["measure_draft"] == 1
+        written = joined_handoff(workflow, "t-side-one", "writer")
+        assert written.next_nodes == ["check_quotes", "measure_draft"], "the handoff names both"
 
 
-def test_a_route_returning_part_of_a_join_s_branches_is_refused_when_it_runs() -> None:
+def test_the_first_node_of_the_wiring_starts_the_branch_nodes_its_join_waits_for_too() -> None:
+    join = replace(join_research, joins=(research, check_quotes))
+    wiring = ((research, "join_research"), (check_quotes, "join_research"), (join, STOP))
+    start = entry_router(routed(wiring))
+    assert targets(start) == ("research", "check_quotes")
+    assert start({}) == ("research", "check_quotes")
+
+
+def test_a_router_shared_by_two_nodes_stays_one_router_when_it_grows() -> None:
+    def shared(state: Mapping[str, Any]) -> Literal["check_quotes", "__end__"]:
+        return "check_quotes"
+
+    built = routed(((writer, shared), (reviewer, shared), *WIRING_SIDE_BY_SIDE[-3:]))
+    assert built[0][1] is built[1][1]
+    assert built[0][1]({}) == ("check_quotes", "measure_draft")
+
+
+def test_a_route_returning_a_node_that_is_no_branch_beside_branch_nodes_is_refused() -> None:
     branches = {spec.name: spec for spec in (check_quotes, measure_draft)}
-    joins = {name: join_checks for name in branches}
-    with pytest.raises(PartialFanOut, match="also waits for \\['measure_draft'\\]"):
-        check_started_together("r", ("check_quotes",), branches, joins)
     with pytest.raises(PartialFanOut, match="\\['writer'\\] is no branch node"):
-        check_started_together("r", ("check_quotes", "writer"), branches, joins)
+        check_started_together("r", ("check_quotes", "writer"), branches)

@@ -5,18 +5,23 @@ the run); the handoff states the next node's limits."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
+from app.agents.writer import OfflineWriterAgent
+from app.services import build_context
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import Budget, ErrorCode, Handoff, NodeRun, TaskSpec, ToolReceipt
-from graphs import NodeCall, NodeResult, node
+from contracts import Budget, DraftArticle, ErrorCode, Handoff, NodeRun, TaskSpec, ToolReceipt
+from graphs import WIRING, AgentOutput, NodeCall, NodeResult, WriteRequest, node
 from graphs.errors import Omitted
+from graphs.nodes.writer import writer
 from graphs.tools import ToolSpec
 from tests.extension_quote_check import OBJECTIVE
 from tests.extension_tools import (
+    ECHO,
     PLANS,
     SECRET,
     WIRING_WITH_TOOLS,
@@ -227,3 +232,30 @@ def test_research_reads_and_searches_the_corpus_through_the_boundary_with_its_re
         assert run.usage.tool_calls == len(run.tool_receipts)
     joined = Handoff.model_validate(json.loads(stored)["handoff"])
     assert joined.tool_receipts == [receipt for run in runs for receipt in run.tool_receipts]
+
+
+@dataclass
+class EchoingWriter(OfflineWriterAgent):
+    """The offline writer, calling the tool its node was given before it writes."""
+
+    def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
+        assert request.tools is not None, "the writer's request carries its node's tools"
+        answer = request.tools.call("echo", {"text": "ok"})
+        assert answer.error is None and answer.output == EchoOutput(text="ok")
+        return super().run(request)
+
+
+def test_a_tool_the_wiring_gives_a_shipped_agent_node_reaches_its_agent_and_is_receipted(
+    settings: Settings,
+) -> None:
+    given = replace(writer, tools=(*writer.tools, ECHO))  # the writer's module unchanged
+    wiring = tuple((given if spec is writer else spec, route) for spec, route in WIRING)
+    context = build_context(settings, wiring=wiring).with_agent("writer", EchoingWriter())
+    with Workflow(settings, context=context, wiring=wiring) as workflow:
+        assert workflow.run(OBJECTIVE, "t-writer-tool").result_status == "completed"
+        runs = workflow.history("t-writer-tool")
+        stored = workflow.context.ledger.latest_result("t-writer-tool", "join_research")
+    assert [receipt.tool for receipt in receipts_of(runs, "writer")] == ["echo"]
+    assert stored is not None
+    handed = Handoff.model_validate(json.loads(stored)["handoff"])
+    assert (handed.next_allowed_action, handed.allowed_tools) == ("writer", ["echo"])

@@ -34,6 +34,7 @@ from contracts import (
 from graphs import ResearchRequest, ReviewRequest, StepInfo, WriteRequest
 from graphs.agents import from_channel
 from graphs.markdown import cited_claims
+from graphs.tools import Toolbox, ToolEnv
 from tests.app.agents.scripted import (
     APPROVE,
     ARTICLE,
@@ -42,13 +43,16 @@ from tests.app.agents.scripted import (
     MOON,
     STONE,
     YOUNG,
+    calling,
     claims,
     critique,
     draft,
     reply,
     scripted,
+    scripted_with_tools,
 )
 from tests.conftest import OBJECTIVE, write_corpus
+from tests.extension_tools import ECHO
 
 FIXED = datetime(2026, 1, 1, tzinfo=UTC)
 TASK = TaskSpec(
@@ -354,3 +358,28 @@ def test_a_constraint_added_to_the_contract_reaches_the_writer_prompt(tmp_path: 
     )
     assert "- at most 200 words in the body" in prompt
     assert "- Who the article is written for: museum visitors" in prompt
+
+
+def test_the_model_backed_writer_and_reviewer_offer_their_node_s_tools_to_their_model(
+    tmp_path: Path,
+) -> None:
+    store = FilesystemArtifactStore(tmp_path)
+    bundle, draft_ = _bundle_and_draft(store, ARTICLE)
+
+    def toolbox(node: str) -> Toolbox:
+        env = ToolEnv(store=store, step=_step(node), clock=lambda: FIXED)
+        return Toolbox(node=node, tools=(ECHO,), env=env)
+
+    asks = calling(("echo", {"text": "ok"}))
+    writing, reviewing = toolbox("writer"), toolbox("reviewer")
+    writer_model, _ = scripted_with_tools(asks, reply(draft(ARTICLE)))
+    LLMWriterAgent(writer_model).run(
+        WriteRequest(TASK, HANDOFF, bundle, None, None, store, _step("writer"), tools=writing)
+    )
+    reviewer_model, _ = scripted_with_tools(asks, reply(APPROVE))
+    LLMReviewerAgent(reviewer_model).run(
+        ReviewRequest(TASK, HANDOFF, bundle, draft_, store, _step("reviewer"), tools=reviewing)
+    )
+    for model, tools in ((writer_model, writing), (reviewer_model, reviewing)):
+        assert [tool["function"]["name"] for tool in model.offered] == ["echo"]
+        assert [(receipt.tool, receipt.error) for receipt in tools.receipts] == [("echo", None)]
