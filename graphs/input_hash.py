@@ -31,7 +31,14 @@ if TYPE_CHECKING:
 
 @cache
 def _source_digest(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The file's sha256; ``unread`` for code with no file to read (a REPL's, ``python -``).
+
+    Such code changes only with its process, so its name alone stands for it.
+    """
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "unread"
 
 
 def code_version(*objects: object) -> str:

@@ -3,6 +3,9 @@ and the code of the node and its agent: equal hash, equal work."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import sys
+import types
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +16,7 @@ from app.workflow import Workflow
 from contracts import DraftArticle, Handoff, TaskSpec
 from graphs import WIRING, NodeCall, NodeResult, NodeSpec
 from graphs.errors import ContractViolation, Omitted
-from graphs.input_hash import input_hash
+from graphs.input_hash import code_version, input_hash
 from graphs.node_runner import NodeCall as RunnerCall
 from tests.contracts.examples import EXAMPLES
 
@@ -26,7 +29,8 @@ def _state() -> dict[str, Any]:
 
 @pytest.fixture
 def context(tmp_path: Any) -> Any:
-    with Workflow(Settings(data_dir=tmp_path, model="offline")) as workflow:
+    settings = Settings(data_dir=tmp_path, database_url="memory://", model="offline")
+    with Workflow(settings) as workflow:
         yield workflow.context
 
 
@@ -157,3 +161,13 @@ def test_an_invalid_plain_input_is_refused_naming_its_field(context: Any) -> Non
     draft = {**DraftArticle.model_validate(state["draft"]).model_dump(mode="json"), "revision": 0}
     with pytest.raises(ContractViolation, match=r"draft\.revision"):
         input_hash(spec, {**state, "draft": draft}, context, task)
+
+
+def test_code_with_no_source_file_is_hashed_by_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent typed into ``python -`` or a REPL has no file to read: its name stands for it."""
+    typed_in = types.ModuleType("typed_in")
+    typed_in.__file__ = "<stdin>"
+    typed_in.__loader__ = importlib.machinery.BuiltinImporter()  # as ``python -``'s __main__
+    monkeypatch.setitem(sys.modules, "typed_in", typed_in)
+    exec(compile("class Agent:\n    pass\n", "<stdin>", "exec"), typed_in.__dict__)
+    assert code_version(typed_in.Agent()) == "typed_in.Agent:unread"
