@@ -26,6 +26,10 @@ def evaluate(
 ) -> list[CaseResult]:
     """Run every case on a scratch database and measure what it produced.
 
+    The scratch database keeps its artifacts in its own folder: a store the settings name
+    for the user's database (``database`` on PostgreSQL, ``memory`` beside ``memory://``)
+    could not serve an SQLite file.
+
     Raises SourceRefused (nothing run) for a case whose corpus is outside the roots.
     """
     from app.workflow import Workflow  # the harness drives the public API
@@ -36,6 +40,7 @@ def evaluate(
         scratch_settings = settings.with_overrides(
             data_dir=Path(scratch),
             database_url=f"sqlite:///{scratch}/eval.db",
+            artifact_store="auto",
             artifact_dir=None,
             corpus_roots=[*settings.corpus_roots, BUNDLED_CORPORA],
         )

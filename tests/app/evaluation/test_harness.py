@@ -51,6 +51,17 @@ def test_the_bundled_cases_run_from_any_folder_though_no_run_may_read_their_corp
     assert not any(bees[1].is_relative_to(root) for root in policy.roots), "roots not widened"
 
 
+@pytest.mark.parametrize("store", ["database", "memory"])
+def test_the_cases_run_whatever_store_the_settings_name_for_the_user_s_database(
+    tmp_path: Path, store: str
+) -> None:
+    """A PostgreSQL user's ``database`` store, or ``memory``: the scratch file keeps its own."""
+    settings = Settings(_env_file=None, data_dir=tmp_path, artifact_store=store)  # type: ignore[call-arg]
+    [bees] = [(case, corpus) for case, corpus in load_cases() if "honeybees" in case.corpus][:1]
+    [result] = evaluate([bees], settings.with_overrides(model="offline", fault=None))
+    assert result.defects == [] and result.status == "completed"
+
+
 @pytest.mark.e2e
 def test_handoff_eval_refuses_a_case_corpus_outside_the_roots_naming_it_and_the_setting(
     tmp_path: Path,
