@@ -17,6 +17,8 @@ import psycopg
 import pytest
 
 from app.settings import BUNDLED_CORPUS, Settings
+from app.storage.backends import backend_for
+from app.storage.backends.base import UnsupportedDatabaseUrl
 from bench._postgres import fresh_schema
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -77,18 +79,35 @@ def postgres_schema(prefix: str = "handoff_t") -> Iterator[str]:
         yield url
 
 
+def served(settings: Settings) -> Settings:
+    """``settings`` with the artifact store the environment names, where the database allows it.
+
+    The tests take ``HANDOFF_ARTIFACT_STORE`` as every program does, so a swapped store runs
+    under the whole suite. A store the database refuses beside it (``memory`` beside a file
+    that outlives the process, ``database`` beside SQLite) leaves those tests on the
+    database's own store ('auto'); the tests on ``memory://`` take it.
+    """
+    try:
+        backend_for(settings.resolved_database_url()).check(settings)
+    except UnsupportedDatabaseUrl:
+        return settings.with_overrides(artifact_store="auto")
+    return settings
+
+
 def sqlite_settings(data: Path) -> Settings:
     """Settings for an SQLite file and an artifact folder under ``data``.
 
     The folder holding ``data`` (the test's own) is a corpus root, so tests may research
-    corpora they write there.
+    corpora they write there. The artifact store is the environment's (see ``served``).
     """
-    return Settings(
-        data_dir=data,
-        database_url=f"sqlite:///{data / 'handoff.db'}",
-        artifact_dir=data / "artifacts",
-        corpus=[BUNDLED_CORPUS],
-        corpus_roots=[data.parent],
+    return served(
+        Settings(
+            data_dir=data,
+            database_url=f"sqlite:///{data / 'handoff.db'}",
+            artifact_dir=data / "artifacts",
+            corpus=[BUNDLED_CORPUS],
+            corpus_roots=[data.parent],
+        )
     )
 
 
@@ -99,7 +118,7 @@ def backend_settings(kind: str, data: Path) -> Iterator[Settings]:
         yield sqlite_settings(data)
     elif kind == "postgres":
         with postgres_schema() as url:
-            yield sqlite_settings(data).model_copy(update={"database_url": url})
+            yield served(sqlite_settings(data).with_overrides(database_url=url))
     else:
         raise ValueError(f"unknown test backend {kind!r}")
 

@@ -136,7 +136,8 @@ def test_an_emptied_database_is_damage_when_the_store_beside_it_was_used(
         db.with_name("handoff.db-wal").write_bytes(b"\x37\x7f\x06\x82" + bytes(PAGE))
     with pytest.raises(StorageDamaged, match="empty"):
         sqlite_files.check_file(db, artifacts)
-    with pytest.raises(StorageDamaged), Workflow(Settings(data_dir=store), read_only=True):
+    beside = Settings(data_dir=store, artifact_store="filesystem")  # the folder the test empties
+    with pytest.raises(StorageDamaged), Workflow(beside, read_only=True):
         pass
     assert db.stat().st_size == 0
 
