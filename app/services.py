@@ -13,6 +13,7 @@ from app.faults.rules import parse_faults
 from app.settings import Settings
 from app.storage.backends import artifact_store_for, ledger_for_url
 from app.tools import ArticleExport
+from app.tracing import run_trace
 from graphs import WIRING, ArtifactStore, RunContext, RunLedger, Wiring
 from graphs.context import provided, untracked, utc_now
 from graphs.tools.export import EXPORT_ARTICLE
@@ -35,7 +36,8 @@ def build_context(
     is the graph's nodes: fault rules and model overrides are checked against them, and
     each node that declares an agent gets one. ``node_running`` is what the caller holds
     while a node runs (the dev server's count). Fault rules (``settings.fault``) wrap the
-    finished services, so they see every node the caller's hold sees.
+    finished services, so they see every node the caller's hold sees. Spans are made
+    only when the ``OTEL_*`` environment configures a trace exporter (``app/tracing.py``).
     """
     clock = utc_now
     nodes = [spec for spec, _ in wiring]
@@ -57,5 +59,6 @@ def build_context(
         },
         clock=clock,
         node_running=node_running,
+        trace=run_trace(),
     )
     return context if faults is None else with_faults(context, faults)

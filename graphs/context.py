@@ -13,6 +13,7 @@ from contracts import HumanRequest, RunChoices
 from graphs.errors import MissingContext
 from graphs.ports import ArtifactStore, RunLedger, SourceProbe, StepInfo
 from graphs.tools import ToolFn, ToolProvider
+from graphs.trace import UNTRACED, RunTrace
 
 
 class AgentSlot(Protocol):
@@ -69,6 +70,9 @@ class RunContext:
     """The request whose decision this run resumes with, already checked against it by the
     caller (``Workflow.resume``): the pause asking exactly that takes the decision without
     checking it again. The served graph never sets it, so its pauses check every resume."""
+    trace: RunTrace = UNTRACED
+    """Spans of the run, its node attempts and their tool calls (``graphs/trace.py``); the
+    app gives an OpenTelemetry one when the ``OTEL_*`` environment configures an exporter."""
 
     def agent_for(self, spec: AgentSlot) -> Any:
         """The agent for a declared node, checked against the protocol it declares."""

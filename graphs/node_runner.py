@@ -472,7 +472,11 @@ def _spent(error: BaseException) -> Usage | None:
 
 
 class Attempt:
-    """One ledger entry: written as 'running' when it starts, finished exactly once."""
+    """One ledger entry: written as 'running' when it starts, finished exactly once.
+
+    Its span (``RunContext.trace``) opens and ends with the row: the shared no-op unless
+    the app traces the run.
+    """
 
     def __init__(self, visit: Visit, step: StepInfo, call: NodeCall | None = None) -> None:
         self.visit = visit
@@ -493,6 +497,7 @@ class Attempt:
             started_at=visit.ctx.clock(),
         )
         self.seq = visit.ctx.ledger.start(step.thread_id, self.record)
+        self.span = visit.ctx.trace.attempt(step, self.record)
 
     def finish(
         self,
@@ -530,14 +535,20 @@ class Attempt:
             }
         )
         stored = None if update is None else _dump(update)
-        self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
+        try:
+            self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
+        finally:  # the span ends (and stops being current) even if the row cannot be written
+            self.span.ended(final)
 
     def finish_waiting(self) -> None:
         """The node paused for a human (an interrupt); it will run again on resume."""
         final = self.record.model_copy(
             update={"status": "waiting_user", "ended_at": self.visit.ctx.clock()}
         )
-        self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final)
+        try:
+            self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final)
+        finally:
+            self.span.ended(final)
 
 
 def _dump(update: dict[str, Any]) -> str:

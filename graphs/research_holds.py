@@ -10,6 +10,8 @@ branch as reused, so ``handoff history`` reads the same either way.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from contracts import BranchTask, NodeRun, TaskSpec
 from graphs.declare import NodeCall, NodeSpec
 from graphs.input_hash import hash_of, input_digests
@@ -84,3 +86,5 @@ def record_reused(
         call.ctx.ledger.finish(
             call.step.thread_id, call.ctx.ledger.start(call.step.thread_id, run), run
         )
+        traced = replace(call.step, node=spec.name, attempt=1, task_version=task.task_version)
+        call.ctx.trace.attempt(traced, run).ended(run)  # its span says it reused, as the row

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.agents import prompts
 from app.agents.tool_talk import MAX_TOOL_ROUNDS, ToolTalk
+from app.tracing import model_call
 from contracts import Usage
 from graphs import StepInfo
 from graphs.boundary import describe_validation_error
@@ -120,7 +121,7 @@ def ask(
             spent = f"({tokens} used of the {tokens_left} this step had)"
             raise invalid(f"no tokens left to ask {what} {spent}", ["budget.max_tokens"])
         asking = talk.bound if talk is not None and not repaired else model
-        response = _invoke(asking, messages, node)
+        response = _invoke(asking, messages, node, model_name(model))
         calls += 1
         text = str(response.text)
         tokens += tokens_of(response, messages)
@@ -176,17 +177,34 @@ def is_transient(error: BaseException) -> bool:
     return any(part in cls.__name__ for cls in type(error).__mro__ for part in _TRANSIENT_NAMES)
 
 
-def _invoke(model: Runnable[Any, Any], messages: list[BaseMessage], node: str) -> AIMessage:
+def _invoke(
+    model: Runnable[Any, Any], messages: list[BaseMessage], node: str, name: str
+) -> AIMessage:
+    """One model call, in a span of its own when the attempt is traced (``name``: the model's)."""
+    traced = model_call(name)
     try:
         response = model.invoke(messages)
     except Exception as error:
+        if traced is not None:
+            traced.failed(error)
         if is_transient(error):
             raise TransientError(
                 f"{node}: model call failed: {type(error).__name__}: {error}"
             ) from error
         raise
     if not isinstance(response, AIMessage):
-        raise TypeError(f"{node}: the chat model returned {type(response).__name__}, not AIMessage")
+        wrong = TypeError(
+            f"{node}: the chat model returned {type(response).__name__}, not AIMessage"
+        )
+        if traced is not None:
+            traced.failed(wrong)
+        raise wrong
+    if traced is not None:
+        usage = response.usage_metadata
+        traced.answered(
+            usage.get("input_tokens") if usage else None,
+            usage.get("output_tokens") if usage else None,
+        )
     return response
 
 

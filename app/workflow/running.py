@@ -150,23 +150,25 @@ class Runner:
         ``context`` is this workflow's, unless the caller adds to it (a checked decision).
         """
         ended: RunOutcome | None = None
-        for update in self.opened.graph.stream(
-            payload,
-            thread_config(thread_id),
-            context=context or self.opened.context,
-            durability="sync",
-            stream_mode="updates",
-        ):
-            for node, values in update.items():
-                if node == "__metadata__":  # LangGraph's note on a resumed step's saved writes
-                    continue
-                written = values if isinstance(values, dict) else {}
-                if node == "__interrupt__":
-                    ended = None
-                elif "outcome" in written:
-                    ended = read(written, "outcome", RunOutcome, node="workflow")
-                if on_progress is not None:
-                    on_progress(node, written)
+        services = context or self.opened.context
+        with services.trace.run(thread_id):  # the run's span, when tracing is on
+            for update in self.opened.graph.stream(
+                payload,
+                thread_config(thread_id),
+                context=services,
+                durability="sync",
+                stream_mode="updates",
+            ):
+                for node, values in update.items():
+                    if node == "__metadata__":  # LangGraph's note on a resumed step's writes
+                        continue
+                    written = values if isinstance(values, dict) else {}
+                    if node == "__interrupt__":
+                        ended = None
+                    elif "outcome" in written:
+                        ended = read(written, "outcome", RunOutcome, node="workflow")
+                    if on_progress is not None:
+                        on_progress(node, written)
         return ended
 
     def cancel(self, thread_id: str, reason: str, decided_by: str) -> RunOutcome:

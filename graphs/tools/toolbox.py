@@ -23,6 +23,7 @@ from graphs.errors import MissingContext, Omitted
 from graphs.ports import RunLedger
 from graphs.tools.bounds import first_problem, summary_of, tool_error, within
 from graphs.tools.declare import ToolEnv, ToolFn, ToolSpec
+from graphs.trace import TRACED_ATTEMPT
 
 
 def target_of(spec: ToolSpec, code: Mapping[str, ToolFn], args: BaseModel) -> str | None:
@@ -254,4 +255,8 @@ class Toolbox:
             error=error,
         )
         self.receipts.append(receipt)
+        traced = TRACED_ATTEMPT.get()
+        if traced is not None:
+            spec = next((spec for spec in self.tools if spec.name == asked.tool), None)
+            traced.tool(receipt, spec.kind if spec else None)
         return receipt
