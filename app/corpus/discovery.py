@@ -1,4 +1,4 @@
-"""Which documents a corpus holds: every .md and .txt file under its locations, numbered.
+"""Which documents a corpus holds: every file of a known suffix under its locations, numbered.
 
 Numbering follows the sorted paths, so the same corpus gives the same source ids on every
 run; every path passes the corpus policy before it is counted, and the walk stops as soon
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.corpus.reading import CORPUS_SUFFIXES, CorpusNotFound, CorpusPolicy
+from app.corpus.reading import CORPUS_SUFFIXES, SUFFIXES, CorpusNotFound, CorpusPolicy
 from graphs.errors import SourceRefused
 
 
@@ -31,7 +31,9 @@ class CorpusDocument:
 
 
 def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument]:
-    """Every .md/.txt file under the locations, sorted, so numbering is deterministic.
+    """Every document under the locations, sorted, so numbering is deterministic.
+
+    A document is a file whose suffix ``CORPUS_SUFFIXES`` names.
 
     Raises SourceRefused for a location that does not exist, a location or file the
     policy refuses, or more documents than the policy's ``max_files`` (nothing is read):
@@ -51,17 +53,14 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
         except FileNotFoundError:  # removed since it was admitted
             raise CorpusNotFound(f"corpus location {location} does not exist") from None
         if resolved.suffix.lower() not in CORPUS_SUFFIXES:
-            raise CorpusNotFound(
-                f"corpus file {location} is not .md or .txt; expected one of "
-                f"{sorted(CORPUS_SUFFIXES)}"
-            )
+            raise CorpusNotFound(f"corpus file {location} is not a {SUFFIXES} document")
         policy.check_file("corpus file", location, info)
         files.add(resolved)
         policy.check_count(len(files), locations)
     unique = sorted(files)
     if not unique:
         raise CorpusNotFound(
-            "no .md or .txt documents found in corpus: " + ", ".join(str(p) for p in locations)
+            f"no {SUFFIXES} documents found in corpus: " + ", ".join(str(p) for p in locations)
         )
     return [
         CorpusDocument(number=index + 1, path=path, media_type=CORPUS_SUFFIXES[path.suffix.lower()])
@@ -70,7 +69,7 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
 
 
 def _documents_in(folder: Path, policy: CorpusPolicy) -> Iterator[Path]:
-    """The resolved .md/.txt files below a folder (links to folders are not entered).
+    """The resolved documents below a folder (links to folders are not entered).
 
     A generator, so the caller can stop the walk as soon as the corpus is over its limit.
     """
@@ -90,6 +89,6 @@ def _documents_in(folder: Path, policy: CorpusPolicy) -> Iterator[Path]:
             policy.check_file("corpus file", path, info)
             if resolved.suffix.lower() not in CORPUS_SUFFIXES:
                 raise SourceRefused(
-                    f"corpus file {path} links to {resolved}, which is not .md or .txt"
+                    f"corpus file {path} links to {resolved}, which is not a {SUFFIXES} document"
                 )
             yield resolved

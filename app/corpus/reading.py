@@ -22,9 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.storage.file_digests import DIGESTS, FileDigests
+from app.text.documents import MARKDOWN, PLAIN, RST
 from graphs.errors import SourceRefused
 
-CORPUS_SUFFIXES = {".md": "text/markdown", ".txt": "text/plain"}
+CORPUS_SUFFIXES = {".md": MARKDOWN, ".txt": PLAIN, ".rst": RST}
+"""The documents a corpus holds, by file suffix: each read as its media type says."""
+SUFFIXES = "/".join(CORPUS_SUFFIXES)
+"""The suffixes as messages name them: ``.md/.txt/.rst``."""
 READ_CHUNK = 1 << 20
 """Bytes read per call: the time limit is checked between chunks."""
 _OPEN_FLAGS = (
@@ -154,7 +158,7 @@ class CorpusPolicy:
             raise SourceRefused(f"{what} {path} cannot be resolved: {error}") from error
         if must_exist and isinstance(unreachable, FileNotFoundError | NotADirectoryError):
             raise SourceRefused(
-                f"{what} {path} does not exist; name an existing folder or .md/.txt file"
+                f"{what} {path} does not exist; name an existing folder or {SUFFIXES} file"
             )
         if any(real == root or real.startswith(prefix) for root, prefix in self._prefixes):
             if unreachable is not None and unreachable.errno == errno.ELOOP:
@@ -190,7 +194,7 @@ class CorpusPolicy:
         if count > self.max_files:
             shown = ", ".join(str(location) for location in locations)
             raise SourceRefused(
-                f"corpus {shown} holds more than {self.max_files:,} documents (.md/.txt), "
+                f"corpus {shown} holds more than {self.max_files:,} documents ({SUFFIXES}), "
                 f"the limit (HANDOFF_CORPUS_MAX_FILES); nothing was read: name a smaller "
                 "folder, or raise the limit"
             )

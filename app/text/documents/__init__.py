@@ -3,7 +3,8 @@
 Research quotes sentences from the corpus and the reviewer checks every quote against the
 source bytes, so a sentence must be prose a reader sees as one: never a code fence, a shell
 prompt, a table row, a badge line, HTML or a BibTeX entry, and never half of "e.g.".
-Markdown blocks come from markdown-it-py (CommonMark plus tables); sentences are cut by
+Markdown blocks come from markdown-it-py (CommonMark plus tables), reStructuredText blocks
+from docutils (``rst.py``); sentences are cut by
 sentencex, chosen over pysbd by ``bench/sentence_segmenters.py`` (as right on our text,
 hundreds of times faster). Every sentence keeps the exact source span it was read from.
 """
@@ -12,23 +13,26 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from app.text.documents.blocks import markdown_parts, plain_parts
+from app.text.documents.blocks import Part, markdown_parts, plain_parts
 from app.text.documents.document import (
     MARKDOWN,
     PLAIN,
     PROSE_KINDS,
+    RST,
     Block,
     BlockKind,
     Document,
     ProseSentence,
 )
 from app.text.documents.lines import line_bounds, line_span
+from app.text.documents.rst import rst_parts
 from app.text.documents.sentences import prose_sentences
 
 __all__ = [
     "MARKDOWN",
     "PLAIN",
     "PROSE_KINDS",
+    "RST",
     "Block",
     "BlockKind",
     "Document",
@@ -37,16 +41,22 @@ __all__ = [
 ]
 
 
+def _plain(text: str, starts: list[int], ends: list[int]) -> tuple[str | None, list[Part]]:
+    return None, plain_parts(text, starts, ends)
+
+
+_READERS = {MARKDOWN: markdown_parts, PLAIN: _plain, RST: rst_parts}
+"""The reader of each media type ``read_document`` reads."""
+
+
 @lru_cache(maxsize=64)
 def read_document(text: str, media_type: str = MARKDOWN) -> Document:
     """Blocks and prose sentences of a text; pure, so a corpus file reads the same each time."""
     starts, ends = line_bounds(text)
-    if media_type == MARKDOWN:
-        title, parts = markdown_parts(text, starts, ends)
-    elif media_type == PLAIN:
-        title, parts = None, plain_parts(text, starts, ends)
-    else:
-        raise ValueError(f"cannot read {media_type!r}: only {MARKDOWN} and {PLAIN}")
+    reader = _READERS.get(media_type)
+    if reader is None:
+        raise ValueError(f"cannot read {media_type!r}: only {', '.join(_READERS)}")
+    title, parts = reader(text, starts, ends)
     blocks: list[Block] = []
     found: list[ProseSentence] = []
     for number, part in enumerate(parts):

@@ -22,7 +22,7 @@ from app.text.documents.inline import Reading, plain_reading, read_or_fallback
 from app.text.documents.lines import ContentLines, content_offsets
 from app.text.primitives import normalize_space
 
-_FENCE_TYPES = {
+FENCE_TYPES = {
     "python": "text/x-python",
     "py": "text/x-python",
     "python3": "text/x-python",
@@ -146,7 +146,7 @@ def markdown_parts(text: str, starts: list[int], ends: list[int]) -> tuple[str |
         elif kind in ("fence", "code_block"):
             start, end = block_span(text, starts, ends, token.map, len(containers))
             language = token.info.split(maxsplit=1)[0].lower() if token.info.strip() else ""
-            parts.append(Part("code", start, end, section, _FENCE_TYPES.get(language, PLAIN)))
+            parts.append(Part("code", start, end, section, FENCE_TYPES.get(language, PLAIN)))
         elif kind in ("table_open", "html_block"):
             start, end = block_span(text, starts, ends, token.map, len(containers))
             shape: BlockKind = "table" if kind == "table_open" else "html"
@@ -187,11 +187,11 @@ def _paragraph(
     mapping = content_offsets(content, lines[0], text, starts, ends)
     start, end = mapping.offset(0), mapping.offset(len(content) - 1) + 1
     content_lines = content.split("\n")
-    media = _prompt(content_lines)
+    media = transcript_type(content_lines)
     if media is None and "quote" in containers:
         # ">>> " parses as three nested quotes: the prompt is in the source lines only
         raw_lines = [text[starts[n] : ends[n]] for n in range(lines[0], lines[1])]
-        if (media := _prompt(raw_lines)) is not None:
+        if (media := transcript_type(raw_lines)) is not None:
             start = ends[lines[0]] - len(raw_lines[0].lstrip())
     if media is not None:
         return Part("code", start, end, section, media)
@@ -215,7 +215,7 @@ def _is_row(line: str) -> bool:
     return len(line) > 1 and line.startswith("|") and line.endswith("|")
 
 
-def _prompt(lines: Sequence[str]) -> str | None:
+def transcript_type(lines: Sequence[str]) -> str | None:
     """The media type of a shell or Python transcript, if a line starts with a prompt."""
     for line in lines:
         line = line.lstrip()

@@ -18,6 +18,7 @@ PROSE_KINDS: frozenset[BlockKind] = frozenset({"paragraph", "list_item", "quote"
 
 MARKDOWN = "text/markdown"
 PLAIN = "text/plain"
+RST = "text/x-rst"
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,11 +83,13 @@ def plain_reading(content: str) -> Reading:
     return Reading("".join(parts), pieces, {}, {})
 
 
-class _Misaligned(Exception):
-    """The tokens could not be found in the content in order (never seen; kept safe)."""
+class Misaligned(Exception):
+    """The parsed text could not be found in the content in order (never seen; kept safe)."""
 
 
-class _Builder:
+class ReadingBuilder:
+    """A reading built left to right: what shows, where it sits, and the markup hidden."""
+
     def __init__(self, content: str) -> None:
         self.content = content
         self.parts: list[str] = []
@@ -97,25 +99,29 @@ class _Builder:
         self.before: dict[int, int] = {}
 
     def find(self, needle: str, position: int) -> int:
+        """Where ``needle`` next sits in the content; Misaligned when it does not."""
         if self.content.startswith(needle, position):
             return position
         found = self.content.find(needle, position)
         if found < 0:
-            raise _Misaligned(needle)
+            raise Misaligned(needle)
         return found
 
     def show(self, plain: str, start: int, end: int, linear: bool) -> None:
+        """Text a reader sees, read from content [start, end) (char for char if linear)."""
         if plain:
             self.pieces.append((self.length, start, end, linear))
             self.parts.append(plain)
             self.length += len(plain)
 
     def hide(self, start: int, end: int) -> None:
+        """Markup a reader does not see, which a sentence touching it may take in."""
         if start < end:
             self.after[start] = end
             self.before[end] = start
 
     def reading(self) -> Reading:
+        """The reading built so far."""
         return Reading("".join(self.parts), self.pieces, self.after, self.before)
 
 
@@ -123,14 +129,14 @@ def read_or_fallback(content: str, children: Sequence[Token]) -> Reading:
     """The reading of inline content, or the raw content when its tokens cannot be placed."""
     try:
         return _read_inline(content, children)
-    except _Misaligned:  # raw content: offsets stay exact, plain keeps the markup
+    except Misaligned:  # raw content: offsets stay exact, plain keeps the markup
         flat = content.replace("\n", " ")
         return Reading(flat, [(0, 0, len(flat), True)], {}, {})
 
 
 def _read_inline(content: str, children: Sequence[Token]) -> Reading:
     """Walk the inline tokens through the content with a cursor, recording what shows."""
-    out = _Builder(content)
+    out = ReadingBuilder(content)
     position = 0
     autolink = False
     for token in children:
@@ -210,7 +216,7 @@ def _closing_ticks(content: str, width: int, position: int) -> int:
     while True:
         at = content.find("`" * width, position)
         if at < 0:
-            raise _Misaligned("`")
+            raise Misaligned("`")
         end = at
         while end < len(content) and content[end] == "`":
             end += 1
@@ -234,7 +240,7 @@ def _label_end(content: str, position: int) -> int:
             if depth == 0:
                 return position + 1
         position += 1
-    raise _Misaligned("]")
+    raise Misaligned("]")
 
 
 def _link_tail(content: str, position: int) -> int:

@@ -222,7 +222,7 @@ def test_a_corpus_file_of_another_type_is_refused(tmp_path: Path, name: str) -> 
     task = TaskSpec(task_id="t", objective=OBJECTIVE, corpus=[str(tmp_path / name)])
     _, bundle = _run(tmp_path, task)
     assert bundle.result_status == "failed"
-    assert ".md or .txt" in bundle.errors[0].detail
+    assert bundle.errors[0].detail.endswith("is not a .md/.txt/.rst document")
 
 
 def test_source_snapshots_are_reused_when_research_repeats(tmp_path: Path) -> None:

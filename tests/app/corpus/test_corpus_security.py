@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from app.corpus.discovery import discover
-from app.corpus.reading import CorpusPolicy, real_path
+from app.corpus.reading import SUFFIXES, CorpusPolicy, real_path
 from app.exit_codes import for_error, for_outcome
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
@@ -325,7 +325,7 @@ def test_handoff_run_on_a_device_fifo_system_file_link_loop_or_missing_path_exit
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: corpus ") and target in lines[0]
     if "absent" in target:
-        assert lines[0].endswith("does not exist; name an existing folder or .md/.txt file")
+        assert lines[0].endswith(f"does not exist; name an existing folder or {SUFFIXES} file")
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert handoff(tmp_path, env, "status", "t-cli").returncode == ExitCode.NOT_FOUND
 

@@ -159,9 +159,9 @@ def test_prose_kinds_are_the_blocks_that_give_sentences() -> None:
     assert [block.prose for block in document.blocks].count(True) == 4
 
 
-def test_only_markdown_and_plain_text_are_read() -> None:
-    with pytest.raises(ValueError, match="text/html"):
-        read_document("<p>Hi.</p>", "text/html")
+def test_only_the_media_types_read_are_read_and_the_error_names_them() -> None:
+    with pytest.raises(ValueError, match="'application/pdf': only text/markdown, text/plain"):
+        read_document("%PDF-1.7", "application/pdf")
 
 
 def read_at_once(text: str, readers: int) -> list[BaseException]:
