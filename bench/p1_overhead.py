@@ -14,6 +14,9 @@ one fresh thread per run, in the same process, alternating run by run.
   run ledger (and the artifact store) swapped for in-memory ones; shown to split the
   overhead into durable I/O (SQLite ledger commits, fsynced artifact files) and the rest
   (validation, envelopes, hashing).
+- ours graph, traced: the project's graph with OpenTelemetry tracing on (the SDK's batch
+  processor, into its in-memory exporter), against the same graph untraced: what tracing
+  costs when it is on. The rows above run untraced, as every run does by default.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from app.otel import OtelRunTrace
 from app.storage.backends import ledger_for_url, open_checkpointer
 from app.workflow import Workflow
 from bench._bare import NO_HANDOFF, BareAgents, MemoryStore, build_bare_graph
@@ -84,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         ours = workflow.graph
         memory_ledger = replace(context, ledger=ledger_for_url("memory://"))
         memory_io = replace(context, ledger=ledger_for_url("memory://"), store=MemoryStore())
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
+        traced = replace(context, trace=OtelRunTrace(provider))
 
         def run_bare(i: int) -> float:
             config = workflow.config(f"bare-{i}")
@@ -129,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
             "ours Workflow.run": run_workflow,
             "ours, ledger in memory": graph_case("memledger", memory_ledger),
             "ours, ledger + store in memory": graph_case("memio", memory_io),
+            "ours graph, traced": graph_case("traced", traced),
         }
         samples = interleaved(cases, repeats=args.repeats, warmup=warmup)
         bare_checkpoints = sum(1 for _ in bare_saver.list(workflow.config("bare-0")))
@@ -171,6 +183,12 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
             "without durable I/O (info)",
             side("bare graph"),
             side("ours, ledger + store in memory"),
+        ),
+        Row.of(
+            "P1",
+            "tracing on (info)",
+            side("ours graph"),
+            side("ours graph, traced"),
         ),
     ]
     print_rows(
