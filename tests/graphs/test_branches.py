@@ -8,7 +8,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import pytest
@@ -16,7 +16,7 @@ import pytest
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import ErrorCode, Handoff, ResearchBundle, TaskSpec
-from graphs import WIRING, AgentOutput, ResearchRequest, build_graph, node
+from graphs import AgentOutput, ResearchRequest, build_graph, node
 from graphs.errors import ContractViolation, TransientError, WiringError
 from tests.extension_quote_check import (
     OBJECTIVE,
@@ -25,11 +25,9 @@ from tests.extension_quote_check import (
     QuoteCheckOutput,
     check_quotes,
     join_quotes,
-    route_after_check_quotes,
     route_after_join_quotes,
     source_keys,
 )
-from tests.placing import before_review
 from tests.routes import check_handoffs_follow_the_route
 
 QUESTIONS = ["Who found the Rosetta Stone?", "What scripts does the stone carry?"]
@@ -162,12 +160,14 @@ def test_a_join_whose_branch_is_not_in_the_wiring_fails_the_build() -> None:
 
 
 def test_a_branch_no_router_reaches_fails_the_build() -> None:
+    stray = replace(check_quotes, name="stray_checks")  # no route names it
+    stray_join = replace(join_quotes, name="stray_join", joins=(stray,))
     unrouted = (
-        *WIRING,
-        (check_quotes, route_after_check_quotes),
-        (join_quotes, route_after_join_quotes),
+        *WIRING_WITH_QUOTE_CHECK,
+        (stray, "stray_join"),
+        (stray_join, route_after_join_quotes),
     )
-    with pytest.raises(WiringError, match=r"reaches \['check_quotes', 'join_quotes'\]"):
+    with pytest.raises(WiringError, match=r"reaches \['stray_checks', 'stray_join'\]"):
         build_graph(wiring=unrouted)
 
 
@@ -175,10 +175,9 @@ def test_a_branch_routed_past_its_join_fails_the_build() -> None:
     def to_review(state: Mapping[str, Any]) -> Literal["reviewer"]:
         return "reviewer"
 
-    wiring = (
-        *before_review(WIRING, "check_quotes"),
-        (check_quotes, to_review),
-        (join_quotes, route_after_join_quotes),
+    wiring = tuple(
+        (spec, to_review if spec is check_quotes else route)
+        for spec, route in WIRING_WITH_QUOTE_CHECK
     )
     with pytest.raises(WiringError, match="branch 'check_quotes' must route to the one join"):
         build_graph(wiring=wiring)
@@ -186,7 +185,7 @@ def test_a_branch_routed_past_its_join_fails_the_build() -> None:
 
 def test_a_join_left_out_of_the_wiring_fails_the_build() -> None:
     without = tuple(pair for pair in WIRING_WITH_QUOTE_CHECK if pair[0] is not join_quotes)
-    with pytest.raises(WiringError, match=r"route_after_check_quotes .* names no node"):
+    with pytest.raises(WiringError, match=r"of 'check_quotes' names no node: \['join_quotes'\]"):
         build_graph(wiring=without)
 
 

@@ -37,6 +37,12 @@ read_by_reviewer = node(
 )(fact_check.body)
 
 
+CONTRIBUTED = next(
+    spec for spec, _ in contribute_reads(WIRING) if spec.name == "reviewer"
+).contributed
+"""What the project's own nodes give the reviewer's agent to read (none, as shipped)."""
+
+
 def wiring_with(checker: Any, next_node: str = "reviewer") -> Wiring:
     """The wiring with ``checker`` where a new draft goes on to review, then ``next_node``."""
     return (*before_review(WIRING, "fact_check"), (checker, next_node))
@@ -67,7 +73,7 @@ def test_the_reviewer_agent_receives_what_a_node_declared_it_reads(tmp_path: Pat
     assert ran.index("writer") < ran.index("fact_check") < ran.index("reviewer")
     assert recording.seen, "the reviewer ran"
     for inputs in recording.seen:
-        assert set(inputs) == {"fact_check"}
+        assert set(inputs) == {*CONTRIBUTED, "fact_check"}, "the project's own, and the check"
         check = inputs["fact_check"]
         assert isinstance(check, FactCheck) and check.unknown == []
 
@@ -75,7 +81,7 @@ def test_the_reviewer_agent_receives_what_a_node_declared_it_reads(tmp_path: Pat
 def test_what_a_node_declared_an_agent_reads_is_part_of_that_node_s_input() -> None:
     specs = {spec.name: spec for spec, _ in contribute_reads(wiring_with(read_by_reviewer))}
     assert "fact_check" in specs["reviewer"].inputs, "the reviewer's input hash covers it"
-    assert specs["reviewer"].contributed == ("fact_check",)
+    assert specs["reviewer"].contributed == (*CONTRIBUTED, "fact_check")
     assert "fact_check" not in reviewer.inputs, "the shipped declaration is left as it is"
 
 
