@@ -12,15 +12,22 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from annotated_types import MaxLen
+
 from app.text.antecedents import leans_on_earlier
 from app.text.documents import Document, ProseSentence
 from app.text.key_terms import heading_keys, keys
 from app.text.primitives import word_count
 from app.text.relevance import Rarity
-from contracts import ErrorDetail, LineRange, Question, Source, ToolReceipt
+from contracts import ErrorDetail, Fact, LineRange, Question, Source, ToolReceipt
 
 MIN_FACT_WORDS = 4
 """Fewer words than this is a label or a fragment, not a statement worth citing."""
+MAX_QUOTE = next(
+    rule.max_length for rule in Fact.model_fields["quote"].metadata if isinstance(rule, MaxLen)
+)
+"""The longest quote a fact holds: a sentence whose source, markup included (an HTML
+sentence's links), is longer cannot be cited."""
 _RUN_IN_HEADING = re.compile(r"(\*\*|__)[^*_]+?[.:]?\1[.:]?")
 """A sentence all in bold ("**Configuring runs per assistant.**"): a heading run into its
 paragraph, a label rather than a statement."""
@@ -51,6 +58,8 @@ class Passage:
         plain = self.sentence.plain
         if plain.endswith((":", "：", "?", "？")) or word_count(plain) < MIN_FACT_WORDS:
             return False  # it introduces what follows, or asks: no statement to cite
+        if len(self.sentence.text) > MAX_QUOTE:
+            return False
         if _RUN_IN_HEADING.fullmatch(self.sentence.text.strip()):
             return False
         return not (self.leans and self.sentence.position == 0)

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.storage.file_digests import DIGESTS, FileDigests
-from app.text.documents import MARKDOWN, PLAIN, RST
+from app.text.documents import HTML, MARKDOWN, PLAIN, RST
 from graphs.errors import SourceRefused
 
-CORPUS_SUFFIXES = {".md": MARKDOWN, ".txt": PLAIN, ".rst": RST}
+CORPUS_SUFFIXES = {".md": MARKDOWN, ".txt": PLAIN, ".rst": RST, ".html": HTML, ".htm": HTML}
 """The documents a corpus holds, by file suffix: each read as its media type says."""
 SUFFIXES = "/".join(CORPUS_SUFFIXES)
-"""The suffixes as messages name them: ``.md/.txt/.rst``."""
+"""The suffixes as messages name them: ``.md/.txt/.rst/.html/.htm``."""
 READ_CHUNK = 1 << 20
 """Bytes read per call: the time limit is checked between chunks."""
 _OPEN_FLAGS = (

@@ -4,9 +4,10 @@ Research quotes sentences from the corpus and the reviewer checks every quote ag
 source bytes, so a sentence must be prose a reader sees as one: never a code fence, a shell
 prompt, a table row, a badge line, HTML or a BibTeX entry, and never half of "e.g.".
 Markdown blocks come from markdown-it-py (CommonMark plus tables), reStructuredText blocks
-from docutils (``rst.py``); sentences are cut by
-sentencex, chosen over pysbd by ``bench/sentence_segmenters.py`` (as right on our text,
-hundreds of times faster). Every sentence keeps the exact source span it was read from.
+from docutils (``rst.py``), HTML's from the main content of the page as Python's
+``html.parser`` tokenises it (``html.py``). Sentences are cut by sentencex, chosen over
+pysbd by ``bench/sentence_segmenters.py`` (as right on our text, hundreds of times
+faster). Every sentence keeps the exact source span it was read from.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import lru_cache
 
 from app.text.documents.blocks import Part, markdown_parts, plain_parts
 from app.text.documents.document import (
+    HTML,
     MARKDOWN,
     PLAIN,
     PROSE_KINDS,
@@ -24,11 +26,13 @@ from app.text.documents.document import (
     Document,
     ProseSentence,
 )
+from app.text.documents.html import html_parts
 from app.text.documents.lines import line_bounds, line_span
 from app.text.documents.rst import rst_parts
 from app.text.documents.sentences import prose_sentences
 
 __all__ = [
+    "HTML",
     "MARKDOWN",
     "PLAIN",
     "PROSE_KINDS",
@@ -45,7 +49,7 @@ def _plain(text: str, starts: list[int], ends: list[int]) -> tuple[str | None, l
     return None, plain_parts(text, starts, ends)
 
 
-_READERS = {MARKDOWN: markdown_parts, PLAIN: _plain, RST: rst_parts}
+_READERS = {MARKDOWN: markdown_parts, PLAIN: _plain, RST: rst_parts, HTML: html_parts}
 """The reader of each media type ``read_document`` reads."""
 
 

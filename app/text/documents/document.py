@@ -19,6 +19,7 @@ PROSE_KINDS: frozenset[BlockKind] = frozenset({"paragraph", "list_item", "quote"
 MARKDOWN = "text/markdown"
 PLAIN = "text/plain"
 RST = "text/x-rst"
+HTML = "text/html"
 
 
 @dataclass(frozen=True, slots=True)

@@ -222,7 +222,7 @@ def test_a_corpus_file_of_another_type_is_refused(tmp_path: Path, name: str) -> 
     task = TaskSpec(task_id="t", objective=OBJECTIVE, corpus=[str(tmp_path / name)])
     _, bundle = _run(tmp_path, task)
     assert bundle.result_status == "failed"
-    assert bundle.errors[0].detail.endswith("is not a .md/.txt/.rst document")
+    assert bundle.errors[0].detail.endswith("is not a .md/.txt/.rst/.html/.htm document")
 
 
 def test_source_snapshots_are_reused_when_research_repeats(tmp_path: Path) -> None:
@@ -244,6 +244,24 @@ def test_a_bold_run_in_heading_is_a_label_not_a_fact(tmp_path: Path) -> None:
     _, bundle = _run(tmp_path, task)
     assert [fact.quote for fact in bundle.facts] == [
         "Workers share one database and each worker runs a different thread."
+    ]
+
+
+def test_a_sentence_whose_source_is_longer_than_a_quote_may_be_is_no_fact(
+    tmp_path: Path,
+) -> None:
+    """Its visible words are few, its links' addresses many: a fact could not hold it."""
+    link = "[the worker guide](https://example.org/" + "guide/" * 70 + ")"
+    text = (
+        "# Workers\n\nWorkers share one database, as " + ", ".join([link] * 6) + " explain.\n\n"
+        "Each worker runs a different thread of the shared database.\n"
+    )
+    corpus = write_corpus(tmp_path / "docs", {"workers.md": text})
+    task = TaskSpec(task_id="t", objective="How do workers share a database?", corpus=[str(corpus)])
+    _, bundle = _run(tmp_path, task)
+    assert bundle.result_status == "completed"
+    assert [fact.quote for fact in bundle.facts] == [
+        "Each worker runs a different thread of the shared database."
     ]
 
 

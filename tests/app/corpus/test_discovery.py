@@ -15,7 +15,7 @@ def _policy(root: Path) -> CorpusPolicy:
     return CorpusPolicy(roots=(root.resolve(),), max_bytes=1_000_000, read_seconds=5)
 
 
-def test_restructuredtext_files_are_documents_with_their_media_type(
+def test_restructuredtext_and_html_files_are_documents_with_their_media_types(
     tmp_path: Path,
 ) -> None:
     corpus = write_corpus(
@@ -23,6 +23,7 @@ def test_restructuredtext_files_are_documents_with_their_media_type(
         {
             "guide.rst": "Guide\n=====\n\nText.\n",
             "page.html": "<p>Text.</p>",
+            "old.HTM": "<p>Text.</p>",
             "notes.md": "# Notes\n",
             "plain.txt": "Text.\n",
             "slides.pdf": "%PDF",
@@ -34,6 +35,8 @@ def test_restructuredtext_files_are_documents_with_their_media_type(
     assert [(document.path.name, document.media_type) for document in found] == [
         ("guide.rst", "text/x-rst"),
         ("notes.md", "text/markdown"),
+        ("old.HTM", "text/html"),
+        ("page.html", "text/html"),
         ("plain.txt", "text/plain"),
     ]
 
@@ -47,4 +50,4 @@ def test_a_corpus_of_other_formats_names_every_format_read(tmp_path: Path) -> No
 
     assert str(in_folder.value).startswith(f"no {SUFFIXES} documents found in corpus")
     assert str(named.value).endswith(f"slides.pdf is not a {SUFFIXES} document")
-    assert {".md", ".txt", ".rst"} == set(SUFFIXES.split("/"))
+    assert {".md", ".txt", ".rst", ".html", ".htm"} == set(SUFFIXES.split("/"))
