@@ -103,9 +103,9 @@ class Settings(BaseSettings):
     corpus_max_files: int = Field(
         default=DEFAULT_MAX_FILES,
         ge=1,
-        description="Most documents (.md/.txt) one corpus may hold; a task naming more is "
-        "refused before any is read. Every document becomes a source in each later "
-        "checkpoint of the thread.",
+        description="Most documents (files of a format research reads) one corpus may hold; "
+        "a task naming more is refused before any is read. Every document becomes a source "
+        "in each later checkpoint of the thread.",
     )
     worker_heartbeat_seconds: float = Field(
         default=10.0,

@@ -155,7 +155,7 @@ class TaskSpec(VersionedContract):
     corpus: list[str] = Field(
         default_factory=list,
         max_length=100,
-        description="Folders or files (.md, .txt) to research; empty means the default corpus.",
+        description="Folders or documents to research; empty means the default corpus.",
     )
     budget: Budget = Field(default_factory=Budget, description="Limits for the run.")
     policies: Policies = Field(default_factory=Policies, description="Decision policies.")
