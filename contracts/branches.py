@@ -25,8 +25,8 @@ class BranchTask(VersionedContract):
     tasks: int = Field(
         default=1,
         ge=1,
-        description="How many tasks the fan-out started in all: each may spend that share "
-        "of the budget left when it started them.",
+        description="How many tasks the fan-out started that can spend (an agent's tokens, a "
+        "tool's calls): each may spend that share of the budget left when it started them.",
     )
     nodes: list[str] = Field(
         default_factory=list,

@@ -49,14 +49,21 @@ def branch_keys(spec: NodeSpec, state: Mapping[str, Any]) -> list[str]:
     return keys
 
 
+def spends(spec: NodeSpec) -> bool:
+    """Whether a task of ``spec`` can spend budget: its agent's tokens, its tools' calls."""
+    return spec.agent is not None or bool(spec.tools)
+
+
 def branch_sends(specs: list[NodeSpec], state: Mapping[str, Any]) -> list[Send]:
     """One task per key of each branch node in ``specs``, each with the inputs it declares.
 
-    Every task learns how many the fan-out started, and which nodes: it may spend its share
-    of the budget left, so parallel tasks together never spend more than one would.
+    Every task learns how many the fan-out started that can spend, and which nodes: it may
+    spend its share of the budget left, so parallel tasks together never spend more than one
+    would. A kind of work with neither agent nor tools (an outline planned beside research)
+    takes no share from the tasks that do spend.
     """
     keyed = [(spec, branch_keys(spec, state)) for spec in specs]
-    tasks = sum(len(keys) for _, keys in keyed)
+    tasks = sum(len(keys) for spec, keys in keyed if spends(spec)) or 1
     nodes = [spec.name for spec in specs]
     return [
         Send(

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from contracts import BranchTask, Budget, NodeRun, Usage
+from contracts import BranchTask, Budget, NodeRun, TaskSpec, Usage
 from graphs.budget import Tally, branch_share, fanned_by, tally_of
+from graphs.fan_out import branch_sends
+from graphs.nodes.research import research
+from tests.conftest import OBJECTIVE
+from tests.extension_side_by_side import measure_draft
 
 HASH = {name: name[0] * 64 for name in ("a", "b", "c", "d")}
 
@@ -73,3 +77,11 @@ def test_a_tally_splits_the_spend_at_the_last_attempt_outside_the_fan_out() -> N
     unfanned = tally_of(runs, "writer", HASH["a"])
     assert unfanned.before_fan_out == unfanned.spent and unfanned.own_since == Usage()
     assert tally_of([], "writer", HASH["a"]) == Tally()
+
+
+def test_a_kind_of_work_that_cannot_spend_takes_no_share_of_what_research_may_spend() -> None:
+    """Beside research's three tasks, a measure with neither agent nor tools: a third each."""
+    task = TaskSpec(task_id="t-share", objective=OBJECTIVE, questions=["Who?", "Which scripts?"])
+    sends = branch_sends([research, measure_draft], {"task": task})
+    shares = {(send.node, send.arg["branch"].key): send.arg["branch"].tasks for send in sends}
+    assert len(shares) == 4 and set(shares.values()) == {3}, shares
