@@ -33,11 +33,13 @@ def test_a_deadline_in_the_past_fails_before_any_agent_runs(workflow: Workflow) 
     past = datetime.now(UTC) - timedelta(minutes=1)
     outcome = workflow.run(workflow.task(OBJECTIVE, budget={"deadline": past}), "t-late")
     assert (outcome.state, outcome.result_status) == (TaskState.FAILED, "failed")
-    [error] = outcome.errors
-    assert error.code == ErrorCode.BUDGET_EXHAUSTED and error.field == "budget.deadline"
-    [run] = workflow.history("t-late")
-    assert run.node_id == "research" and run.status == "failed"
-    assert run.error and run.error.kind == "budget_exhausted"
+    assert {(error.code, error.field) for error in outcome.errors} == {
+        (ErrorCode.BUDGET_EXHAUSTED, "budget.deadline")
+    }, "each task stopped where the run starts says why"
+    runs = workflow.history("t-late")
+    assert "research" in {run.node_id for run in runs}, "stopped where the run starts"
+    assert all(run.status == "failed" for run in runs)
+    assert all(run.error and run.error.kind == "budget_exhausted" for run in runs)
     assert workflow.context.store.ids() == [], "no agent wrote anything"
 
 
@@ -51,7 +53,8 @@ def test_a_tool_call_budget_stops_research_cleanly(workflow: Workflow) -> None:
     assert outcome.errors[0].code == ErrorCode.BUDGET_EXHAUSTED
     assert outcome.errors[0].field == "budget.max_tool_calls"
     nodes = [run.node_id for run in workflow.history("t-tools")]
-    assert nodes == ["research", "join_research", "writer"]
+    path = ("research", "join_research", "writer", "reviewer")
+    assert passes(nodes, *path) == ["research", "join_research", "writer"]
     assert sum(run.usage.tool_calls for run in workflow.history("t-tools")) == 3
 
 
@@ -85,7 +88,9 @@ def test_transient_faults_beyond_max_attempts_end_failed_and_retryable(
         outcome = flaky.run(flaky.task(OBJECTIVE, budget={"max_attempts": 2}), "t-down")
     assert outcome.result_status == "failed" and outcome.retryable
     assert outcome.errors[0].code == ErrorCode.TRANSIENT
-    assert len(workflow.history("t-down")) == 2
+    research = [run for run in workflow.history("t-down") if run.node_id == "research"]
+    assert [(run.attempt, run.status) for run in research] == [(1, "failed"), (2, "failed")]
+    assert "join_research" not in {run.node_id for run in workflow.history("t-down")}
 
 
 def test_thin_evidence_widens_retrieval_once_and_then_proceeds(
@@ -100,7 +105,7 @@ def test_thin_evidence_widens_retrieval_once_and_then_proceeds(
     task = workflow.task("Describe the waggle dance", corpus=[str(corpus)])
     outcome = workflow.run(task, "t-widen")
     assert outcome.result_status == "completed"
-    runs = workflow.history("t-widen")
+    runs = [r for r in workflow.history("t-widen") if r.node_id in ("research", "join_research")]
     assert [run.node_id for run in runs][:3] == ["research", "join_research", "research"]
     assert workflow.state("t-widen")["research"].widened
     assert [run.note for run in runs][:3] == [None, None, WIDENED], "the audit says why"
