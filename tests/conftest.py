@@ -98,6 +98,18 @@ def workflow(settings: Settings) -> Iterator[Workflow]:
         check_handoffs_follow_the_route(opened)
 
 
+@pytest.fixture
+def own_store_workflow(settings: Settings) -> Iterator[Workflow]:
+    """An open Workflow on its database's own artifact store, whatever the environment names.
+
+    For tests that damage stored bytes (``tests/app/store_faults``): those helpers know
+    where the stores a database keeps by default put them, blob files or rows.
+    """
+    with Workflow(settings.with_overrides(artifact_store="auto")) as opened:
+        yield opened
+        check_handoffs_follow_the_route(opened)
+
+
 def write_corpus(folder: Path, documents: dict[str, str]) -> Path:
     """Create a corpus folder with the given file names and texts."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from app.storage.artifacts.folder_blobs import FolderBlobs
+from app.storage.artifacts.postgres import PostgresArtifactStore
 from contracts import ArtifactRef
+
+
+def rows(store: Any) -> Any:
+    """The PostgreSQL store whose rows are damaged; another store is one these helpers cannot.
+
+    They know the stores a database keeps by default: blob files, or rows beside the
+    checkpoints. A test that damages stored bytes opens its workflow on one of them
+    (``own_store_workflow``), whatever store ``HANDOFF_ARTIFACT_STORE`` names.
+    """
+    if not isinstance(store, PostgresArtifactStore):
+        raise TypeError(f"store_faults cannot damage a {type(store).__name__}: see rows()")
+    return store
 
 
 def tamper(store: Any, ref: ArtifactRef) -> None:
@@ -15,7 +28,7 @@ def tamper(store: Any, ref: ArtifactRef) -> None:
         path.chmod(0o644)
         path.write_bytes(path.read_bytes() + b"\nInjected sentence that nobody wrote.\n")
         return
-    with store._session() as conn:
+    with rows(store)._session() as conn:
         conn.execute(
             "UPDATE handoff_artifact_blobs SET content = content || %s WHERE sha256 = %s",
             (b"\nInjected sentence.\n", ref.sha256),
@@ -27,7 +40,7 @@ def restore(store: Any, ref: ArtifactRef, content: bytes) -> None:
     if isinstance(store, FolderBlobs):
         (store.root / "blobs" / ref.sha256[:2] / ref.sha256).write_bytes(content)
         return
-    with store._session() as conn:
+    with rows(store)._session() as conn:
         conn.execute(
             "UPDATE handoff_artifact_blobs SET content = %s WHERE sha256 = %s",
             (content, ref.sha256),
@@ -39,7 +52,7 @@ def delete(store: Any, ref: ArtifactRef) -> None:
     if isinstance(store, FolderBlobs):
         (store.root / "blobs" / ref.sha256[:2] / ref.sha256).unlink()
         return
-    with store._session() as conn:  # the whole artifact, as a purge by an operator would
+    with rows(store)._session() as conn:  # the whole artifact, as a purge by an operator would
         conn.execute(
             "DELETE FROM handoff_artifact_revisions WHERE artifact_id = %s", (ref.artifact_id,)
         )

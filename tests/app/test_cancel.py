@@ -39,7 +39,8 @@ def test_a_waiting_thread_is_cancelled_with_its_reason_and_can_no_longer_be_resu
     assert workflow.state("t-cancel")["research"] is not None, "what it stored is kept"
 
 
-def test_a_thread_stuck_on_tampered_inputs_can_be_ended(workflow: Workflow) -> None:
+def test_a_thread_stuck_on_tampered_inputs_can_be_ended(own_store_workflow: Workflow) -> None:
+    workflow = own_store_workflow  # the test damages its stored bytes
     request = paused(workflow, "t-stuck")
     bundle = workflow.state("t-stuck")["research"]
     tamper(workflow.context.store, bundle.sources[0].snapshot)

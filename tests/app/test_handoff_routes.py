@@ -57,7 +57,10 @@ def test_a_draft_revised_before_finalize_goes_back_to_review(
     walked(workflow, ("finalize", "reviewer"))
 
 
-def test_a_draft_gone_before_finalize_is_written_again(workflow: Workflow, corpus: Path) -> None:
+def test_a_draft_gone_before_finalize_is_written_again(
+    own_store_workflow: Workflow, corpus: Path
+) -> None:
+    workflow = own_store_workflow  # the test damages its stored bytes
     stop_before(workflow, "t-fin-write", "finalize", corpus, "reevaluate")
     draft = workflow.state("t-fin-write")["draft"]
     assert isinstance(draft, DraftArticle)

@@ -171,8 +171,9 @@ def test_accepting_a_changed_source_re_pins_it_and_continues(
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_tampered_snapshot_is_refused_under_every_policy(
-    workflow: Workflow, corpus: Path, policy: str
+    own_store_workflow: Workflow, corpus: Path, policy: str
 ) -> None:
+    workflow = own_store_workflow  # the test damages its stored bytes
     source = waiting_source(workflow, corpus, policy, "t-tamper")
     original = workflow.context.store.get(source.snapshot)
     tamper(workflow.context.store, source.snapshot)
@@ -190,8 +191,9 @@ def test_a_tampered_snapshot_is_refused_under_every_policy(
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_deleted_snapshot_is_missing_and_handled_by_policy(
-    workflow: Workflow, corpus: Path, policy: str
+    own_store_workflow: Workflow, corpus: Path, policy: str
 ) -> None:
+    workflow = own_store_workflow  # the test damages its stored bytes
     source = waiting_source(workflow, corpus, policy, "t-gone")
     delete(workflow.context.store, source.snapshot)
     outcome = answer(workflow, "t-gone", "approve")

@@ -90,7 +90,7 @@ def test_db_init_creates_every_table_in_the_urls_schema_and_can_run_again(
 
 
 def test_db_init_on_sqlite_creates_the_file_and_its_tables(tmp_path: Path) -> None:
-    settings = sqlite_settings(tmp_path / "data")
+    settings = sqlite_settings(tmp_path / "data").with_overrides(artifact_store="auto")
     found = init_database(settings)
     assert (tmp_path / "data" / "handoff.db").exists()
     assert any("handoff_node_runs" in line for line in found)
@@ -103,7 +103,9 @@ def test_artifacts_go_to_the_database_by_default_and_to_a_folder_when_asked(
     tmp_path: Path,
 ) -> None:
     with postgres_schema() as url:
-        base = sqlite_settings(tmp_path / "data").model_copy(update={"database_url": url})
+        base = sqlite_settings(tmp_path / "data").with_overrides(
+            database_url=url, artifact_store="auto"
+        )
         with open_backend(base) as backend:
             assert isinstance(backend.store, PostgresArtifactStore)
             assert isinstance(backend.ledger, PostgresRunLedger)
@@ -206,7 +208,7 @@ def test_each_registered_scheme_opens_its_parts_together_and_runs(
             url = f"sqlite:///{tmp_path / 'handoff.db'}"
         else:
             url = stack.enter_context(postgres_schema()).replace("postgresql:", f"{scheme}:", 1)
-        settings = sqlite_settings(tmp_path).model_copy(update={"database_url": url})
+        settings = sqlite_settings(tmp_path).with_overrides(database_url=url, artifact_store="auto")
         assert scheme in BACKENDS
         with Workflow(settings) as workflow:
             backend = workflow.backend

@@ -227,7 +227,7 @@ def test_a_nodes_artifacts_are_synced_before_its_ledger_row_names_them(
     """The filesystem store (memory://, or PostgreSQL with ``filesystem``) batches a node's
     history fsyncs; the batch ends before the finish row names them."""
     settings = sqlite_settings(tmp_path / "data").model_copy(
-        update={"database_url": "memory://", "model": "offline"}
+        update={"database_url": "memory://", "artifact_store": "filesystem", "model": "offline"}
     )
     with Workflow(settings) as workflow:
         _run_recording_syncs(workflow, monkeypatch)
@@ -265,7 +265,9 @@ def test_on_sqlite_each_unsynced_commit_is_followed_by_a_synced_one_of_the_same_
     """Artifact rows, start rows and succeeded finish rows skip their fsync: the node's
     checkpoint, committed (fsynced) to the same write-ahead log before the next node
     starts, makes them durable, as SQLite recovers the log up to its last intact commit."""
-    settings = sqlite_settings(tmp_path / "data").model_copy(update={"model": "offline"})
+    settings = sqlite_settings(tmp_path / "data").model_copy(
+        update={"artifact_store": "filesystem", "model": "offline"}  # rows in the same file
+    )
     with Workflow(settings) as workflow:
         _run_recording_commits(workflow, monkeypatch)
 
