@@ -77,7 +77,7 @@ def test_a_run_is_one_trace_of_its_run_its_node_attempts_and_research_s_tool_cal
     attempts = named(finished, "node ")
     nodes = {spec.name for spec, _ in workflow.wiring}
     rows = [row for row in workflow.history("t-traced") if row.node_id in nodes]
-    assert [
+    assert sorted(
         (
             a["handoff.node"],
             a["handoff.attempt"],
@@ -88,9 +88,9 @@ def test_a_run_is_one_trace_of_its_run_its_node_attempts_and_research_s_tool_cal
             a["handoff.thread_id"],
         )
         for a in map(attributes, attempts)
-    ] == [
+    ) == sorted(
         (row.node_id, row.attempt, 1, row.status, row.input_hash, False, "t-traced") for row in rows
-    ], "a span per audited attempt, in order, saying what its ledger row says"
+    ), "a span per audited attempt (parallel tasks end in any order), saying what its row says"
     assert {parent_of(span) for span in attempts} == {span_id(run)}
     tools = named(finished, "execute_tool ")
     research = {span_id(span) for span in attempts if span.name == "node research"}
