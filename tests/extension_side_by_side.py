@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 from contracts import DraftArticle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, no_task, node, one_task
 from tests.extension_quote_check import QuoteCheckOutput, check_quotes, merged_check
-from tests.placing import before_review
+from tests.placing import with_extension
 
 
 class DraftMeasure(VersionedContract):
@@ -85,9 +85,10 @@ def join_checks(call: NodeCall) -> NodeResult:
     return NodeResult({"quote_check": merged_check(call), "draft_measure": measure})
 
 
-WIRING_SIDE_BY_SIDE: Wiring = (
-    *before_review(WIRING, ("check_quotes", "measure_draft")),
+WIRING_SIDE_BY_SIDE: Wiring = with_extension(
+    WIRING,
     (check_quotes, "join_checks"),
     (measure_draft, "join_checks"),
     (join_checks, "reviewer"),
+    via=("check_quotes", "measure_draft"),
 )

@@ -61,18 +61,15 @@ def before_review(wiring: Wiring, via: str | tuple[str, ...]) -> Wiring:
     return wiring
 
 
-def with_extension(wiring: Wiring, *added: tuple[NodeSpec, Route]) -> Wiring:
-    """``wiring`` with the extension's nodes before review, or in place of the project's own.
+def with_extension(
+    wiring: Wiring, *added: tuple[NodeSpec, Route], via: str | tuple[str, ...] | None = None
+) -> Wiring:
+    """``wiring`` with the extension's nodes last: ``via`` (its first node) before review.
 
-    A project whose wiring already has nodes of these names added them itself: each
-    extension node takes the place of its namesake, on the project's route.
+    A project whose wiring already has nodes of these names added them itself, and routes
+    to them already: the extension's nodes take their place.
     """
-    names = {spec.name: (spec, route) for spec, route in added}
-    present = [spec.name for spec, _ in wiring if spec.name in names]
-    if not present:
-        return (*before_review(wiring, added[0][0].name), *added)
-    assert sorted(present) == sorted(names), f"the project has {present} of {sorted(names)}"
-    return tuple(
-        (names[spec.name][0], route) if spec.name in names else (spec, route)
-        for spec, route in wiring
-    )
+    names = {spec.name for spec, _ in added}
+    if not names & {spec.name for spec, _ in wiring}:
+        return (*before_review(wiring, via or added[0][0].name), *added)
+    return (*((spec, route) for spec, route in wiring if spec.name not in names), *added)
