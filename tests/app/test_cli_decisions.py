@@ -85,7 +85,7 @@ def test_a_missing_file_or_a_directory_is_refused_as_such(tmp_path: Path) -> Non
         ({"reason": "why"}, "--reason needs an action"),
         ({"approve": True, "decision_file": Path("d.json")}, "cannot be combined with --approve"),
         ({"answers": ("q-1",)}, "--answer expects QID=TEXT, got 'q-1'"),
-        ({"action": "edit_titles"}, "--action 'edit_titles' is no action; expected one of approve"),
+        ({"action": "no_such_action"}, "--action 'no_such_action' is no action; expected one of"),
         (
             {"action": "abort", "approve": True},
             "choose one action, not --approve and --action abort",
