@@ -219,8 +219,10 @@ def test_an_unknown_thread_is_refused_by_sources_and_source_text(
 
 @pytest.mark.e2e
 def test_a_tampered_snapshot_is_refused_and_none_of_its_text_is_shown(
-    workflow: Workflow, settings: Settings
+    own_store_workflow: Workflow,
 ) -> None:
+    workflow = own_store_workflow  # the test damages its stored bytes
+    settings = workflow.settings
     bundle, draft = finished(workflow, "t-tampered")
     cited = next(source for source in bundle.sources if cited_by_source(bundle, draft)[source.id])
     tamper(workflow.context.store, cited.snapshot)

@@ -140,7 +140,8 @@ def test_a_run_quotes_prose_only_and_show_source_marks_each_quote_in_the_source(
         assert MARKED.findall(shown.output) == marks
 
 
-def test_a_tampered_html_snapshot_is_refused(workflow: Workflow, tmp_path: Path) -> None:
+def test_a_tampered_html_snapshot_is_refused(own_store_workflow: Workflow, tmp_path: Path) -> None:
+    workflow = own_store_workflow  # the test damages its stored bytes
     bundle = _run(workflow, tmp_path, HTML, "t-tampered-html")
     cited = bundle.sources[0]
     tamper(workflow.context.store, cited.snapshot)
