@@ -223,7 +223,7 @@ def agent_name(ctx: RunContext, spec: NodeSpec) -> str | None:
 def visit_update(visit: Visit) -> dict[str, Any]:
     """The update of one visit: the first of the runner's steps that produces one."""
     if visit.spec.joins and (outcome := stopped_outcome(visit.spec, visit.state)) is not None:
-        return visit.hand_over(NodeResult({"outcome": outcome}))
+        return visit.hand_over(NodeResult({"outcome": with_draft(visit, outcome)}))
     update = reuse(visit) or over_budget(visit)
     if update is not None:
         return update
@@ -340,6 +340,28 @@ class Visit:
         return self.hand_over(NodeResult({"outcome": outcome}))
 
 
+def with_draft(visit: Visit, stopped: RunOutcome) -> RunOutcome:
+    """A branch's stop as the join ends the run with it: partial with the thread's draft.
+
+    A branch task sees only what its fan-out sent it, never the draft; the join sees the
+    thread's state, so a run stopped in a branch after the writer ends partial with its
+    draft, as a stop anywhere else does.
+    """
+    draft = read(visit.state, "draft", DraftArticle, node=visit.spec.name)
+    if draft is None or stopped.draft is not None:
+        return stopped
+    return run_outcome(
+        visit.task,
+        visit.step,
+        TaskState.COMPLETED,
+        "partial",
+        draft=draft,
+        errors=stopped.errors,
+        retryable=stopped.retryable,
+        reason=stopped.reason,
+    )
+
+
 def stop_outcome(
     state: Mapping[str, Any],
     task: TaskSpec,
@@ -393,6 +415,11 @@ def over_budget(visit: Visit) -> dict[str, Any] | None:
     if problem is None:
         return None
     Attempt(visit, visit.step).finish(error=("budget_exhausted", problem.detail))
+    published = read(visit.state, "outcome", RunOutcome, node=visit.spec.name)
+    if published is not None and published.article is not None:
+        # A node after publishing (an index, a notification) is skipped, never unpublishes:
+        # the run keeps the outcome that names its article, and the audit says why.
+        return visit.hand_over(NodeResult({}))
     return visit.stop(visit.step, problem, retryable=False)
 
 

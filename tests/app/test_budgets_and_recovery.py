@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
+
+from typing_extensions import TypedDict
 
 from app.faults.points import with_faults
 from app.faults.rules import parse_faults
+from app.settings import Settings
 from app.workflow import Workflow
-from contracts import ErrorCode, TaskState
-from graphs import WIRING
+from contracts import ErrorCode, RunOutcome, TaskSpec, TaskState, Usage
+from graphs import WIRING, AgentOutput, NodeCall, NodeResult, RunContext, node
+from graphs.graph import route_after_finalize
+from graphs.nodes.finalize import finalize
 from graphs.nodes.research import WIDENED
+from graphs.routing import STOP, detour
+from graphs.wiring import rerouted
 from tests.app.test_review_loop import SloppyWriter
-from tests.conftest import OBJECTIVE, passes, write_corpus
+from tests.conftest import OBJECTIVE, nodes_run, passes, write_corpus
+from tests.extension_quote_check import WIRING_WITH_QUOTE_CHECK
 
 NODES = [spec for spec, _ in WIRING]
 
@@ -200,3 +209,82 @@ def test_parallel_research_branches_share_the_tool_call_budget(workflow: Workflo
     spent = [run.usage.tool_calls for run in research]
     assert sum(spent) <= 7, f"branches spent {spent}: more than the budget together"
     assert all(calls <= 7 // 3 for calls in spent), f"each branch gets its share: {spent}"
+
+
+def tokens_before(workflow: Workflow, thread: str, node_name: str) -> int:
+    """The tokens the thread's attempts spent before ``node_name`` first started."""
+    runs = workflow.history(thread)
+    first = next(at for at, run in enumerate(runs) if run.node_id == node_name)
+    return sum(run.usage.tokens for run in runs[:first])
+
+
+@dataclass
+class Costly:
+    """An agent that reports tokens for its work, as a model-backed one does."""
+
+    real: Any
+    tokens: int = 100
+
+    def run(self, request: Any) -> AgentOutput[Any]:
+        output: AgentOutput[Any] = self.real.run(request)
+        spent = Usage(tool_calls=output.usage.tool_calls, tokens=output.usage.tokens + self.tokens)
+        return replace(output, usage=spent)
+
+
+def costly(workflow: Workflow, *nodes: str) -> RunContext:
+    """The workflow's services with these nodes' agents reporting tokens."""
+    context = workflow.context
+    for name in nodes:
+        context = context.with_agent(name, Costly(context.agents[name]))
+    return context
+
+
+class AfterPublishInput(TypedDict):
+    task: TaskSpec
+    outcome: RunOutcome | None
+
+
+@node("after_publish", reads=AfterPublishInput, writes=AfterPublishInput)
+def after_publish(call: NodeCall) -> NodeResult:
+    """A project's node after publishing (an index, a notification): it changes nothing."""
+    return NodeResult({})
+
+
+def test_a_budget_spent_by_publishing_skips_a_node_after_it_and_keeps_the_article(
+    settings: Settings,
+) -> None:
+    route = detour(route_after_finalize, STOP, via="after_publish")
+    wiring = (*rerouted(WIRING, finalize, route), (after_publish, STOP))
+    with (
+        Workflow(settings, wiring=wiring) as plain,
+        Workflow(settings, wiring=wiring, context=costly(plain, "writer", "reviewer")) as workflow,
+    ):
+        workflow.run(OBJECTIVE, "t-measure")
+        assert passes(nodes_run(workflow, "t-measure"), "finalize", "after_publish")
+        spent = tokens_before(workflow, "t-measure", "finalize")
+        task = TaskSpec(task_id="t-spent", objective=OBJECTIVE, budget={"max_tokens": spent})
+        outcome = workflow.run(task, "t-spent")
+        assert (outcome.state, outcome.result_status) == (TaskState.COMPLETED, "completed")
+        assert outcome.article is not None
+        [skipped] = [run for run in workflow.history("t-spent") if run.node_id == "after_publish"]
+        assert skipped.status == "failed" and skipped.error is not None
+        assert skipped.error.kind == "budget_exhausted"
+
+
+def test_a_budget_spent_before_a_branch_after_the_writer_ends_partial_with_the_draft(
+    settings: Settings,
+) -> None:
+    """The branch sees only what its fan-out sent it; the run still ends with the draft."""
+    wiring = WIRING_WITH_QUOTE_CHECK
+    with (
+        Workflow(settings, wiring=wiring) as plain,
+        Workflow(settings, wiring=wiring, context=costly(plain, "writer")) as workflow,
+    ):
+        workflow.run(OBJECTIVE, "t-measure")
+        spent = tokens_before(workflow, "t-measure", "check_quotes")
+        task = TaskSpec(task_id="t-spent", objective=OBJECTIVE, budget={"max_tokens": spent})
+        outcome = workflow.run(task, "t-spent")
+        assert (outcome.state, outcome.result_status) == (TaskState.COMPLETED, "partial")
+        draft = workflow.state("t-spent")["draft"]
+        assert outcome.draft is not None and outcome.draft == draft.body
+        assert ErrorCode.BUDGET_EXHAUSTED in {error.code for error in outcome.errors}
