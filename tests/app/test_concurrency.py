@@ -185,10 +185,13 @@ def assert_no_duplicate_revisions(workflow: Workflow, thread_id: str) -> None:
             assert len(shas) == len(set(shas)), f"{artifact_id}: duplicate revisions {shas}"
 
 
-def assert_single_writer_history(workflow: Workflow, thread_id: str) -> None:
+def assert_single_writer_history(
+    workflow: Workflow, thread_id: str, *, only_work: bool = False
+) -> None:
     """One linear checkpoint chain, each node's work done once, no revision written twice.
 
-    Every audit record is work done once: a process that lost the race recorded nothing.
+    ``only_work``: every audit record is work done once (a process that lost a race
+    recorded nothing); a thread that met a failure keeps its failed or reused records.
     """
     assert_linear_chain(workflow, thread_id)
     assert_no_duplicate_revisions(workflow, thread_id)
@@ -201,7 +204,8 @@ def assert_single_writer_history(workflow: Workflow, thread_id: str) -> None:
     )
     assert {node for node, _ in done} >= set(PATH), f"{thread_id}: {done}"
     assert max(done.values()) == 1, f"{thread_id}: a node did its work twice: {done}"
-    assert len(runs) == len(done), f"{thread_id}: records besides the work: {runs}"
+    if only_work:
+        assert len(runs) == len(done), f"{thread_id}: records besides the work: {runs}"
     assert not [run for run in runs if run.status == "running"]
 
 
@@ -253,7 +257,7 @@ def test_racing_resumes_exactly_one_proceeds_every_time_and_nothing_forks(
         for race in range(RACES):
             thread_id = f"t-race-{race}"
             assert workflow.outcome(thread_id).result_status == "completed"
-            assert_single_writer_history(workflow, thread_id)
+            assert_single_writer_history(workflow, thread_id, only_work=True)
     assert len(winners) > 1, f"the races were not real: one process always won ({winners})"
 
 
@@ -296,7 +300,7 @@ def _complete_from_a_shared_queue(backend: Settings) -> None:
     with Workflow(backend) as workflow:
         assert workflow.threads() == thread_ids
         for thread_id in thread_ids:
-            assert_single_writer_history(workflow, thread_id)
+            assert_single_writer_history(workflow, thread_id, only_work=True)
 
 
 @pytest.mark.e2e
