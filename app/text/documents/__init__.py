@@ -5,7 +5,8 @@ source bytes, so a sentence must be prose a reader sees as one: never a code fen
 prompt, a table row, a badge line, HTML or a BibTeX entry, and never half of "e.g.".
 Markdown blocks come from markdown-it-py (CommonMark plus tables), reStructuredText blocks
 from docutils (``rst.py``), HTML's from the main content of the page as Python's
-``html.parser`` tokenises it (``html.py``). Sentences are cut by sentencex, chosen over
+``html.parser`` tokenises it (``html.py``), plain text's from the layout conventions of
+text manuals (``plain.py``). Sentences are cut by sentencex, chosen over
 pysbd by ``bench/sentence_segmenters.py`` (as right on our text, hundreds of times
 faster). Every sentence keeps the exact source span it was read from.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from app.text.documents.blocks import Part, markdown_parts, plain_parts
+from app.text.documents.blocks import markdown_parts
 from app.text.documents.document import (
     HTML,
     MARKDOWN,
@@ -28,6 +29,7 @@ from app.text.documents.document import (
 )
 from app.text.documents.html import html_parts
 from app.text.documents.lines import line_bounds, line_span
+from app.text.documents.plain import plain_parts
 from app.text.documents.rst import rst_parts
 from app.text.documents.sentences import prose_sentences
 
@@ -45,11 +47,7 @@ __all__ = [
 ]
 
 
-def _plain(text: str, starts: list[int], ends: list[int]) -> tuple[str | None, list[Part]]:
-    return None, plain_parts(text, starts, ends)
-
-
-_READERS = {MARKDOWN: markdown_parts, PLAIN: _plain, RST: rst_parts, HTML: html_parts}
+_READERS = {MARKDOWN: markdown_parts, PLAIN: plain_parts, RST: rst_parts, HTML: html_parts}
 """The reader of each media type ``read_document`` reads."""
 
 

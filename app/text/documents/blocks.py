@@ -1,4 +1,4 @@
-"""Blocks of a document by kind: markdown through markdown-it-py, plain text at blank lines.
+"""Blocks of a markdown document by kind, read through markdown-it-py.
 
 A paragraph is prose only when a reader would read it as such: a shell or Python
 transcript, a BibTeX entry, a table written without its separator line, a badge row or a
@@ -267,21 +267,3 @@ def _heading_text(content: str, env: dict[str, Any]) -> str:
         elif token.type in ("softbreak", "hardbreak"):
             parts.append(" ")
     return normalize_space("".join(parts))
-
-
-def plain_parts(text: str, starts: list[int], ends: list[int]) -> list[Part]:
-    """Paragraphs at blank lines: plain text has no other structure to read."""
-    parts: list[Part] = []
-    first: int | None = None
-    for line in range(len(starts) + 1):
-        blank = line == len(starts) or not text[starts[line] : ends[line]].strip()
-        if blank and first is not None:
-            start, end = block_span(text, starts, ends, (first, line), 0)
-            flat = text[start:end].replace("\r", " ").replace("\n", " ")
-            reading = Reading(flat, [(0, 0, len(flat), True)], {}, {})
-            mapping = ContentLines([0], [start], [end])
-            parts.append(Part("paragraph", start, end, (), None, reading, mapping))
-            first = None
-        elif not blank and first is None:
-            first = line
-    return parts

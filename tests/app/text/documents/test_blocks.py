@@ -134,21 +134,20 @@ def test_list_and_quote_markers_are_not_part_of_the_span() -> None:
     assert_exact(document)
 
 
-def test_plain_text_documents_are_paragraphs() -> None:
-    text = "# Not a heading. Just text.\n\n  - not a list, e.g. prose\nwrapped. Next.\n\n\n$ echo"
+def test_plain_text_documents_are_not_read_as_markdown() -> None:
+    text = "# Not a heading. Just text.\n\n  - a list item, e.g. prose\nwrapped. Next.\n\n\n$ echo"
     document = read_document(text, "text/plain")
 
-    assert [block.kind for block in document.blocks] == ["paragraph"] * 3
+    assert [block.kind for block in document.blocks] == ["paragraph", "list_item", "code"]
     assert all(block.section == () for block in document.blocks)
     assert document.title is None
     assert texts(document) == [
         "# Not a heading.",
         "Just text.",
-        "- not a list, e.g. prose\nwrapped.",
+        "a list item, e.g. prose\nwrapped.",
         "Next.",
-        "$ echo",
     ]
-    assert plains(document)[2] == "- not a list, e.g. prose wrapped."
+    assert plains(document)[2] == "a list item, e.g. prose wrapped."
     assert_exact(document)
 
 
