@@ -372,7 +372,9 @@ class _Reader:
             self.underlines.append(style)
         level = self.underlines.index(style) + 1
         first = overline or title
-        self.heading(_tagless(title.body) or title.body, level, [first, underline])
+        numbered = _numbered(_tagless(title.body))
+        name = numbered[1] if numbered else _tagless(title.body) or title.body
+        self.heading(name, level, [first, underline])
         self.structural = level
 
     def tag_head(self, lines: list[_Line]) -> list[_Line]:
