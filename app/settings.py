@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.agents.models import OFFLINE, check_spec
@@ -127,6 +127,17 @@ class Settings(BaseSettings):
         le=86400,
         description="Seconds a running fleet worker waits for a lost database to come back "
         "(retrying with backoff, one log line) before it exits with code 9.",
+    )
+
+    encryption_key: SecretStr | None = Field(
+        default=None,
+        description="Encrypts checkpoints, artifact blobs and the ledger's payloads at rest "
+        "(AES-GCM): base64 of 32 random bytes. A database written with it opens only with it.",
+    )
+    encryption_old_keys: SecretStr | None = Field(
+        default=None,
+        description="Keys rotated out, comma-separated (same form): data written under them "
+        "stays readable; new data is written under encryption_key.",
     )
 
     fault: str | None = Field(

@@ -25,13 +25,19 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from app.settings import Settings
 from app.storage.backends import backend_for
+from app.storage.encryption import KeyRing
 from app.storage.serde import contract_serializer
 
 
 @asynccontextmanager
-async def open_async_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    """An async saver on the database at ``url`` (tables created as the CLI would)."""
-    async with backend_for(url).async_checkpointer(url) as saver:
+async def open_async_checkpointer(
+    url: str, keys: KeyRing | None = None
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """An async saver on the database at ``url`` (tables created as the CLI would).
+
+    ``keys``: checkpoints are sealed under them (``app.storage.encryption``).
+    """
+    async with backend_for(url).async_checkpointer(url, keys=keys) as saver:
         yield saver
 
 
@@ -52,5 +58,7 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
     if urlparse(url).scheme == "memory":
         yield _process_memory()
         return
-    async with open_async_checkpointer(url) as saver:
+    # The database's recorded keys checked as the CLI checks them (a wrong key: refused).
+    keys = await asyncio.to_thread(backend_for(url).check_keys, settings)
+    async with open_async_checkpointer(url, keys) as saver:
         yield saver

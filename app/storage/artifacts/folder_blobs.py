@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 from app.storage.artifacts import files
+from app.storage.encryption import KeyRing, open_blob, seal_blob
 from app.storage.file_digests import DIGESTS, FileDigests
 from graphs.errors import IntegrityError, InvalidArtifactId
 
@@ -31,6 +32,13 @@ class FolderBlobs:
 
     modified_where = "on disk"
     """Where damaged bytes were changed, for messages."""
+
+    keys: KeyRing | None = None
+    """Blobs are sealed under these keys (``app.storage.encryption``); None: kept as given.
+
+    A blob's name stays the sha256 of its plain bytes, and every check hashes what it opens
+    to, so a changed sealed blob is reported as any damaged blob is.
+    """
 
     def __init__(self, root: Path, digests: FileDigests = DIGESTS) -> None:
         self._root = Path(root)
@@ -127,14 +135,15 @@ class FolderBlobs:
         parts = self._blob_parts(sha256)
         directory = self._ensure_dir(*parts[:2])
         if not self._matches_in(directory, sha256):
-            files.atomic_write(directory, sha256, content)
+            files.atomic_write(directory, sha256, seal_blob(self.keys, content))
 
     def _fetch_blob(self, session: object, sha256: str) -> bytes | None:
         parts = self._blob_parts(sha256)
         try:
-            return files.read_fd(self._open(self._dir(*parts[:2]), "/".join(parts), os.O_RDONLY))
+            stored = files.read_fd(self._open(self._dir(*parts[:2]), "/".join(parts), os.O_RDONLY))
         except FileNotFoundError:
             return None
+        return open_blob(self.keys, stored)
 
     def _blob_matches(self, session: object, sha256: str) -> bool | None:
         """Whether the blob hashes to its name (None: there is none), read only if changed.
@@ -155,7 +164,9 @@ class FolderBlobs:
         try:
             before = os.fstat(fd)
             return (
-                self._digests.sha256(fd, before, lambda: files.read_open(fd, before.st_size))
+                self._digests.sha256(
+                    fd, before, lambda: open_blob(self.keys, files.read_open(fd, before.st_size))
+                )
                 == sha256
             )
         finally:

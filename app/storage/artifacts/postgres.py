@@ -18,7 +18,14 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from app.storage.artifacts.base import ArtifactStoreBase
-from app.storage.artifacts.records import candidate, check_entry, next_revision, parse_entry
+from app.storage.artifacts.records import (
+    candidate,
+    check_entry,
+    next_revision,
+    parse_entry,
+    sha256_hex,
+)
+from app.storage.encryption import KeyRing, open_blob, seal_blob
 from app.storage.postgres_tables import PostgresTables
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError
@@ -58,6 +65,8 @@ class PostgresArtifactStore(PostgresTables, ArtifactStoreBase["PgConnection"]):
 
     schema_sql = POSTGRES_SCHEMA
     modified_where = "in the database"
+    keys: KeyRing | None = None
+    """Blobs are sealed under these keys (``app.storage.encryption``); None: kept as given."""
 
     def _session(self) -> AbstractContextManager[PgConnection]:
         return self._db.connection()
@@ -77,7 +86,7 @@ class PostgresArtifactStore(PostgresTables, ArtifactStoreBase["PgConnection"]):
         row = session.execute(
             "SELECT content FROM handoff_artifact_blobs WHERE sha256 = %s", (sha256,)
         ).fetchone()
-        return None if row is None else bytes(row["content"])
+        return None if row is None else open_blob(self.keys, bytes(row["content"]))
 
     # -- public API --------------------------------------------------------------------
 
@@ -89,13 +98,7 @@ class PostgresArtifactStore(PostgresTables, ArtifactStoreBase["PgConnection"]):
         content, first = candidate(artifact_id, kind, content, media_type)
         sha256 = first.sha256
         with self._session() as conn, conn.transaction():
-            # Written once; rewritten only if the stored bytes were damaged (a repair).
-            conn.execute(
-                "INSERT INTO handoff_artifact_blobs AS b (sha256, content, size_bytes) "
-                "VALUES (%s, %s, %s) ON CONFLICT (sha256) DO UPDATE "
-                "SET content = EXCLUDED.content WHERE encode(sha256(b.content), 'hex') <> b.sha256",
-                (sha256, content, len(content)),
-            )
+            self._write_blob(conn, sha256, content)
             conn.execute(
                 "INSERT INTO handoff_artifacts (artifact_id, kind) VALUES (%s, %s) "
                 "ON CONFLICT (artifact_id) DO NOTHING",
@@ -133,6 +136,36 @@ class PostgresArtifactStore(PostgresTables, ArtifactStoreBase["PgConnection"]):
                 (ref.revision, artifact_id),
             )
             return ref
+
+    def _write_blob(self, conn: PgConnection, sha256: str, content: bytes) -> None:
+        """Written once; rewritten only if the stored bytes were damaged (a repair).
+
+        Sealed blobs differ from their sha256 by design, so the database cannot tell a
+        damaged one: it is opened here, under the row's lock, and hashed.
+        """
+        if self.keys is None:
+            conn.execute(
+                "INSERT INTO handoff_artifact_blobs AS b (sha256, content, size_bytes) "
+                "VALUES (%s, %s, %s) ON CONFLICT (sha256) DO UPDATE "
+                "SET content = EXCLUDED.content WHERE encode(sha256(b.content), 'hex') <> b.sha256",
+                (sha256, content, len(content)),
+            )
+            return
+        sealed = seal_blob(self.keys, content)
+        row = conn.execute(
+            "SELECT content FROM handoff_artifact_blobs WHERE sha256 = %s FOR UPDATE", (sha256,)
+        ).fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO handoff_artifact_blobs (sha256, content, size_bytes) "
+                "VALUES (%s, %s, %s) ON CONFLICT (sha256) DO NOTHING",
+                (sha256, sealed, len(content)),
+            )
+        elif sha256_hex(open_blob(self.keys, bytes(row["content"]))) != sha256:
+            conn.execute(
+                "UPDATE handoff_artifact_blobs SET content = %s WHERE sha256 = %s",
+                (sealed, sha256),
+            )
 
     def ids(self) -> list[str]:
         """Every stored artifact id, sorted."""

@@ -32,6 +32,7 @@ from app.storage.backends.base import (
 from app.storage.backends.memory import MemoryBackend
 from app.storage.backends.postgres import PostgresBackend
 from app.storage.backends.sqlite import SqliteBackend, sqlite_path
+from app.storage.encryption import KeyRing
 from app.storage.ledger import RunLedgerBackend
 from app.storage.postgres import DEFAULT_TIMEOUT, describe_url
 from graphs.errors import HandoffError
@@ -75,10 +76,13 @@ def backend_for(url: str) -> StorageBackend:
 
 
 def open_checkpointer(
-    url: str, *, timeout: float = DEFAULT_TIMEOUT
+    url: str, *, timeout: float = DEFAULT_TIMEOUT, keys: KeyRing | None = None
 ) -> contextlib.AbstractContextManager[BaseCheckpointSaver[str]]:
-    """Open (and set up, idempotently) the bare saver for ``url``; close it on exit."""
-    return backend_for(url).checkpointer(url, timeout=timeout)
+    """Open (and set up, idempotently) the bare saver for ``url``; close it on exit.
+
+    ``keys``: checkpoints are sealed under them (``app.storage.encryption``).
+    """
+    return backend_for(url).checkpointer(url, timeout=timeout, keys=keys)
 
 
 def ledger_for_url(url: str) -> RunLedgerBackend:

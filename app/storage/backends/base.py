@@ -26,7 +26,9 @@ from app.storage.artifacts import (
     SqliteArtifactStore,
 )
 from app.storage.checkpointing import SingleWriterSaver
+from app.storage.encryption import KeyRing, check_keys, key_ring
 from app.storage.ledger import RunLedgerBackend
+from app.storage.ledger.base import SqlRunLedger
 from app.storage.locks import ThreadLock
 from app.storage.postgres import DEFAULT_TIMEOUT, describe_url, is_outage, redact
 from app.storage.sqlite_files import NO_SPACE, full
@@ -107,15 +109,42 @@ class StorageBackend(ABC):
 
     @abstractmethod
     def checkpointer(
-        self, url: str, *, timeout: float = DEFAULT_TIMEOUT
+        self, url: str, *, timeout: float = DEFAULT_TIMEOUT, keys: KeyRing | None = None
     ) -> contextlib.AbstractContextManager[BaseCheckpointSaver[str]]:
-        """The bare saver with its tables created (idempotently), closed on exit."""
+        """The bare saver with its tables created (idempotently), closed on exit.
+
+        ``keys``: checkpoints are sealed under them (``app.storage.encryption``).
+        """
 
     @abstractmethod
     def async_checkpointer(
-        self, url: str
+        self, url: str, *, keys: KeyRing | None = None
     ) -> contextlib.AbstractAsyncContextManager[BaseCheckpointSaver[Any]]:
         """An async saver for the dev server, its tables created by the sync saver first."""
+
+    def recorded_keys(self, settings: Settings) -> frozenset[str]:
+        """The ids of the keys the database was written under, read without writing.
+
+        A database that outlives no process records none.
+        """
+        return frozenset()
+
+    def record_key(self, settings: Settings, pool: Any | None, keys: KeyRing) -> None:
+        """Record that the database is written under the current key (idempotent).
+
+        A database that outlives no process has nothing to record.
+        """
+        return None
+
+    def check_keys(self, settings: Settings) -> KeyRing | None:
+        """The settings' keys, refused (exit 2) unless they open what the database holds."""
+        keys = key_ring(settings)
+        check_keys(
+            self.recorded_keys(settings),
+            keys,
+            f"the database at {describe_url(settings.resolved_database_url())}",
+        )
+        return keys
 
     @abstractmethod
     def ledger(
@@ -179,8 +208,12 @@ class StorageBackend(ABC):
         if store == "memory":
             return MemoryArtifactStore()
         if store == "filesystem":
-            return self.folder_artifact_store(settings, read_only=read_only)
-        return self.database_artifact_store(settings, pool)
+            chosen = self.folder_artifact_store(settings, read_only=read_only)
+        else:
+            chosen = self.database_artifact_store(settings, pool)
+        if not isinstance(chosen, MemoryArtifactStore):
+            chosen.keys = key_ring(settings)
+        return chosen
 
     def folder_artifact_store(
         self, settings: Settings, *, read_only: bool = False
@@ -199,11 +232,17 @@ class StorageBackend(ABC):
         return None
 
     def _storage(
-        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
+        self,
+        settings: Settings,
+        stack: contextlib.ExitStack,
+        *,
+        read_only: bool = False,
+        keys: KeyRing | None = None,
     ) -> tuple[BaseCheckpointSaver[str], Any | None]:
         """The bare saver, open for the stack's life, and a pool the other parts share."""
         url = settings.resolved_database_url()
-        return stack.enter_context(self.checkpointer(url, timeout=settings.database_timeout)), None
+        saver = self.checkpointer(url, timeout=settings.database_timeout, keys=keys)
+        return stack.enter_context(saver), None
 
     def open(
         self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
@@ -214,9 +253,14 @@ class StorageBackend(ABC):
         database without setting anything up (an SQLite file then needs no free space).
         """
         self.check(settings)
+        keys = self.check_keys(settings)
         url = settings.resolved_database_url()
-        inner, pool = self._storage(settings, stack, read_only=read_only)
+        inner, pool = self._storage(settings, stack, read_only=read_only, keys=keys)
+        if keys is not None and not read_only:
+            self.record_key(settings, pool, keys)
         ledger = self.ledger(url, pool, read_only=read_only)
+        if isinstance(ledger, SqlRunLedger):
+            ledger.keys = keys
         stack.callback(ledger.close)
         store = self.artifact_store(settings, pool, read_only=read_only)
         stack.callback(store.close)

@@ -11,6 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from app.settings import Settings
 from app.storage.backends.base import Backend, StorageBackend
+from app.storage.encryption import KeyRing
 from app.storage.ledger import RunLedgerBackend
 from app.storage.ledger.memory import MemoryRunLedger
 from app.storage.locks import MemoryThreadLock, ThreadLock
@@ -25,15 +26,17 @@ class MemoryBackend(StorageBackend):
     outlives_process = False
 
     def checkpointer(
-        self, url: str, *, timeout: float = DEFAULT_TIMEOUT
+        self, url: str, *, timeout: float = DEFAULT_TIMEOUT, keys: KeyRing | None = None
     ) -> AbstractContextManager[BaseCheckpointSaver[str]]:
         """A fresh in-memory saver; there is nothing to close."""
-        return nullcontext(InMemorySaver(serde=contract_serializer()))
+        return nullcontext(InMemorySaver(serde=contract_serializer(keys)))
 
     @asynccontextmanager
-    async def async_checkpointer(self, url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    async def async_checkpointer(
+        self, url: str, *, keys: KeyRing | None = None
+    ) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         """A fresh in-memory saver (it serves async callers as well)."""
-        yield InMemorySaver(serde=contract_serializer())
+        yield InMemorySaver(serde=contract_serializer(keys))
 
     def ledger(
         self, url: str, pool: Any | None = None, *, read_only: bool = False

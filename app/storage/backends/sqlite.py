@@ -22,6 +22,7 @@ from app.storage.backends.base import (
 )
 from app.storage.backends.sqlite_saver import BlobSqliteSaver
 from app.storage.backends.sqlite_saver_sql import READ_TABLES
+from app.storage.encryption import KEY_TABLE, KeyRing
 from app.storage.ledger import RunLedgerBackend
 from app.storage.ledger.sqlite import SqliteRunLedger
 from app.storage.locks import FileThreadLock, ThreadLock
@@ -47,14 +48,19 @@ class SqliteBackend(StorageBackend):
     example = "sqlite:///path/to/handoff.db"
 
     def checkpointer(
-        self, url: str, *, timeout: float = DEFAULT_TIMEOUT
+        self, url: str, *, timeout: float = DEFAULT_TIMEOUT, keys: KeyRing | None = None
     ) -> contextlib.AbstractContextManager[BaseCheckpointSaver[str]]:
         """A BlobSqliteSaver on its own connection, creating the file and tables if needed."""
-        return self._saver(sqlite_path(url))
+        return self._saver(sqlite_path(url), keys=keys)
 
     @contextmanager
     def _saver(
-        self, path: Path, *, read_only: bool = False, artifact_dir: Path | None = None
+        self,
+        path: Path,
+        *,
+        read_only: bool = False,
+        artifact_dir: Path | None = None,
+        keys: KeyRing | None = None,
     ) -> Iterator[BaseCheckpointSaver[str]]:
         """The saver on a checked connection; read-only ones skip setup (it would write).
 
@@ -65,7 +71,7 @@ class SqliteBackend(StorageBackend):
             path, read_only=read_only, needs=READ_TABLES, artifact_dir=artifact_dir
         )
         try:
-            saver = BlobSqliteSaver(conn, serde=contract_serializer())
+            saver = BlobSqliteSaver(conn, serde=contract_serializer(keys))
             if isinstance(conn, sqlite_files.ReadOnlyConnection):
                 saver.is_setup = True  # connect() found the tables
             else:
@@ -75,14 +81,54 @@ class SqliteBackend(StorageBackend):
             conn.close()
 
     def _storage(
-        self, settings: Settings, stack: contextlib.ExitStack, *, read_only: bool = False
+        self,
+        settings: Settings,
+        stack: contextlib.ExitStack,
+        *,
+        read_only: bool = False,
+        keys: KeyRing | None = None,
     ) -> tuple[BaseCheckpointSaver[str], Any | None]:
         """The saver, its file checked against the artifact folder too (see sqlite_files)."""
         path = sqlite_path(settings.resolved_database_url())
         saver = self._saver(
-            path, read_only=read_only, artifact_dir=settings.resolved_artifact_dir()
+            path, read_only=read_only, artifact_dir=settings.resolved_artifact_dir(), keys=keys
         )
         return stack.enter_context(saver), None
+
+    def recorded_keys(self, settings: Settings) -> frozenset[str]:
+        """The key ids in the file, read on a read-only connection; none in a new file.
+
+        A file that cannot be read is left to the saver, which names what is wrong with it.
+        """
+        path = sqlite_path(settings.resolved_database_url())
+        if not path.is_file():
+            return frozenset()
+        try:
+            with contextlib.closing(
+                sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            ) as conn:
+                if not conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (KEY_TABLE,)
+                ).fetchone():
+                    return frozenset()
+                rows = conn.execute(f"SELECT key_id FROM {KEY_TABLE}").fetchall()
+        except sqlite3.Error:
+            return frozenset()
+        return frozenset(str(row[0]) for row in rows)
+
+    def record_key(self, settings: Settings, pool: Any | None, keys: KeyRing) -> None:
+        """Add the current key's id to the file's table (created on first use)."""
+        if keys.current_id in self.recorded_keys(settings):
+            return
+        path = sqlite_path(settings.resolved_database_url())
+        with contextlib.closing(sqlite3.connect(str(path), timeout=30)) as conn, conn:
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {KEY_TABLE} (key_id TEXT PRIMARY KEY, "
+                "recorded_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+            )
+            conn.execute(
+                f"INSERT OR IGNORE INTO {KEY_TABLE} (key_id) VALUES (?)", (keys.current_id,)
+            )
 
     def failure(self, error: BaseException, settings: Settings) -> HandoffError | None:
         """A damaged or full database file, or a full disk."""
@@ -90,7 +136,9 @@ class SqliteBackend(StorageBackend):
         return sqlite_files.failure(error, path) or super().failure(error, settings)
 
     @asynccontextmanager
-    async def async_checkpointer(self, url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    async def async_checkpointer(
+        self, url: str, *, keys: KeyRing | None = None
+    ) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         """An AsyncBlobSqliteSaver on the same file: the layout the sync saver writes."""
         import aiosqlite
 
@@ -98,7 +146,7 @@ class SqliteBackend(StorageBackend):
 
         await self._prepare(url)
         async with aiosqlite.connect(str(sqlite_path(url)), timeout=30) as conn:
-            yield AsyncBlobSqliteSaver(conn, serde=contract_serializer())
+            yield AsyncBlobSqliteSaver(conn, serde=contract_serializer(keys))
 
     def ledger(
         self, url: str, pool: Any | None = None, *, read_only: bool = False

@@ -7,11 +7,13 @@ placeholder style and how an attempt takes the next sequence number.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Protocol
 
+from app.storage.encryption import KeyRing, open_text, seal_text
 from contracts import NodeError, NodeRun, Usage
 from graphs.budget import Tally
 
@@ -56,6 +58,9 @@ class SqlRunLedger(ABC):
     """
 
     placeholder: ClassVar[str] = "?"
+    keys: KeyRing | None = None
+    """The payloads (a stored update, a write call's effect) are sealed under these keys
+    (``app.storage.encryption``); the records stay plain, as the budget sums read them."""
     row_lock: ClassVar[str] = ""
     """Appended to the SELECT of rows a transaction is about to update."""
     spent_sql: ClassVar[str]
@@ -102,7 +107,7 @@ class SqlRunLedger(ABC):
                 record.node_id,
                 record.input_hash,
                 record.status,
-                record.model_dump_json(),
+                self._seal_record(record),
                 thread_id,
             ),
         )
@@ -117,7 +122,13 @@ class SqlRunLedger(ABC):
                     "UPDATE handoff_node_runs SET status = ?, record = ?, result = ? "
                     "WHERE thread_id = ? AND seq = ?"
                 ),
-                (record.status, record.model_dump_json(), result, thread_id, seq),
+                (
+                    record.status,
+                    self._seal_record(record),
+                    seal_text(self.keys, result),
+                    thread_id,
+                    seq,
+                ),
             )
             changed = cursor.rowcount
         if changed != 1:
@@ -130,7 +141,7 @@ class SqlRunLedger(ABC):
                 self._sql("SELECT record FROM handoff_node_runs WHERE thread_id = ? ORDER BY seq"),
                 (thread_id,),
             ).fetchall()
-        return [NodeRun.model_validate_json(row[0]) for row in rows]
+        return [self._open_record(row[0]) for row in rows]
 
     def _text(self, statement: str, params: Sequence[Any]) -> str | None:
         """The first column of the first row the query returns, as text; None: no row."""
@@ -138,9 +149,34 @@ class SqlRunLedger(ABC):
             row = cursor.execute(self._sql(statement), params).fetchone()
         return None if row is None else str(row[0])
 
+    def _seal_record(self, run: NodeRun) -> str:
+        """An attempt's record as stored: sealed under ``keys``, with what the sums read.
+
+        The budget sums read ``reused`` and ``usage`` in the database (``spent_sql``); a
+        sealed record keeps those two in the clear beside the sealed whole (its tool calls
+        name what they were given).
+        """
+        plain = run.model_dump_json()
+        if self.keys is None:
+            return plain
+        summary = {"reused": run.reused, "usage": run.usage.model_dump(mode="json")}
+        return json.dumps({**summary, "sealed": seal_text(self.keys, plain)})
+
+    def _open_record(self, stored: str) -> NodeRun:
+        """An attempt's record, opened if it was sealed, re-validated."""
+        if stored.startswith('{"reused"'):
+            sealed = json.loads(stored).get("sealed")
+            if isinstance(sealed, str):
+                stored = open_text(self.keys, sealed) or ""
+        return NodeRun.model_validate_json(stored)
+
+    def _payload(self, statement: str, params: Sequence[Any]) -> str | None:
+        """A stored payload, opened (it may be sealed, see ``keys``)."""
+        return open_text(self.keys, self._text(statement, params))
+
     def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
         """The stored update of the latest succeeded attempt with this input, if any."""
-        return self._text(
+        return self._payload(
             "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
             "AND input_hash = ? AND status = 'succeeded' AND result IS NOT NULL "
             "ORDER BY seq DESC LIMIT 1",
@@ -149,7 +185,7 @@ class SqlRunLedger(ABC):
 
     def latest_result(self, thread_id: str, node_id: str) -> str | None:
         """The stored update of the node's latest succeeded attempt, whatever its input."""
-        return self._text(
+        return self._payload(
             "SELECT result FROM handoff_node_runs WHERE thread_id = ? AND node_id = ? "
             "AND status = 'succeeded' AND result IS NOT NULL ORDER BY seq DESC LIMIT 1",
             (thread_id, node_id),
@@ -157,7 +193,7 @@ class SqlRunLedger(ABC):
 
     def tool_effect(self, thread_id: str, call_id: str) -> str | None:
         """What the thread's write call ``call_id`` did (receipt, output as JSON), if it ran."""
-        return self._text(
+        return self._payload(
             "SELECT effect FROM handoff_tool_effects WHERE thread_id = ? AND call_id = ?",
             (thread_id, call_id),
         )
@@ -170,7 +206,7 @@ class SqlRunLedger(ABC):
                     "INSERT INTO handoff_tool_effects (thread_id, call_id, effect) "
                     "VALUES (?, ?, ?) ON CONFLICT (thread_id, call_id) DO NOTHING"
                 ),
-                (thread_id, call_id, effect),
+                (thread_id, call_id, seal_text(self.keys, effect)),
             )
 
     def tally(
@@ -221,13 +257,13 @@ class SqlRunLedger(ABC):
                 (thread_id,),
             ).fetchall()
             for seq, record in rows:
-                run = abandoned(NodeRun.model_validate_json(record), detail)
+                run = abandoned(self._open_record(record), detail)
                 cursor.execute(
                     self._sql(
                         "UPDATE handoff_node_runs SET status = ?, record = ? "
                         "WHERE thread_id = ? AND seq = ?"
                     ),
-                    (run.status, run.model_dump_json(), thread_id, seq),
+                    (run.status, self._seal_record(run), thread_id, seq),
                 )
         return len(rows)
 
