@@ -98,14 +98,18 @@ class SqliteBackend(StorageBackend):
     def recorded_keys(self, settings: Settings) -> frozenset[str]:
         """The key ids in the file, read on a read-only connection; none in a new file.
 
-        A file that cannot be read is left to the saver, which names what is wrong with it.
+        A file no process has open (no write-ahead log beside it) is read as immutable, so
+        not even the log's files are created; one in use is read through its log. A file
+        that cannot be read is left to the saver, which names what is wrong with it.
         """
         path = sqlite_path(settings.resolved_database_url())
         if not path.is_file():
             return frozenset()
+        in_use = Path(f"{path}-wal").exists()
+        mode = "mode=ro" if in_use else "mode=ro&immutable=1"
         try:
             with contextlib.closing(
-                sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+                sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)
             ) as conn:
                 if not conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (KEY_TABLE,)
