@@ -12,6 +12,7 @@ from app.faults.points import NodeRunning, with_faults
 from app.faults.rules import parse_faults
 from app.settings import Settings
 from app.storage.backends import artifact_store_for, ledger_for_url
+from app.storage.encryption import key_ring
 from app.tools import ArticleExport
 from app.tracing import run_trace
 from graphs import WIRING, ArtifactStore, RunContext, RunLedger, Wiring
@@ -44,7 +45,7 @@ def build_context(
     faults = parse_faults(settings.fault, nodes)
     agents = select_agents(settings, clock, models, nodes)
     context = RunContext(
-        ledger=ledger or ledger_for_url(settings.resolved_database_url()),
+        ledger=ledger or ledger_for_url(settings.resolved_database_url(), key_ring(settings)),
         sources=FileSourceProbe(settings.corpus_policy()),
         store=store if store is not None else artifact_store_for(settings),
         agents=agents,

@@ -15,6 +15,7 @@ from app.errors import (
 )
 from app.fleet.logs import JOBS
 from app.settings import Settings
+from app.storage.encryption import key_ring, open_value
 from app.workflow import Workflow
 from contracts import DecisionLog, RunOutcome, TaskSpec
 
@@ -88,7 +89,7 @@ def run_thread(thread_id: str, task: dict[str, Any]) -> str:
     killed before its first step was saved): one started with another task would otherwise
     be resumed and this task silently dropped.
     """
-    spec = TaskSpec.model_validate(task)
+    spec = TaskSpec.model_validate(open_value(key_ring(WORKFLOWS.current().settings), task))
 
     def step(workflow: Workflow) -> RunOutcome:
         started = workflow.started_task(thread_id)
@@ -106,6 +107,7 @@ def run_thread(thread_id: str, task: dict[str, Any]) -> str:
 
 def decide_thread(thread_id: str, decision: dict[str, Any]) -> str:
     """Job body: apply a queued decision, or, if a killed attempt already did, continue."""
+    decision = open_value(key_ring(WORKFLOWS.current().settings), decision)
     asked = decision["interrupt_id"]
 
     def step(workflow: Workflow) -> RunOutcome:

@@ -28,6 +28,7 @@ from app.fleet.outage import (
     reachable,
 )
 from app.settings import Settings
+from app.storage.encryption import key_ring, seal_value
 from app.storage.postgres import (
     advisory_key,
     application_name,
@@ -199,11 +200,13 @@ class Fleet:
         """
         from procrastinate.exceptions import AlreadyEnqueued
 
+        keys = key_ring(self.settings)  # what a job carries is sealed like the thread
+        sealed = {key: seal_value(keys, value) for key, value in kwargs.items()}
         with self._opened() as app:
             try:
                 return app.configure_task(
                     name, lock=thread_id, queueing_lock=thread_id, queue=QUEUE
-                ).defer(thread_id=thread_id, **kwargs)
+                ).defer(thread_id=thread_id, **sealed)
             except AlreadyEnqueued as error:
                 raise ThreadQueued(
                     f"thread {thread_id!r} already has a queued job; nothing was queued "

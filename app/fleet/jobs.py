@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from app.errors import (
     ThreadQueued,
 )
+from app.storage.encryption import KeyRing, open_value
 
 if TYPE_CHECKING:
     from app.storage.postgres import PgConnection
@@ -82,8 +83,13 @@ def unfinished_job(conn: PgConnection, thread_id: str) -> JobState | None:
     return unfinished_jobs(conn, [thread_id]).get(thread_id)
 
 
-def decision_jobs(conn: PgConnection, thread_id: str) -> list[tuple[JobState, dict[str, Any]]]:
-    """The thread's decision jobs that were not given up on, newest first, with their decision."""
+def decision_jobs(
+    conn: PgConnection, thread_id: str, keys: KeyRing | None = None
+) -> list[tuple[JobState, dict[str, Any]]]:
+    """The thread's decision jobs that were not given up on, newest first, with their decision.
+
+    ``keys``: the decisions were sealed under them (``app.storage.encryption``).
+    """
     if not queue_exists(conn):
         return []
     rows = conn.execute(
@@ -92,7 +98,7 @@ def decision_jobs(conn: PgConnection, thread_id: str) -> list[tuple[JobState, di
         "AND status IN ('todo', 'doing', 'succeeded') ORDER BY id DESC",
         (QUEUE, thread_id, DECIDE),
     ).fetchall()
-    return [(job_from_row(row), dict(row["decision"])) for row in rows]
+    return [(job_from_row(row), dict(open_value(keys, row["decision"]))) for row in rows]
 
 
 def queued_refusal(thread_id: str, job: JobState, consequence: str) -> ThreadQueued:

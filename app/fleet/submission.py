@@ -23,6 +23,7 @@ from app.fleet.jobs import (
     queued_refusal,
     unfinished_job,
 )
+from app.storage.encryption import key_ring
 from app.workflow import Workflow
 from app.workflow.decisions import plain_decision
 from contracts import HumanDecision, TaskSpec
@@ -79,7 +80,8 @@ def queue_decision(
         if job is not None and job.task != DECIDE:
             raise queued_refusal(thread_id, job, "no decision was queued")
         if job is not None:
-            theirs = next(d for j, d in decision_jobs(conn, thread_id) if j.job_id == job.job_id)
+            queued = decision_jobs(conn, thread_id, key_ring(fleet.settings))
+            theirs = next(d for j, d in queued if j.job_id == job.job_id)
             return _duplicate_or_conflict(thread_id, decision, job, theirs)
         with workflow.backend.writing(thread_id):
             request = workflow.pending(thread_id)
@@ -87,7 +89,7 @@ def queue_decision(
             if request is None or (named is not None and named != request.interrupt_id):
                 answered = [
                     (earlier, theirs)
-                    for earlier, theirs in decision_jobs(conn, thread_id)
+                    for earlier, theirs in decision_jobs(conn, thread_id, key_ring(fleet.settings))
                     if named is None or named == theirs["interrupt_id"]
                 ]
                 if answered and decision is not None:

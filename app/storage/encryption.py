@@ -12,7 +12,9 @@ What is sealed, and where it is unsealed:
   serializer, with :class:`AesGcmCipher` (``app.storage.serde``);
 * artifact blobs (folder and PostgreSQL stores): the bytes stored are sealed; an artifact's
   sha256 stays the hash of its plain bytes, so provenance and tamper checks hold;
-* the ledger's payloads (a node's stored update, a write call's effect): sealed text.
+* the ledger's payloads (a node's stored update, a write call's effect, an attempt's
+  record): sealed text;
+* a worker fleet's queued jobs (the task, a decision): sealed in the job's arguments.
 
 The keys a database was written under are recorded in it (``handoff_encryption_keys``: key
 ids only). A backend is opened only if every recorded key is at hand: a database written
@@ -26,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import os
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -246,3 +249,17 @@ def open_text(keys: KeyRing | None, stored: str | None) -> str | None:
         raise IntegrityError(
             "a ledger payload fails its encryption tag: it was changed in the database"
         ) from None
+
+
+def seal_value(keys: KeyRing | None, value: Any) -> Any:
+    """A JSON value as a queue keeps it: ``{"sealed": <sealed text>}``, or as is."""
+    if keys is None:
+        return value
+    return {"sealed": seal_text(keys, json.dumps(value, ensure_ascii=False))}
+
+
+def open_value(keys: KeyRing | None, stored: Any) -> Any:
+    """A JSON value :func:`seal_value` kept, opened; any other value as it is."""
+    if isinstance(stored, dict) and set(stored) == {"sealed"}:
+        return json.loads(open_text(keys, stored["sealed"]) or "null")
+    return stored

@@ -34,6 +34,7 @@ from app.storage.backends.postgres import PostgresBackend
 from app.storage.backends.sqlite import SqliteBackend, sqlite_path
 from app.storage.encryption import KeyRing
 from app.storage.ledger import RunLedgerBackend
+from app.storage.ledger.base import SqlRunLedger
 from app.storage.postgres import DEFAULT_TIMEOUT, describe_url
 from graphs.errors import HandoffError
 
@@ -85,9 +86,15 @@ def open_checkpointer(
     return backend_for(url).checkpointer(url, timeout=timeout, keys=keys)
 
 
-def ledger_for_url(url: str) -> RunLedgerBackend:
-    """The ledger that lives beside the checkpoints at ``url``; opens nothing yet."""
-    return backend_for(url).ledger(url)
+def ledger_for_url(url: str, keys: KeyRing | None = None) -> RunLedgerBackend:
+    """The ledger that lives beside the checkpoints at ``url``; opens nothing yet.
+
+    ``keys``: its payloads are sealed under them (``app.storage.encryption``).
+    """
+    ledger = backend_for(url).ledger(url)
+    if isinstance(ledger, SqlRunLedger):
+        ledger.keys = keys
+    return ledger
 
 
 def artifact_store_for(settings: Settings, pool: Any | None = None) -> ArtifactStoreBackend:
