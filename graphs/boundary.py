@@ -6,14 +6,14 @@ nodes plain dicts, so both directions are checked here explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from contracts import VersionedContract
 from graphs.channels import Channel
-from graphs.errors import ContractViolation
+from graphs.errors import ContractViolation, Omitted
 
 M = TypeVar("M", bound=VersionedContract)
 
@@ -96,22 +96,48 @@ class CheckedState(Mapping[str, Any]):
     """
 
     def __init__(
-        self, state: Mapping[str, Any], checked: Mapping[tuple[str, type], Any] | None = None
+        self,
+        state: Mapping[str, Any],
+        checked: Mapping[tuple[str, type], Any] | None = None,
+        *,
+        schema: Collection[str] | None = None,
+        reader: str = "",
     ) -> None:
         self._state = state
         self._checked: dict[tuple[str, type], Any] = dict(checked or {})
+        self._schema = None if schema is None else frozenset(schema)
+        self._reader = reader
 
     def __getitem__(self, channel: str) -> Any:
+        self._check_declared(channel)
         return self._state[channel]
 
+    def _check_declared(self, channel: str) -> None:
+        """A read beyond the input schema LangGraph was given fails loudly, never as None.
+
+        LangGraph hands a node (and a router) only the channels of its input schema, so a
+        channel outside it would read as absent: the wrong answer, silently.
+        """
+        if self._schema is not None and channel not in self._schema:
+            raise Omitted(
+                f"{self._reader} reads {channel!r}, which its input schema does not "
+                f"declare; declared: {sorted(self._schema)}; add {channel!r} to it"
+            )
+
+    def restricted(self, schema: Collection[str] | None, reader: str) -> CheckedState:
+        """The same checked state as seen by a reader given only ``schema`` (None: all)."""
+        return CheckedState(self._state, self._checked, schema=schema, reader=reader)
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self._state)
+        schema = self._schema
+        return iter(self._state if schema is None else [c for c in self._state if c in schema])
 
     def __len__(self) -> int:
-        return len(self._state)
+        return sum(1 for _ in self)
 
     def validated(self, node: str, channel: str, model: type[VersionedContract]) -> Any:
         """The channel as ``model`` (None stays None), validated on its first read only."""
+        self._check_declared(channel)
         key = (channel, model)
         if key not in self._checked:
             self._checked[key] = validate_as(node, channel, self._state.get(channel), model)
@@ -125,7 +151,8 @@ class CheckedState(Mapping[str, Any]):
             for channel, value in update.items()
             if isinstance(value, VersionedContract)
         )
-        return CheckedState({**self._state, **update}, checked)
+        schema = None if self._schema is None else self._schema | set(update)
+        return CheckedState({**self._state, **update}, checked, schema=schema, reader=self._reader)
 
 
 def read(state: Mapping[str, Any], channel: str, model: type[M], *, node: str) -> M | None:

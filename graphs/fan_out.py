@@ -19,7 +19,7 @@ from langgraph.types import Send
 
 from contracts import BranchTask
 from graphs.declare import NodeSpec
-from graphs.node_runner import Router
+from graphs.node_runner import Router, on_route, state_type
 from graphs.wiring import targets
 
 Edge = Callable[[Mapping[str, Any]], Any]
@@ -85,7 +85,7 @@ def fanning(
     """The conditional edge for ``route``: each branch node's name becomes its tasks."""
 
     def edge(state: Mapping[str, Any]) -> Any:
-        chosen = route(state)
+        chosen = on_route(route, state)
         if isinstance(chosen, str):
             spec = branches.get(chosen)
             return chosen if spec is None else branch_sends([spec], state)
@@ -142,5 +142,6 @@ def together(route: Router, siblings: Mapping[str, tuple[str, ...]]) -> Router:
 
     started.__name__ = started.__qualname__ = route.__name__
     returns = cast(Any, Literal)[grown(names)]
-    started.__annotations__ = {"state": Mapping[str, Any], "return": returns}
+    reads = state_type(route)
+    started.__annotations__ = {"state": reads, "return": returns}
     return started

@@ -1,9 +1,11 @@
 """The wiring: which declared nodes the workflow has, and where each one routes.
 
 Routers are pure functions of contract fields whose ``Literal`` return type is the list of
-branch targets; impossible input is refused loudly. Each node's router is its conditional
-edge, and the node runner asks the same router before returning, so the handoff a node
-records names the node that actually runs next.
+branch targets and whose state type (``RouteState``) is what they read; impossible input is
+refused loudly. Each node's router is its conditional edge, and the node runner asks the
+same router before returning, so the handoff a node records names the node that actually
+runs next. Each node is added with LangGraph's ``input_schema``: its reads, its router's
+and its envelope's (``input_schema`` below).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from langgraph.graph import START, StateGraph
+from typing_extensions import TypedDict
 
 from contracts import (
     DecisionLog,
@@ -29,7 +32,7 @@ from graphs.context import RunContext
 from graphs.declare import NodeSpec
 from graphs.entry import entry_router
 from graphs.fan_out import fanning, side_by_side, together
-from graphs.node_runner import ContextFactory, Router, run_node
+from graphs.node_runner import ContextFactory, Router, node_schema, run_node
 from graphs.nodes import export_article as export
 from graphs.nodes.approve_research import approve_research
 from graphs.nodes.conclude import conclude
@@ -41,13 +44,13 @@ from graphs.nodes.reviewer import reviewer
 from graphs.nodes.revise_task import revise_task
 from graphs.nodes.stale_decision import STALE_INPUT, stale_decision
 from graphs.nodes.writer import writer
-from graphs.routing import STOP, needs_approval, refused, route_stale, stopped
+from graphs.routing import STOP, RouteState, needs_approval, refused, route_stale, stopped
 from graphs.stale import research_changed
 from graphs.state import BranchInput, RunnerWrites, WorkflowInput, WorkflowOutput
 from graphs.wiring import Wiring, check_wiring, contribute_reads, targets
 
 
-def route_after_research_branch(state: Mapping[str, Any]) -> Literal["join_research"]:
+def route_after_research_branch(state: RouteState) -> Literal["join_research"]:
     """Every research branch hands its bundle to the join, a stopped one too.
 
     The join ends the run with that branch's own error.
@@ -56,7 +59,7 @@ def route_after_research_branch(state: Mapping[str, Any]) -> Literal["join_resea
 
 
 def route_after_research(
-    state: Mapping[str, Any],
+    state: RouteState,
 ) -> Literal["writer", "approve_research", "research", "conclude", "__end__"]:
     """After the join: facts → Writer; too little evidence → one widened retry; else end.
 
@@ -74,7 +77,7 @@ def route_after_research(
     return "conclude"
 
 
-def route_after_approval(state: Mapping[str, Any]) -> Literal["writer", "__end__"]:
+def route_after_approval(state: RouteState) -> Literal["writer", "__end__"]:
     """Approved or revised research goes to the writer; a rejection recorded the end.
 
     Each pause has a router of its own: a node inserted after this decision changes this
@@ -88,7 +91,7 @@ WriterStale = Literal["research", "stale_decision"]
 
 
 def route_after_writer(
-    state: Mapping[str, Any],
+    state: RouteState,
 ) -> WriterStale | Literal["reviewer", "conclude", "__end__"]:
     """A draft goes to review, unless the writer ended the run or refused its inputs.
 
@@ -109,7 +112,7 @@ ReviewerStale = Literal["research", "writer", "stale_decision"]
 
 
 def route_after_review(
-    state: Mapping[str, Any],
+    state: RouteState,
 ) -> ReviewerStale | Literal["finalize", "review_decision", "conclude", "__end__"]:
     """Approved → finalize; changes with rounds left → writer; otherwise a person or end."""
     if stopped(state):
@@ -135,7 +138,7 @@ def route_after_review(
     return "review_decision" if task.policies.on_review_exhausted == "ask" else "conclude"
 
 
-def route_after_review_decision(state: Mapping[str, Any]) -> Literal["writer", "__end__"]:
+def route_after_review_decision(state: RouteState) -> Literal["writer", "__end__"]:
     """A granted round goes back to the writer; accepting as partial or aborting ended it."""
     return STOP if stopped(state) else "writer"
 
@@ -145,7 +148,7 @@ FinalizeStale = Literal["reviewer", "writer", "stale_decision"]
 
 
 def route_after_finalize(
-    state: Mapping[str, Any],
+    state: RouteState,
 ) -> FinalizeStale | Literal["confirm_export", "__end__"]:
     """Finalize ends the run, or asks to export first; a changed input is reviewed again."""
     report = refused(state, "finalize")
@@ -160,7 +163,7 @@ def route_after_finalize(
 
 
 def route_after_stale_decision(
-    state: Mapping[str, Any],
+    state: RouteState,
 ) -> Literal["research", "writer", "reviewer", "__end__"]:
     """Accepted revisions → the node that refused them; re-run → their producer; else end.
 
@@ -192,12 +195,12 @@ def then(target: str | tuple[str, ...], *, branch: bool = False) -> Router:
     """
     names = (target,) if isinstance(target, str) else target
 
-    def route(state: Mapping[str, Any]) -> str | tuple[str, ...]:
+    def route(state: RouteState) -> str | tuple[str, ...]:
         return target if branch or not stopped(state) else STOP
 
     route.__name__ = route.__qualname__ = f"then_{'_'.join(names)}"
     returns = cast(Any, Literal)[names] if branch else cast(Any, Literal)[(*names, STOP)]
-    route.__annotations__ = {"state": Mapping[str, Any], "return": returns}
+    route.__annotations__ = {"state": RouteState, "return": returns}
     return route
 
 
@@ -218,13 +221,13 @@ def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
     return found
 
 
-def route_after_conclude(state: Mapping[str, Any]) -> Literal["__end__"]:
+def route_after_conclude(state: RouteState) -> Literal["__end__"]:
     """Conclude records the end."""
     return STOP
 
 
 def route_after_revision(
-    state: Mapping[str, Any],
+    state: RouteState,
 ) -> Literal["research", "writer", "approve_research", "conclude", "__end__"]:
     """Research again, or on as after the join when research holds; refused: the end."""
     if state.get("revision") is not None:
@@ -267,6 +270,20 @@ def workflow_channels(wiring: Wiring = WIRING) -> dict[str, Channel]:
     return channels
 
 
+def input_schema(spec: NodeSpec, route: Router, channels: Mapping[str, Channel]) -> type | None:
+    """The TypedDict LangGraph hands ``spec``'s node: what it, its router and envelope read.
+
+    None, the whole state, when its router reads the whole state. A channel this graph
+    does not have is left out: it reads as absent, as in the whole state.
+    """
+    schema = node_schema(spec, route)
+    if schema is None:
+        return None
+    fields = {name: channels[name].contract | None for name in sorted(schema) if name in channels}
+    schema_type: type = TypedDict(f"{spec.name}_input", fields, total=False)  # type: ignore[misc]
+    return schema_type
+
+
 def build_graph(
     default_context: ContextFactory | None = None,
     wiring: Wiring = WIRING,
@@ -296,7 +313,8 @@ def build_graph(
     for spec, route in built:
         # A join waits until no other task is left (defer): all its branches finished.
         runner = run_node(spec, route, default_context, nodes)
-        builder.add_node(spec.name, runner, defer=bool(spec.joins))
+        schema = input_schema(spec, route, channels)
+        builder.add_node(spec.name, runner, defer=bool(spec.joins), input_schema=schema)
         edge = fanning(route, branches)
         builder.add_conditional_edges(spec.name, edge, list(ends[spec.name]))
     builder.add_conditional_edges(START, fanning(start, branches), list(targets(start)))

@@ -33,6 +33,11 @@ from graphs.ports import StepInfo
 if TYPE_CHECKING:
     from graphs.declare import NodeSpec
 
+ENVELOPE_READS = frozenset({"task", "research", "decisions", "draft", "review", "outcome"})
+"""The channels an envelope is derived from (a stop's outcome keeps the draft too): every
+node's runner reads them, so LangGraph hands them to every node (``node_schema``). A read
+of another one here fails the first run loudly (``CheckedState``), never reads as None."""
+
 
 def task_constraints(task: TaskSpec, step: StepInfo) -> list[ConstraintItem]:
     """The task's constraints, restated as envelope items with provenance."""

@@ -29,18 +29,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, get_type_hints
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
+from typing_extensions import is_typeddict
 
 from contracts import (
     BranchResult,
@@ -65,7 +67,7 @@ from graphs.channels import channels_of
 from graphs.context import RunContext
 from graphs.declare import NodeCall, NodeResult, NodeSpec, branch_results
 from graphs.errors import ContractViolation, MissingContext, Omitted, TransientError
-from graphs.handoffs import derive_handoff
+from graphs.handoffs import ENVELOPE_READS, derive_handoff
 from graphs.input_hash import hash_of, input_digests
 from graphs.outcomes import run_outcome
 from graphs.ports import RunLedger, StepInfo
@@ -79,11 +81,15 @@ __all__ = [
     "NodeResult",
     "Router",
     "Visit",
+    "node_schema",
+    "on_route",
     "origins",
+    "route_reads",
     "record_event",
     "reused_from",
     "run_node",
     "sealed_by",
+    "state_type",
 ]
 
 ContextFactory = Callable[[Any], RunContext]
@@ -102,19 +108,21 @@ def run_node(
     take is recorded in the handoff the node returns, with the limits the next node
     declares (``nodes``: the graph's, by name).
     """
+    schema = node_schema(spec, route)
+    reader = f"node {spec.name!r} (its runner, router or envelope)"
 
     def node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]
     ) -> dict[str, Any]:
         ctx = resolve_context(runtime, default_context)
-        checked = CheckedState(state)
+        checked = CheckedState(state, schema=schema, reader=reader)
         given = require(checked, "task", TaskSpec, node=spec.name)
         branch = require(checked, "branch", BranchTask, node=spec.name) if spec.branch else None
         step = step_info(config, spec.name, given, branch.key if branch else None)
         with ctx.node_running(step):
             task = chosen_task(ctx, given, step, audit=branch is None)
             if task is not given:  # a copy with the choices in force: validated when first read
-                checked = CheckedState({**state, "task": task})
+                checked = CheckedState({**state, "task": task}, schema=schema, reader=reader)
             refuse_older_envelope(spec, checked, task)
             visit = Visit(
                 spec=spec,
@@ -230,8 +238,48 @@ def visit_update(visit: Visit) -> dict[str, Any]:
     return pause(visit) if visit.spec.pauses else attempts(visit)
 
 
-Router = Callable[[Mapping[str, Any]], str | tuple[str, ...]]
-"""Where the run goes from a state: a node's name, or the names of branch nodes to start."""
+Router = Callable[[Any], str | tuple[str, ...]]
+"""Where the run goes from a state (its TypedDict, or the whole state as a Mapping): a
+node's name, or the names of branch nodes to start."""
+
+
+def route_reads(route: Router) -> frozenset[str] | None:
+    """The channels a router reads: the keys of its state parameter's TypedDict.
+
+    That is how LangGraph infers a conditional edge's input schema. Any other annotation
+    (``Mapping[str, Any]``, the state) reads the whole state.
+    """
+    hint = state_type(route)
+    return frozenset(get_type_hints(hint)) if is_typeddict(hint) else None
+
+
+def state_type(route: Router) -> Any:
+    """The annotation of a router's state parameter; a router that wraps another keeps it."""
+    parameters = list(inspect.signature(route).parameters)
+    hint = get_type_hints(route).get(parameters[0]) if parameters else None
+    return Mapping[str, Any] if hint is None else hint
+
+
+def node_schema(spec: NodeSpec, route: Router) -> frozenset[str] | None:
+    """The channels LangGraph hands a node: its inputs, its router's and its envelope's.
+
+    The runner asks the node's router where the run goes, and derives the envelope from
+    the state the next node will see, so both read here too. A router that reads the
+    whole state gives its node the whole state (None).
+    """
+    routed = route_reads(route)
+    if routed is None:
+        return None
+    return frozenset(spec.inputs) | routed | ENVELOPE_READS
+
+
+def on_route(route: Router, state: Mapping[str, Any]) -> str | tuple[str, ...]:
+    """Where ``route`` goes from ``state``, reading only what the router declares."""
+    view = state if isinstance(state, CheckedState) else CheckedState(state)
+    name = getattr(route, "__name__", "router")
+    return route(view.restricted(route_reads(route), f"router {name}"))
+
+
 RUNNER_CHANNELS = channels_of(RunnerWrites)
 """Channels the runner itself may write for any node: the envelope, a stop outcome, and
 the task when the run's choices changed it."""
@@ -305,7 +353,7 @@ class Visit:
         A refusal hands nothing over (``NodeResult.refusal``): its route must end the run.
         """
         if result.refused:
-            target = self.route(self.state)
+            target = on_route(self.route, self.state)
             if target != END:
                 raise ContractViolation(
                     f"node {self.spec.name!r} refused its input ({result.note}) but its route "
@@ -317,7 +365,7 @@ class Visit:
             return {}
         update = self.validate(result.update)
         after = self.state.updated(update)
-        target = self.route(after)
+        target = on_route(self.route, after)
         first = target if isinstance(target, str) else target[0]
         names = (target,) if isinstance(target, str) else target
         handoff = derive_handoff(

@@ -10,15 +10,43 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast, get_args
 
 from langgraph.graph import END
+from typing_extensions import TypedDict
 
-from contracts import FreshnessReport, ResearchBundle, RunOutcome, TaskSpec
+from contracts import (
+    DecisionLog,
+    DraftArticle,
+    FreshnessReport,
+    ResearchBundle,
+    ReviewResult,
+    RunOutcome,
+    TaskRevision,
+    TaskSpec,
+)
 from graphs.boundary import read, require
-from graphs.node_runner import Router
+from graphs.node_runner import Router, state_type
 from graphs.stale import only_revised_draft, research_changed
 from graphs.wiring import targets
 
 STOP: Literal["__end__"] = "__end__"
 assert STOP == END
+
+
+class RouteState(TypedDict, total=False):
+    """What the workflow's routers read, handed to them and to the nodes they route from.
+
+    Annotate a router's state with it, or with a TypedDict of your own: LangGraph hands the
+    router, and the runner of the node it routes from, these channels. A router whose
+    state is ``Mapping[str, Any]`` reads the whole state, and so does its node.
+    """
+
+    task: TaskSpec
+    revision: TaskRevision | None
+    outcome: RunOutcome | None
+    freshness: FreshnessReport | None
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+    review: ReviewResult | None
+    decisions: DecisionLog | None
 
 
 def stopped(state: Mapping[str, Any]) -> bool:
@@ -82,7 +110,7 @@ def detour(route: Router, target: str, *, via: str | tuple[str, ...]) -> Router:
     through = literal[via] if isinstance(via, str) else pair[tuple(literal[n] for n in names)]
     routed.__name__ = routed.__qualname__ = f"{route.__name__}_via_{'_'.join(names)}"
     routed.__annotations__ = {
-        "state": Mapping[str, Any],
+        "state": state_type(route),
         "return": literal[kept] | through,
     }
     return routed

@@ -15,8 +15,7 @@ rejecting ends the thread published and unexported. Any other failure ends it so
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from typing_extensions import TypedDict
 
@@ -149,13 +148,13 @@ def export_article(call: NodeCall) -> NodeResult:
     return NodeResult({"outcome": published(outcome, failed)})
 
 
-def route_after_confirm_export(state: Mapping[str, Any]) -> Literal["export_article", "__end__"]:
+def route_after_confirm_export(state: ExportInput) -> Literal["export_article", "__end__"]:
     """An approved export is written next; a rejected one ends the run unexported."""
     log = read(state, "decisions", DecisionLog, node="route_after_confirm_export")
     return "export_article" if approved(log) else STOP
 
 
-def route_after_export(state: Mapping[str, Any]) -> Literal["confirm_export", "__end__"]:
+def route_after_export(state: ExportInput) -> Literal["confirm_export", "__end__"]:
     """The export written, or failed for good, is the last step; a retryable failure is not.
 
     The person is asked again whether to run it once more: the thread waits on the export

@@ -22,7 +22,7 @@ from typing_extensions import TypedDict
 from app.services import build_context
 from app.settings import Settings
 from app.storage.serde import contract_serializer
-from contracts import TaskSpec
+from contracts import RunOutcome, TaskSpec
 from graphs import (
     AgentOutput,
     ArtifactStore,
@@ -36,6 +36,7 @@ from graphs import (
     one_task,
 )
 from graphs.agents import from_channel
+from graphs.boundary import read
 from graphs.errors import Omitted, WiringError
 from graphs.routing import STOP
 from graphs.tools import Toolbox
@@ -269,3 +270,73 @@ def test_a_node_module_left_out_of_the_wiring_fails_the_build(
     finally:
         for name in [name for name in sys.modules if name.startswith("adapted")]:
             del sys.modules[name]
+
+
+SEEN: dict[str, set[str]] = {}
+"""The channels each ``looks`` node was handed, by node name."""
+
+
+def looking(name: str) -> Any:
+    @node(name, reads=TaskOnly, writes=Nothing)
+    def looks(call: NodeCall) -> NodeResult:
+        SEEN[name] = set(call.state)
+        return NodeResult({})
+
+    return looks
+
+
+@node("probed", reads=ReadsProbe, writes=Nothing)
+def probed(call: NodeCall) -> NodeResult:
+    return NodeResult({})
+
+
+class EndsRoute(TypedDict, total=False):
+    outcome: RunOutcome | None
+
+
+def route_declared(state: EndsRoute) -> Literal["probed"]:
+    return "probed"
+
+
+def route_whole(state: Mapping[str, Any]) -> Literal["probed"]:
+    return "probed"
+
+
+def test_a_node_is_handed_only_what_it_and_its_router_declare_or_all_if_its_router_reads_all(
+    tmp_path: Path,
+) -> None:
+    declared, whole = looking("declared"), looking("whole")
+    SEEN.clear()
+    run(((greet, "declared"), (declared, route_declared), (probed, to_end)), tmp_path, "t-1")
+    assert "task" in SEEN["declared"]
+    assert "tool_probe" not in SEEN["declared"], "LangGraph hands no undeclared channel"
+    run(((greet, "whole"), (whole, route_whole), (probed, to_end)), tmp_path, "t-2")
+    assert {"task", "tool_probe", "handoff"} <= SEEN["whole"], "a Mapping router reads all"
+
+
+def route_peeking(state: EndsRoute) -> Literal["peeks", "__end__"]:
+    probe = read(state, "tool_probe", ToolProbe, node="route_peeking")  # EndsRoute lacks it
+    return "peeks" if probe is None else STOP
+
+
+def test_a_router_reading_a_channel_its_state_type_does_not_declare_fails_naming_it(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path, database_url="memory://")
+    context = build_context(settings)
+    graph = build_graph(wiring=((greet, route_peeking), (peeks, to_end))).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-route-peeks"}}
+    task = TaskSpec(task_id="t-route-peeks", objective="Show what an undeclared route read does")
+    with pytest.raises(
+        Omitted,
+        match=r"router route_peeking reads 'tool_probe', which its input schema does not "
+        r"declare; declared: \['outcome'\]; add 'tool_probe' to it",
+    ):
+        graph.invoke({"task": task}, config, context=context)
+    saved = graph.get_state(config)
+    assert saved.next == ("greet",), "the thread waits where it failed"
+    assert "tool_probe" not in saved.values, "nothing of the failed node is kept"
+    [failed] = context.ledger.runs("t-route-peeks")
+    assert failed.node_id == "greet" and failed.status == "failed"
