@@ -36,9 +36,9 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
     A document is a file whose suffix ``CORPUS_SUFFIXES`` names.
 
     Raises SourceRefused for a location that does not exist, a location or file the
-    policy refuses, or more documents than the policy's ``max_files`` (nothing is read):
-    the task must change. CorpusNotFound is for a corpus that holds no documents (or a
-    location gone while it was looked at): research finds nothing there and fails.
+    policy refuses, a corpus with no document of a supported format, or more documents
+    than the policy's ``max_files`` (nothing is read): the task must change. CorpusNotFound
+    is for a location gone while it was looked at: research finds nothing there and fails.
     """
     files: set[Path] = set()
     for location in locations:
@@ -53,19 +53,48 @@ def discover(locations: list[Path], policy: CorpusPolicy) -> list[CorpusDocument
         except FileNotFoundError:  # removed since it was admitted
             raise CorpusNotFound(f"corpus location {location} does not exist") from None
         if resolved.suffix.lower() not in CORPUS_SUFFIXES:
-            raise CorpusNotFound(f"corpus file {location} is not a {SUFFIXES} document")
+            raise SourceRefused(
+                f"corpus file {location} is not a document this workflow reads; supported "
+                f"formats: {SUFFIXES}"
+            )
         policy.check_file("corpus file", location, info)
         files.add(resolved)
         policy.check_count(len(files), locations)
     unique = sorted(files)
     if not unique:
-        raise CorpusNotFound(
-            f"no {SUFFIXES} documents found in corpus: " + ", ".join(str(p) for p in locations)
-        )
+        raise SourceRefused(unreadable(locations))
     return [
         CorpusDocument(number=index + 1, path=path, media_type=CORPUS_SUFFIXES[path.suffix.lower()])
         for index, path in enumerate(unique)
     ]
+
+
+SHOWN_OTHERS = 5
+"""Files of other formats an empty corpus's refusal names; the rest are counted."""
+
+
+def unreadable(locations: list[Path]) -> str:
+    """Why a corpus with no document of a supported format is refused: what it holds.
+
+    Refused before anything is saved (the task must name another corpus), naming files of
+    the formats it does not read (PDF, word processor files, images) and those it does.
+    """
+    others = sorted(
+        Path(parent, name)
+        for location in locations
+        for parent, _, names in os.walk(location)
+        for name in names
+        if not name.startswith(".")
+    )
+    where = ", ".join(str(location) for location in locations)
+    if not others:
+        return f"corpus {where} holds no document; supported formats: {SUFFIXES}"
+    shown = ", ".join(str(path) for path in others[:SHOWN_OTHERS])
+    more = f" and {len(others) - SHOWN_OTHERS} more" if len(others) > SHOWN_OTHERS else ""
+    return (
+        f"corpus {where} holds no document this workflow reads, only {shown}{more}; "
+        f"supported formats: {SUFFIXES}"
+    )
 
 
 def _documents_in(folder: Path, policy: CorpusPolicy) -> Iterator[Path]:

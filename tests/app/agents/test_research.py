@@ -206,23 +206,19 @@ def test_a_missing_corpus_is_refused_naming_the_location(tmp_path: Path) -> None
         _run(tmp_path, task)
 
 
-def test_a_corpus_without_documents_fails_naming_the_location(tmp_path: Path) -> None:
+def test_a_corpus_without_documents_is_refused_naming_the_location(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     task = TaskSpec(task_id="t", objective=OBJECTIVE, corpus=[str(tmp_path / "empty")])
-    _, bundle = _run(tmp_path, task)
-    assert bundle.result_status == "failed"
-    assert bundle.errors[0].code == ErrorCode.MISSING_INPUT
-    assert "empty" in bundle.errors[0].detail
-    assert bundle.missing_inputs == [str(tmp_path / "empty")]
+    with pytest.raises(SourceRefused, match=rf"corpus {tmp_path / 'empty'} holds no document"):
+        _run(tmp_path, task)
 
 
 @pytest.mark.parametrize("name", ["notes.pdf"])
 def test_a_corpus_file_of_another_type_is_refused(tmp_path: Path, name: str) -> None:
     (tmp_path / name).write_bytes(b"%PDF")
     task = TaskSpec(task_id="t", objective=OBJECTIVE, corpus=[str(tmp_path / name)])
-    _, bundle = _run(tmp_path, task)
-    assert bundle.result_status == "failed"
-    assert bundle.errors[0].detail.endswith("is not a .md/.txt/.rst/.html/.htm document")
+    with pytest.raises(SourceRefused, match="is not a document this workflow reads"):
+        _run(tmp_path, task)
 
 
 def test_source_snapshots_are_reused_when_research_repeats(tmp_path: Path) -> None:

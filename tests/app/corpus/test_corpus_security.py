@@ -82,6 +82,19 @@ def door_case(case: str, root: Path, outside: Path) -> tuple[list[str], list[str
     if case == "missing_outside_roots":
         gone = outside / "gone" / "notes"
         return [str(gone)], [f"corpus path {gone} does not exist", "name an existing folder"]
+    other = root / "other"  # beside the corpus, holding none of its documents
+    if case == "only_formats_not_read":
+        other.mkdir()
+        for name in ("manual.pdf", "notes.docx", "diagram.png"):
+            (other / name).write_bytes(b"%PDF-1.4 not text")
+        listed = ", ".join(str(other / n) for n in ("diagram.png", "manual.pdf", "notes.docx"))
+        return [str(other)], [f"holds no document this workflow reads, only {listed}", SUFFIXES]
+    if case == "empty_folder":
+        other.mkdir()
+        return [str(other)], [f"corpus {other} holds no document; supported formats: {SUFFIXES}"]
+    if case == "format_not_read_named_directly":
+        (root / "slides.pdf").write_bytes(b"%PDF-1.4")
+        return [str(root / "slides.pdf")], [f"{root / 'slides.pdf'} is not a document", SUFFIXES]
     raise AssertionError(case)
 
 
@@ -98,6 +111,9 @@ DOOR_CASES = [
     "link_to_itself_named_directly",
     "missing_inside_roots",
     "missing_outside_roots",
+    "only_formats_not_read",
+    "empty_folder",
+    "format_not_read_named_directly",
 ]
 
 
@@ -310,11 +326,14 @@ def handoff(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedP
 
 @pytest.mark.e2e
 @pytest.mark.parametrize(
-    "target", ["/dev/zero", "pipe.md", "/etc/passwd", "loop.md", "absent", "/absent/notes"]
+    "target",
+    ["/dev/zero", "pipe.md", "/etc/passwd", "loop.md", "absent", "/absent/notes", "manual.pdf"],
 )
-def test_handoff_run_on_a_device_fifo_system_file_link_loop_or_missing_path_exits_2_at_once(
+def test_handoff_run_on_a_device_fifo_system_file_link_loop_missing_path_or_pdf_exits_2_at_once(
     tmp_path: Path, target: str
 ) -> None:
+    if target == "manual.pdf":
+        (tmp_path / target).write_bytes(b"%PDF-1.4")
     if target == "pipe.md":
         os.mkfifo(tmp_path / target)
     if target == "loop.md":

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.corpus.discovery import discover
-from app.corpus.reading import SUFFIXES, CorpusNotFound, CorpusPolicy
+from app.corpus.reading import SUFFIXES, CorpusPolicy
+from graphs.errors import SourceRefused
 from tests.conftest import write_corpus
 
 
@@ -43,11 +44,16 @@ def test_restructuredtext_and_html_files_are_documents_with_their_media_types(
 
 def test_a_corpus_of_other_formats_names_every_format_read(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "docs", {"slides.pdf": "%PDF", "report.docx": "PK"})
-    with pytest.raises(CorpusNotFound) as in_folder:
+    with pytest.raises(SourceRefused) as in_folder:
         discover([corpus], _policy(tmp_path))
-    with pytest.raises(CorpusNotFound) as named:
+    with pytest.raises(SourceRefused) as named:
         discover([corpus / "slides.pdf"], _policy(tmp_path))
 
-    assert str(in_folder.value).startswith(f"no {SUFFIXES} documents found in corpus")
-    assert str(named.value).endswith(f"slides.pdf is not a {SUFFIXES} document")
+    assert str(in_folder.value) == (
+        f"corpus {corpus} holds no document this workflow reads, only {corpus / 'report.docx'}, "
+        f"{corpus / 'slides.pdf'}; supported formats: {SUFFIXES}"
+    )
+    assert str(named.value).endswith(
+        f"slides.pdf is not a document this workflow reads; supported formats: {SUFFIXES}"
+    )
     assert {".md", ".txt", ".rst", ".html", ".htm"} == set(SUFFIXES.split("/"))
