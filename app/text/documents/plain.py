@@ -18,23 +18,30 @@ this order, first match wins:
   gap) head the chunk: a heading named by their text (after a rule: a top-level one),
   or nothing to read when that text is itself prose (vim's first line);
 - a numbered (``1.2.``, ``A.1``), all-caps or short title-like line alone, or over lines
-  indented deeper than it, is a heading; short term lines over a deeper description
-  (GNU's ``'-i'`` / ``'--ignore-case'``, an RFC's glossary) head it the same way;
-- a table of contents (``|08.1|`` links, dot leaders, numbered titles) is a table;
+  indented deeper than it, is a heading, and so is vim's header line ending in `` ~``;
+  short term lines over a deeper description (GNU's ``'-i'`` / ``'--ignore-case'``,
+  texinfo's ``-- Function:``, an RFC's glossary) head it the same way, and so does a term
+  before a tab-aligned description (``CTRL-W j<Tab>Move cursor to ...``);
+- a table of contents (``|08.1|`` links, dot leaders, numbered titles, an info menu) is
+  a table;
 - an example is code: a shell or Python prompt, a block indented deeper than the
   sentence ending with a colon that introduces it (blank lines inside it included),
-  a deeper block with no sentence end and the marks of code, a box drawing;
+  a deeper block of comments, or with no sentence end and the marks of code (and the
+  blocks after either at its depth), lines all ending in `` ~``, a box drawing, and at
+  any depth lines with no sentence end whose marks and symbols are code's;
 - columns aligned at the same display column after a gap of a tab or two or more
   spaces are a table; two spaces after a sentence's stop are not a gap (texts set
   sentences apart so);
-- lines opening with a bullet or a number are list items, anything else a paragraph;
+- lines opening with a bullet or a number are list items (also right under the
+  sentence that leads into them), anything else a paragraph;
   a paragraph of links, or with no words, is none.
 
 vim's examples are read first, across blank lines: a line ending in `` >`` (or
 ``>vim``) opens one, and it runs to the first line starting in column 0, whose ``<`` is
-hidden. In prose, a ``|link|`` shows its name and hides its bars, and tags set after a
-gap are hidden: the sentence's span stays the source's bytes (so ``handoff show --source``
-and the tamper check work as for Markdown), what a reader sees is its ``plain``.
+hidden. In prose, a ``|link|`` shows its name and hides its bars, and tags at a line's
+start or end (after a gap or a stop) are hidden: the sentence's span stays the source's
+bytes (so ``handoff show --source`` and the tamper check work as for Markdown), what a
+reader sees is its ``plain``.
 
 Heading levels: numbered headings by their depth, underlined ones by the order their
 underline styles first appear (as reStructuredText does), tag headings after a rule at
@@ -56,9 +63,12 @@ from app.text.primitives import normalize_space
 _TAB = 8
 _RULE = re.compile(r"[ \t]*([-=_~*#+.^:`'\"<>/\\])(?:[ \t]?\1){2,}[ \t]*")
 _TAG = r"\*[^*\s|]+\*"
-_TRAILING_TAGS = re.compile(rf"(?:\t|[ \t]{{2}})[ \t]*{_TAG}(?:[ \t]+{_TAG})*[ \t]*$")
+_TRAILING_TAGS = re.compile(
+    rf"(?:\t|[ \t]{{2}}|(?<=[.:;!?)\"'] ))[ \t]*{_TAG}(?:[ \t]+{_TAG})*[ \t]*$"
+)
 _LEADING_TAGS = re.compile(rf"^[ \t]*{_TAG}(?:[ \t]+{_TAG})*(?:[ \t]+|$)")
 _LINK = re.compile(r"(?<![|\w])\|([^|\s]+)\|(?![|\w])")
+_VIM_HEADER = re.compile(r"(?:^|[ \t])~[ \t]*$")
 _VIM_EXAMPLE = re.compile(r"(?:^|[ \t])>[a-z]*$")
 _NUMBERED = re.compile(
     r"(?P<number>(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?|(?:Appendix|Chapter|Section)\s+[A-Z\d]+\.?)"
@@ -68,13 +78,17 @@ _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+•o]|\d{1,3}[.)]|[a-z][.)]|\(\w{1,3}\))[
 _TOC_LINE = re.compile(
     r"[ \t]*(?:\|[^|\s]+\|[ \t]+\S.*"  # |08.1|  Split a window
     r"|.*\S[ \t]*(?:\.[ \t]?){4,}[ \t]*\w{1,5}"  # Introduction ........ 4
-    r"|.*\S(?:\t|[ \t]{2,})\d{1,4})[ \t]*"  # Introduction      4
+    r"|.*\S(?:\t|[ \t]{2,})\d{1,4}"  # Introduction      4
+    r"|\*[ \t]+[^:]+::.*|\*[ \t]+[^:]+:[ \t]+[^.]+\..*)[ \t]*"  # * Node::  an info menu entry
 )
+_TEXINFO_DEFINITION = re.compile(r"[ \t]*-- [A-Z][\w ]*: \S")
+"""texinfo's ``-- Function: int f (int x)``, ``-- Variable: NAME``: a term, however long."""
 _BOX = re.compile(r"[ \t]*[+|][-=+|. \t]*[-=][-=+|. \t]*[+|][ \t]*|.*(?:\+-{2,}|-{2,}\+).*")
-_STOP_AFTER_WORD = re.compile(r"[^\W\d_]{2}[.!?][\"')\]]*(?:\s|$)")
+_STOP_AFTER_WORD = re.compile(r"\w{2}[\"'’”()\]|}>`]*[.!?][\"'’”)\]]*(?:\s|$)")
 _DEFINITION = re.compile(
     r"[ \t]*(?P<term>\S(?:.*?\S)?)(?P<gap>\t[ \t]*|[ \t]{2,})(?P<text>[A-Z][a-z]|[A-Z] )"
 )
+_COMMENTS = ("#", "//", "/*", ";;", "--", '" ')
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?:\s|$)")
 _CODE_MARKS = re.compile(r"^[ \t]*[:$%#/\\.<{\[(-]|[=;{}<>\\]|\w\(|/\w|\[[^\]\s]+\]")
 _WORD = re.compile(r"[^\W\d_][^\W\d_'’-]*")
@@ -328,16 +342,18 @@ class _Reader:
         if split is not None:
             self.body(lines[:split])
             self.code(lines[split:])
+            self.code_indent = _indent(lines[split:])
             return
         if self.deeper_code(lines):
             self.code(lines)
+            self.code_indent = _indent(lines)  # the example may go on past a blank line
             return
-        definition = _definition(lines)
-        if definition is not None:
-            term_end, text_start = definition
-            term = self.text[lines[0].start : term_end].strip()
-            self.heading(_tagless(term), self.plain_level + 1, lines[:1], True, term_end)
-            self.prose("paragraph", lines, text_start)
+        definitions = _definitions(lines)
+        if definitions is not None:
+            for first, last, term_end, text_start in definitions:
+                term = self.text[lines[first].start : term_end].strip()
+                self.heading(_tagless(term), self.plain_level + 1, [lines[first]], True, term_end)
+                self.prose("paragraph", lines[first:last], text_start)
             return
         table = _table(lines)
         if table is not None:
@@ -349,6 +365,21 @@ class _Reader:
         if _LIST_ITEM.match(lines[0].text) is not None:
             self.items(lines)
             return
+        listed = next(
+            (
+                index
+                for index in range(1, len(lines))
+                if _LIST_ITEM.match(lines[index].text) and lines[index - 1].body[-1] in ":.?!"
+            ),
+            None,
+        )
+        if listed is not None:  # a sentence, then the list it leads into
+            self.body(lines[:listed])
+            self.items(lines[listed:])
+            return
+        if _code_shaped(lines):
+            self.code(lines)
+            return
         self.prose(
             "paragraph", lines, lines[0].start + len(lines[0].text) - len(lines[0].text.lstrip())
         )
@@ -357,6 +388,8 @@ class _Reader:
         """A block indented deeper than the prose around it, with no sentence and code's marks."""
         if _indent(lines) < self.prose_indent + 2:
             return False
+        if all(line.body.startswith(_COMMENTS) for line in lines):
+            return True  # comments of an example: "# Print all available fields."
         joined = " ".join(line.body for line in lines)
         if _STOP_AFTER_WORD.search(joined):
             return False
@@ -395,12 +428,14 @@ class _Reader:
             head += 1
         if not last_tagged:
             return lines
-        if head < len(lines) and _indent(lines[head:]) < first.indent + 2:
+        named = [line for line in lines[:head] if _tagless(line.body)] or [first]
+        if head < len(lines) and _indent(lines[head:]) < _indent(named) + 2:
             head = last_tagged
         raw = [_LEADING_TAGS.sub("", _TRAILING_TAGS.sub("", line.body)) for line in lines[:head]]
         said = [index for index, name in enumerate(raw) if name.strip() and not _named(name)]
         if said:  # prose, or vim's first line ("For Vim version 9.1.  Last change: ...")
-            cut = said[0] + (1 if _LEADING_TAGS.match(lines[said[0]].text) else 0)
+            header = lines[said[0]].number == 0 and _LEADING_TAGS.match(lines[said[0]].text)
+            cut = said[0] + (1 if header else 0)
             if cut:
                 self.leaf("media", lines[:cut])
             return lines[cut:]
@@ -417,6 +452,14 @@ class _Reader:
     def heading_head(self, lines: list[_Line]) -> list[_Line]:
         """A heading line alone or over deeper lines, or term lines over a description."""
         first = lines[0]
+        if _VIM_HEADER.search(first.text):  # vim's "Header line ~"; lines all so: a display
+            if all(_VIM_HEADER.search(line.text) for line in lines):
+                self.code(lines)
+                return []
+            name = normalize_space(_tagless(first.body)[:-1])
+            if name:
+                self.heading(name, self.structural + 1, [first])
+            return lines[1:]
         shape = None if _columns(first.text) else _heading_shape(_tagless(first.body))
         alone = len(lines) == 1
         deeper = not alone and _indent(lines[1:]) >= first.indent + 2
@@ -438,7 +481,10 @@ class _Reader:
         if head == len(lines) or _indent(lines[head:]) < first.indent + 2:
             return lines
         terms = lines[:head]
-        if all(_term(line.body) for line in terms):
+        if all(
+            (_term(line.body) and not _columns(line.text)) or _TEXINFO_DEFINITION.match(line.text)
+            for line in terms
+        ):
             self.heading(
                 ", ".join(_tagless(line.body) for line in terms),
                 self.plain_level + 1,
@@ -521,7 +567,7 @@ class _Reader:
         ):
             label: BlockKind = "code" if _CODE_MARKS.search(content.rstrip(":")) else "heading"
             self.parts.append(Part("media" if linked else label, start, end, self.section, PLAIN))
-            self.intro = None
+            self.intro = self.prose_indent if shown.rstrip().endswith(":") else None
             return
         mapping = ContentLines([0], [start], [end])
         self.parts.append(Part(kind, start, end, self.section, None, reading, mapping))
@@ -538,7 +584,7 @@ def _underlines(rule: _Line, title: _Line) -> bool:
 
 def _term(body: str) -> bool:
     """A term a description is indented under: short, and not a sentence."""
-    return len(body.split()) <= 8 and _named(body)
+    return len(body.split()) <= 12 and _named(body)
 
 
 def _named(body: str) -> bool:
@@ -559,21 +605,21 @@ def _tagged(line: str) -> bool:
 
 def _toc(lines: list[_Line]) -> bool:
     """A table of contents: link or leader lines, or numbered titles, with nothing else."""
-    entries = sum(
-        1 for line in lines if _TOC_LINE.fullmatch(line.text) or _numbered(_tagless(line.body))
-    )
     if len(lines) == 1:
         return bool(re.search(r"(?:\.[ \t]?){4,}[ \t]*\w{1,5}[ \t]*$", lines[0].text))
-    return (
-        entries >= 2
-        and all(
-            _TOC_LINE.fullmatch(line.text)
-            or _numbered(_tagless(line.body))
-            or not _SENTENCE_END.search(line.body)
-            for line in lines
-        )
-        and entries * 3 >= len(lines) * 2
-    )
+    entries = others = 0
+    entry_indent = -1
+    for line in lines:
+        if _TOC_LINE.fullmatch(line.text) or _numbered(_tagless(line.body)):
+            entries += 1
+            entry_indent = line.indent
+        elif 0 <= entry_indent < line.indent:
+            continue  # an entry's description, wrapped
+        elif _SENTENCE_END.search(line.body):
+            return False
+        else:
+            others += 1
+    return entries >= 2 and entries >= 2 * others
 
 
 def _colon_split(lines: list[_Line]) -> int | None:
@@ -588,6 +634,17 @@ def _colon_split(lines: list[_Line]) -> int | None:
     return None
 
 
+def _code_shaped(lines: list[_Line]) -> bool:
+    """No sentence anywhere, and the marks of code on most lines: an example, set flush."""
+    joined = " ".join(line.body for line in lines)
+    if _STOP_AFTER_WORD.search(joined) or joined.endswith(":"):
+        return False
+    marked = sum(1 for line in lines if _CODE_MARKS.search(line.text))
+    symbols = sum(not char.isalnum() and not char.isspace() for char in joined)
+    visible = sum(not char.isspace() for char in joined)
+    return 2 * marked > len(lines) and 100 * symbols >= 15 * visible
+
+
 def _reads_as_prose(lines: list[_Line]) -> bool:
     """Sentences, though indented under a colon: each line one, or wrapped prose."""
     bodies = [line.body for line in lines]
@@ -600,6 +657,36 @@ def _reads_as_prose(lines: list[_Line]) -> bool:
         and _STOP_AFTER_WORD.search(bodies[-1] + " ") is not None
         and 2 * long >= len(bodies)
     )
+
+
+def _definitions(lines: list[_Line]) -> list[tuple[int, int, int, int]] | None:
+    """Terms each followed by a gap and a described sentence, the lines under them deeper.
+
+    Returns each item's first and past-last line, where its term ends and where its
+    description starts. Rows that each hold one line are a table, not definitions: only a
+    single item, or items whose descriptions wrap, are read so.
+    """
+    if _LIST_ITEM.match(lines[0].text) is not None:
+        return None
+    base = lines[0].indent
+    starts = [
+        index
+        for index, line in enumerate(lines)
+        if line.indent <= base and _DEFINITION.match(line.text) is not None
+    ]
+    if not starts or starts[0] != 0:
+        return None
+    if any(line.indent <= base for index, line in enumerate(lines) if index not in starts):
+        return None
+    if 1 < len(starts) == len(lines):
+        return None
+    items: list[tuple[int, int, int, int]] = []
+    for first, last in zip(starts, [*starts[1:], len(lines)], strict=True):
+        found = _definition(lines[first:last])
+        if found is None:
+            return None
+        items.append((first, last, *found))
+    return items
 
 
 def _definition(lines: list[_Line]) -> tuple[int, int] | None:
@@ -672,6 +759,10 @@ def _reading(content: str) -> Reading:
         if tags is not None:
             lead = len(tags.group()) - len(tags.group().lstrip())
             hidden.append((position + tags.start() + lead, position + len(line.rstrip())))
+        leading = _LEADING_TAGS.match(line)
+        if leading is not None and (tags is None or leading.end() <= tags.start()):
+            lead = len(line) - len(line.lstrip())
+            hidden.append((position + lead, position + len(leading.group().rstrip())))
         position += len(line) + 1
     hidden.sort()
     cursor = 0

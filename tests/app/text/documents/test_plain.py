@@ -241,3 +241,95 @@ def test_page_headers_and_footers_of_a_paginated_text_are_not_prose() -> None:
         "The server answers every request.",
         "A client may send a request at any time.",
     ]
+
+
+def test_terms_head_the_descriptions_indented_under_or_beside_them() -> None:
+    text = (
+        "CTRL-W j\tMove the cursor to the window below.  A count moves\n"
+        "\t\tfurther down.\n"
+        "\n"
+        "'-i'\n"
+        "'--ignore-case'\n"
+        "     Ignore case distinctions in patterns and data.\n"
+        "\n"
+        " -- Function: int widget_count (const struct shelf *SHELF, int ALL)\n"
+        "     Return the number of widgets on SHELF.\n"
+    )
+    document = _read(text)
+
+    assert texts(document) == [
+        "Move the cursor to the window below.",
+        "A count moves\n\t\tfurther down.",
+        "Ignore case distinctions in patterns and data.",
+        "Return the number of widgets on SHELF.",
+    ]
+    assert [s.section[-1] for s in document.sentences] == [
+        "CTRL-W j",
+        "CTRL-W j",
+        "'-i', '--ignore-case'",
+        "-- Function: int widget_count (const struct shelf *SHELF, int ALL)",
+    ]
+
+
+def test_vim_header_lines_ending_in_a_tilde_are_headings_and_displays_are_code() -> None:
+    text = (
+        "New commands ~\n"
+        "The :pane command opens a pane.\n"
+        "\n"
+        "\tA intelligent turtle ~\n"
+        "\tA very intelligent turtle ~\n"
+    )
+    document = _read(text)
+
+    assert plains(document) == ["The :pane command opens a pane."]
+    assert document.sentences[0].section == ("New commands",)
+    assert _kinds(document) == ["heading", "paragraph", "code"]
+
+
+def test_info_menus_and_tags_after_a_sentence_are_never_quoted() -> None:
+    text = (
+        "* Menu:\n"
+        "\n"
+        "* Introduction::                Introduction.\n"
+        "* Invoking::                    Command-line options, environment,\n"
+        "                                  exit status.\n"
+        "\n"
+        "The substitution is limited to 4 levels. *E1290*\n"
+    )
+    document = _read(text)
+
+    assert texts(document) == ["The substitution is limited to 4 levels."]
+    assert "table" in _kinds(document)
+
+
+def test_the_comments_and_later_blocks_of_an_indented_example_are_code() -> None:
+    text = (
+        "This script numbers the lines of a file.\n"
+        "\n"
+        "     # Print the line number first.\n"
+        "     # Then print the line.\n"
+        "\n"
+        "     =\n"
+        "     p\n"
+        "\n"
+        "It reads its input once.\n"
+    )
+    document = _read(text)
+
+    assert plains(document) == [
+        "This script numbers the lines of a file.",
+        "It reads its input once.",
+    ]
+    assert _kinds(document) == ["paragraph", "code", "code", "paragraph"]
+
+
+def test_a_list_right_under_its_lead_sentence_is_a_list() -> None:
+    text = "Where can you find plugins?\n- Some come with marten.\n- You can write one yourself.\n"
+    document = _read(text)
+
+    assert plains(document) == [
+        "Where can you find plugins?",
+        "Some come with marten.",
+        "You can write one yourself.",
+    ]
+    assert _kinds(document) == ["paragraph", "list_item", "list_item"]
