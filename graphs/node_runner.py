@@ -243,6 +243,7 @@ Router = Callable[[Any], str | tuple[str, ...]]
 node's name, or the names of branch nodes to start."""
 
 
+@functools.lru_cache(maxsize=4096)
 def route_reads(route: Router) -> frozenset[str] | None:
     """The channels a router reads: the keys of its state parameter's TypedDict.
 
@@ -253,6 +254,7 @@ def route_reads(route: Router) -> frozenset[str] | None:
     return frozenset(get_type_hints(hint)) if is_typeddict(hint) else None
 
 
+@functools.lru_cache(maxsize=4096)
 def state_type(route: Router) -> Any:
     """The annotation of a router's state parameter; a router that wraps another keeps it."""
     parameters = list(inspect.signature(route).parameters)
