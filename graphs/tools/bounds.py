@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -18,17 +19,27 @@ from pydantic import BaseModel, ValidationError
 from contracts import ToolError, ToolErrorCode
 from graphs.tools.declare import ToolEnv, ToolFn, ToolSpec
 
+TOOL_WORKERS = 64
+"""Threads bounded tool calls share: a call past its timeout keeps its thread until it
+returns, and the others run on the rest (a thread per call cost more than the call)."""
+
+
+@functools.cache
+def tool_threads() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads bounded tool calls run on, made at the first such call."""
+    return concurrent.futures.ThreadPoolExecutor(TOOL_WORKERS, thread_name_prefix="tool")
+
 
 def within(spec: ToolSpec, code: ToolFn, valid: BaseModel, env: ToolEnv) -> BaseModel:
     """The code's output; past the timeout, TimeoutError (the late result is dropped)."""
     if spec.timeout_seconds is None:
         return code(valid, env)
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"tool-{spec.name}")
+    context = contextvars.copy_context()  # fault injection knows the node by these
+    call = tool_threads().submit(context.run, code, valid, env)
     try:
-        context = contextvars.copy_context()  # fault injection knows the node by these
-        return pool.submit(context.run, code, valid, env).result(timeout=spec.timeout_seconds)
+        return call.result(timeout=spec.timeout_seconds)
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        call.cancel()  # a call still queued when its time is up never starts
 
 
 def tool_error(code: ToolErrorCode, message: str, problem_field: str | None = None) -> ToolError:
