@@ -102,11 +102,13 @@ class CheckedState(Mapping[str, Any]):
         *,
         schema: Collection[str] | None = None,
         reader: str = "",
+        fix: str = "",
     ) -> None:
         self._state = state
         self._checked: dict[tuple[str, type], Any] = dict(checked or {})
         self._schema = None if schema is None else frozenset(schema)
         self._reader = reader
+        self._fix = fix
 
     def __getitem__(self, channel: str) -> Any:
         self._check_declared(channel)
@@ -121,12 +123,14 @@ class CheckedState(Mapping[str, Any]):
         if self._schema is not None and channel not in self._schema:
             raise Omitted(
                 f"{self._reader} reads {channel!r}, which its input schema does not "
-                f"declare; declared: {sorted(self._schema)}; add {channel!r} to it"
+                f"declare; declared: {sorted(self._schema)}; {self._fix or 'declare it'}"
             )
 
-    def restricted(self, schema: Collection[str] | None, reader: str) -> CheckedState:
+    def restricted(
+        self, schema: Collection[str] | None, reader: str, fix: str = ""
+    ) -> CheckedState:
         """The same checked state as seen by a reader given only ``schema`` (None: all)."""
-        return CheckedState(self._state, self._checked, schema=schema, reader=reader)
+        return CheckedState(self._state, self._checked, schema=schema, reader=reader, fix=fix)
 
     def __iter__(self) -> Iterator[str]:
         schema = self._schema
@@ -152,7 +156,9 @@ class CheckedState(Mapping[str, Any]):
             if isinstance(value, VersionedContract)
         )
         schema = None if self._schema is None else self._schema | set(update)
-        return CheckedState({**self._state, **update}, checked, schema=schema, reader=self._reader)
+        return CheckedState(
+            {**self._state, **update}, checked, schema=schema, reader=self._reader, fix=self._fix
+        )
 
 
 def read(state: Mapping[str, Any], channel: str, model: type[M], *, node: str) -> M | None:

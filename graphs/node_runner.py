@@ -92,6 +92,8 @@ __all__ = [
     "state_type",
 ]
 
+RUNNER_FIX = "add it to graphs.handoffs.ENVELOPE_READS, which every node's runner reads"
+"""What a runner's read beyond its node's input schema needs: the runner's own reads."""
 ContextFactory = Callable[[Any], RunContext]
 """Services for a run given the context its caller passed (JSON choices from a server)."""
 
@@ -109,20 +111,22 @@ def run_node(
     declares (``nodes``: the graph's, by name).
     """
     schema = node_schema(spec, route)
-    reader = f"node {spec.name!r} (its runner, router or envelope)"
+    reader = f"the runner of node {spec.name!r}"
 
     def node(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[RunContext]
     ) -> dict[str, Any]:
         ctx = resolve_context(runtime, default_context)
-        checked = CheckedState(state, schema=schema, reader=reader)
+        checked = CheckedState(state, schema=schema, reader=reader, fix=RUNNER_FIX)
         given = require(checked, "task", TaskSpec, node=spec.name)
         branch = require(checked, "branch", BranchTask, node=spec.name) if spec.branch else None
         step = step_info(config, spec.name, given, branch.key if branch else None)
         with ctx.node_running(step):
             task = chosen_task(ctx, given, step, audit=branch is None)
             if task is not given:  # a copy with the choices in force: validated when first read
-                checked = CheckedState({**state, "task": task}, schema=schema, reader=reader)
+                checked = CheckedState(
+                    {**state, "task": task}, schema=schema, reader=reader, fix=RUNNER_FIX
+                )
             refuse_older_envelope(spec, checked, task)
             visit = Visit(
                 spec=spec,
@@ -279,7 +283,9 @@ def on_route(route: Router, state: Mapping[str, Any]) -> str | tuple[str, ...]:
     """Where ``route`` goes from ``state``, reading only what the router declares."""
     view = state if isinstance(state, CheckedState) else CheckedState(state)
     name = getattr(route, "__name__", "router")
-    return route(view.restricted(route_reads(route), f"router {name}"))
+    kind = getattr(state_type(route), "__name__", "its TypedDict")
+    fix = f"add it to {kind}, or type the router's state Mapping[str, Any] to read it all"
+    return route(view.restricted(route_reads(route), f"router {name}", fix))
 
 
 RUNNER_CHANNELS = channels_of(RunnerWrites)

@@ -332,7 +332,8 @@ def test_a_router_reading_a_channel_its_state_type_does_not_declare_fails_naming
     with pytest.raises(
         Omitted,
         match=r"router route_peeking reads 'tool_probe', which its input schema does not "
-        r"declare; declared: \['outcome'\]; add 'tool_probe' to it",
+        r"declare; declared: \['outcome'\]; add it to EndsRoute, or type the router's state "
+        r"Mapping\[str, Any\] to read it all",
     ):
         graph.invoke({"task": task}, config, context=context)
     saved = graph.get_state(config)
