@@ -37,6 +37,7 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from langgraph.checkpoint.serde.base import CipherProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from graphs.errors import IntegrityError, UsageError
 
@@ -210,20 +211,16 @@ def seal_blob(keys: KeyRing | None, plain: bytes) -> bytes:
 def open_blob(keys: KeyRing | None, stored: bytes) -> bytes:
     """The plain bytes of a stored blob.
 
-    A blob that does not open (changed, or never sealed) is returned as stored: its sha256
-    then tells the store whether it is the blob recorded, so a damaged blob is reported as
-    one, in the store's own words.
+    A blob that does not open (changed, never sealed, or sealed under a key not at hand,
+    which the database's recorded keys refuse before any read) is returned as stored: its
+    sha256 then tells the store whether it is the blob recorded, so a damaged blob is
+    reported as one, in the store's own words.
     """
     if keys is None or not stored.startswith(MAGIC):
-        if stored.startswith(MAGIC) and keys is None:
-            raise EncryptionKeyError(
-                f"{KEY_VARIABLE} is not set, but an artifact blob is encrypted; set it to the "
-                f"key the blob was written with ({_KEY_FORM})"
-            )
         return stored
     try:
         return keys.unseal(stored[len(MAGIC) :])
-    except InvalidTag:
+    except (InvalidTag, EncryptionKeyError):  # changed, or plain bytes that begin alike
         return stored
 
 
@@ -263,3 +260,15 @@ def open_value(keys: KeyRing | None, stored: Any) -> Any:
     if isinstance(stored, dict) and set(stored) == {"sealed"}:
         return json.loads(open_text(keys, stored["sealed"]) or "null")
     return stored
+
+
+def unsealed(serde: Any, kind: str, stored: bytes) -> tuple[str, bytes]:
+    """A checkpoint value as its serializer wrote it before sealing: ``(type, bytes)``.
+
+    For readers that walk the msgpack without building models (``app.storage.thread_reads``);
+    a value that was not sealed is returned as it is.
+    """
+    if "+" in kind and isinstance(serde, EncryptedSerializer):
+        typ, name = kind.split("+", 1)
+        return typ, serde.cipher.decrypt(name, stored)
+    return kind, stored

@@ -105,6 +105,10 @@ class SqliteBackend(StorageBackend):
         path = sqlite_path(settings.resolved_database_url())
         if not path.is_file():
             return frozenset()
+        # Damage is named as the saver would name it, before SQLite opens (or tidies) it.
+        sqlite_files.check_file(path, settings.resolved_artifact_dir())
+        if path.stat().st_size == 0:
+            return frozenset()
         in_use = Path(f"{path}-wal").exists()
         mode = "mode=ro" if in_use else "mode=ro&immutable=1"
         try:

@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, get_checkpoint_id
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from app.storage.encryption import unsealed
 from app.storage.thread_reads.packed import count_field, shallow_value
 
 Rows = list[tuple[Any, ...]]
@@ -84,9 +85,12 @@ class PostgresGlance:
             "AND b.channel = %s",
             args,
         )
-        if not rows or rows[0][0] != "msgpack" or rows[0][1] is None:
+        if not rows or rows[0][1] is None:
             return None
-        return count_field(shallow_value(bytes(rows[0][1])), field)
+        kind, blob = unsealed(self.serde, rows[0][0], bytes(rows[0][1]))
+        if kind != "msgpack":
+            return None
+        return count_field(shallow_value(blob), field)
 
 
 def leave_out(select_sql: str, skipped: frozenset[str]) -> str:

@@ -29,6 +29,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from app.storage.backends.sqlite_saver_sql import BLOBS_PRESENT, blob_values, named_blobs
 from app.storage.backends.sqlite_steps import Steps, run
 from app.storage.backends.sqlite_values import resolved
+from app.storage.encryption import unsealed
 from app.storage.thread_reads.packed import (
     MSGPACK_OPTIONS,
     count_decoded,
@@ -75,9 +76,12 @@ class SqliteGlance:
             _, held, apart = self._left_out
         else:
             row = self._checkpoint(thread_id, namespace, checkpoint_id)
-            if row is None or row[2] != "msgpack":
-                return None if row is None else count_decoded(self.inner, config, channel, field)
-            found = shallow(row[3])
+            if row is None:
+                return None
+            kind, blob = unsealed(self.serde, row[2], row[3])
+            if kind != "msgpack":
+                return count_decoded(self.inner, config, channel, field)
+            found = shallow(blob)
             held = found.get("channel_values") or {}
             apart = named_blobs(found)
         if channel in held or channel not in apart:
@@ -138,7 +142,8 @@ class SqliteGlance:
         self, thread_id: str, namespace: str, channel: str, version: str, field: str
     ) -> int | None:
         """Items in list ``field`` of the model in one blob row, without building the model."""
-        for _, kind, blob in self._blob_rows(thread_id, namespace, {channel: version}):
+        for _, stored_kind, stored in self._blob_rows(thread_id, namespace, {channel: version}):
+            kind, blob = unsealed(self.serde, stored_kind, stored)
             if kind != "msgpack":
                 return count_field(self.serde.loads_typed((kind, blob)), field)
             return count_field(shallow_value(blob), field)
@@ -168,6 +173,7 @@ class SqliteGlance:
         the channels not skipped are read.
         """
         thread_id, namespace, _ = key
+        kind, blob = unsealed(self.serde, kind, blob)
         if kind != "msgpack":  # another encoding: decoded whole, then trimmed
             checkpoint = cast(Checkpoint, self.serde.loads_typed((kind, blob)))
             apart = named_blobs(checkpoint)
