@@ -56,6 +56,15 @@ class Rarity:
     """Key terms of the documents' titles: the topics the corpus is about."""
     postings: dict[str, frozenset[int]] = field(default_factory=dict)
     """The sentences (by position) each key term appears in."""
+    _units: dict[frozenset[str], list[frozenset[str]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """``units`` of each question asked, worked out once: research asks it of every
+    sentence, and grouping compares postings as large as the corpus."""
+    _weighed: dict[frozenset[str], list[tuple[float, frozenset[str]]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Each question's units with their weights, for ``coverage``."""
 
     @classmethod
     def of(
@@ -86,6 +95,12 @@ class Rarity:
         asked about it ("What was the name of von Frisch's wife?"). Terms found in exactly
         the same sentences are one unit; a term the corpus never uses is its own.
         """
+        known = self._units.get(question)
+        if known is None:
+            known = self._units[question] = self._grouped(question)
+        return list(known)
+
+    def _grouped(self, question: frozenset[str]) -> list[frozenset[str]]:
         grouped: dict[frozenset[int], set[str]] = {}
         units: list[frozenset[str]] = []
         for key in sorted(question):
@@ -122,10 +137,12 @@ class Rarity:
 
         Each unit of terms that always occur together (``units``) weighs as its rarest.
         """
-        weighed = [
-            (max(self.weight(key) for key in unit), bool(unit & context))
-            for unit in self.units(question)
-        ]
+        units = self._weighed.get(question)
+        if units is None:
+            units = self._weighed[question] = [
+                (max(self.weight(key) for key in unit), unit) for unit in self.units(question)
+            ]
+        weighed = [(weight, bool(unit & context)) for weight, unit in units]
         total = sum(weight for weight, _ in weighed)
         if total <= 0:
             return 0.0
