@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from annotated_types import MaxLen
 
@@ -106,14 +108,39 @@ class Retrieval:
         return found
 
 
-def passages_of(source: Source, document: Document) -> list[Passage]:
-    """The prose sentences of a parsed source, as passages."""
-    title = heading_keys((), source.title)  # the file name when untitled
-    found: list[Passage] = []
+class SentenceKeys(NamedTuple):
+    """What a passage takes from its sentence alone.
+
+    Its key terms, its section path's, and whether it leans on the sentence before it.
+    """
+
+    terms: frozenset[str]
+    headings: frozenset[str]
+    leans: bool
+
+
+def sentence_keys(document: Document) -> tuple[SentenceKeys, ...]:
+    """The keys of each prose sentence of a document, in order."""
+    found = []
     for sentence in document.sentences:
-        own = keys(sentence.plain)
         path = sentence.section
         headings = heading_keys(path[1:] if path[:1] == (document.title,) else path)
+        found.append(SentenceKeys(keys(sentence.plain), headings, leans_on_earlier(sentence.plain)))
+    return tuple(found)
+
+
+def passages_of(
+    source: Source, document: Document, known: Sequence[SentenceKeys] | None = None
+) -> list[Passage]:
+    """The prose sentences of a parsed source, as passages.
+
+    ``known`` are the document's ``sentence_keys`` when kept with it, else worked out here.
+    """
+    title = heading_keys((), source.title)  # the file name when untitled
+    found: list[Passage] = []
+    if known is None or len(known) != len(document.sentences):
+        known = sentence_keys(document)
+    for sentence, (own, headings, leans) in zip(document.sentences, known, strict=True):
         first, last = document.lines_of(sentence.start, sentence.end)
         found.append(
             Passage(
@@ -123,7 +150,7 @@ def passages_of(source: Source, document: Document) -> list[Passage]:
                 headings=headings,
                 context=own | headings | title,
                 lines=LineRange(first=first, last=last),
-                leans=leans_on_earlier(sentence.plain),
+                leans=leans,
             )
         )
     return found

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from app.agents.corpus_search import search_questions
+from app.agents.parsed_documents import ParsedDocuments
 from app.agents.passages import Passage, Retrieval, claim_id, passages_of, source_number
 from app.agents.ranking import CorpusIndex, rank_passages
 from app.agents.research_notes import research_notes
@@ -65,6 +66,9 @@ class OfflineResearchAgent(ReadsSources):
     policy: CorpusPolicy
     max_facts: int = 12
     min_shared_terms: int = 2
+    parsed_documents: ParsedDocuments | None = None
+    """Where parsed corpus files are kept by content (``app/agents/parsed_documents.py``);
+    None parses every file on every read."""
 
     def locations(self, task: TaskSpec) -> list[Path]:
         """Where this task's corpus is: its own locations, else the default corpus."""
@@ -123,9 +127,11 @@ class OfflineResearchAgent(ReadsSources):
         if questions[0] is not every[0]:
             sections = []  # ranked under the objective's topic: its branch covers them
         documents, errors = affordable(documents, step.tool_calls_left, searches=len(questions))
-        sources, parsed, read_errors = read_sources(documents, toolbox, self.clock)
+        sources, parsed, read_errors = read_sources(
+            documents, toolbox, self.clock, self.parsed_documents
+        )
         passages = [
-            passage for source in sources for passage in passages_of(source, parsed[source.id])
+            passage for source in sources for passage in passages_of(source, *parsed[source.id])
         ]
         by_source: dict[str, set[str]] = {}
         for passage in passages:  # one set per source, grown in place: linear in the passages
@@ -145,7 +151,7 @@ class OfflineResearchAgent(ReadsSources):
         return Retrieval(
             questions=questions,
             sources=sources,
-            texts={source_id: document.text for source_id, document in parsed.items()},
+            texts={source_id: read.document.text for source_id, read in parsed.items()},
             passages=passages,
             ranked={question.id: ranked[question.id] for question in questions},
             all_ranked=ranked,

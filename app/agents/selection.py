@@ -18,6 +18,8 @@ from graphs import WIRING, NodeSpec, ResearchAgent, ReviewerAgent, WriterAgent
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from app.agents.parsed_documents import ParsedDocuments
+
 Clock = Callable[[], datetime]
 AgentFactory = Callable[["BaseChatModel | None", Settings, Clock], object]
 
@@ -25,6 +27,14 @@ AgentFactory = Callable[["BaseChatModel | None", Settings, Clock], object]
 def agent_nodes(nodes: Iterable[NodeSpec]) -> dict[str, type]:
     """Each node that calls an agent, with the agent protocol it declares."""
     return {spec.name: spec.agent for spec in nodes if spec.agent is not None}
+
+
+def parsed_documents(settings: Settings) -> ParsedDocuments:
+    """Where research keeps parsed corpus files: the data folder, sealed under its key."""
+    from app.agents.parsed_documents import PARSED_FOLDER, ParsedDocuments
+    from app.storage.encryption import key_ring
+
+    return ParsedDocuments(settings.data_dir / PARSED_FOLDER, key_ring(settings))
 
 
 def implementations() -> dict[type, AgentFactory]:
@@ -40,7 +50,10 @@ def implementations() -> dict[type, AgentFactory]:
 
     def research(model: BaseChatModel | None, settings: Settings, clock: Clock) -> object:
         retrieval = OfflineResearchAgent(
-            default_corpus=list(settings.corpus), clock=clock, policy=settings.corpus_policy()
+            default_corpus=list(settings.corpus),
+            clock=clock,
+            policy=settings.corpus_policy(),
+            parsed_documents=parsed_documents(settings),
         )
         return retrieval if model is None else LLMResearchAgent(model, retrieval)
 

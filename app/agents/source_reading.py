@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from app.agents.parsed_documents import Parsed, ParsedDocuments, parse
 from app.corpus.discovery import CorpusDocument, discover
 from app.corpus.reading import CorpusNotFound, CorpusPolicy, decode, sha256_of
-from app.text.documents import Document, read_document
 from contracts import ErrorCode, ErrorDetail, ReadSourceInput, ReadSourceOutput, Source
 from graphs import ArtifactStore, StepInfo
 from graphs.context import provided
@@ -99,11 +99,19 @@ def affordable(
 
 
 def read_sources(
-    documents: list[CorpusDocument], tools: Toolbox, clock: Callable[[], datetime]
-) -> tuple[list[Source], dict[str, Document], list[ErrorDetail]]:
-    """The sources read through the ``read_source`` tool, their parsed documents, errors."""
+    documents: list[CorpusDocument],
+    tools: Toolbox,
+    clock: Callable[[], datetime],
+    parsed_documents: ParsedDocuments | None = None,
+) -> tuple[list[Source], dict[str, Parsed], list[ErrorDetail]]:
+    """The sources read through the ``read_source`` tool, their parsed documents, errors.
+
+    Each file is read through the tool whatever is kept; with ``parsed_documents`` the
+    document of the bytes read is taken from there when kept (same sha256, media type and
+    reader), else parsed and kept.
+    """
     sources: list[Source] = []
-    parsed: dict[str, Document] = {}
+    parsed: dict[str, Parsed] = {}
     errors: list[ErrorDetail] = []
     for document in documents:
         args = ReadSourceInput(
@@ -124,11 +132,14 @@ def read_sources(
             )
             continue
         read: ReadSourceOutput = answer.output
-        document_read = read_document(read.text, document.media_type)
+        if parsed_documents is None:
+            document_read = parse(read.text, document.media_type)
+        else:
+            document_read = parsed_documents.read(read.text, read.sha256, document.media_type)
         source = Source(
             id=document.source_id,
             uri=document.path.as_uri(),
-            title=(document_read.title or document.path.stem)[:300],
+            title=(document_read.document.title or document.path.stem)[:300],
             retrieved_at=clock(),
             sha256=read.sha256,
             snapshot=read.snapshot,

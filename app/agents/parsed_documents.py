@@ -1,0 +1,219 @@
+"""Parsed documents kept by content, so a corpus read again is not parsed again.
+
+Parsing a corpus file into blocks and prose sentences (``app/text/documents``) is the
+costly, deterministic part of reading it: the same text through the same reader gives the
+same document. A parsed document is kept under the data folder, named by the sha256 of the
+bytes read, the media type and ``READER_VERSION`` (a hash of the reader's code and the
+versions of the parsers it calls), and reused by later runs and revisions on the same
+corpus.
+
+Reuse never changes what research finds, nor what it can prove:
+
+* the file is still read through the ``read_source`` tool, with its receipt and snapshot;
+  the key is the sha256 of the bytes read *now*, so a changed file is parsed again;
+* an entry holds no text: its blocks and sentences are spans into the text read now, and
+  it is used only when it names the same sha256, media type and reader version, its own
+  digest matches and every span and sentence fits that text; anything else (a damaged,
+  truncated or foreign entry) is ignored and the file is parsed again, its entry rewritten;
+* with ``HANDOFF_ENCRYPTION_KEY`` an entry (which tells what the source says) is sealed
+  under the key like an artifact blob (``app.storage.encryption``); an entry that does not
+  open under the keys at hand, or one kept in the clear, is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import app.text.documents as documents_package
+import graphs.markdown
+from app.agents.passages import SentenceKeys, sentence_keys
+from app.storage.encryption import MAGIC, KeyRing, open_blob, seal_blob
+from app.text.documents import Block, Document, ProseSentence, read_document
+
+PARSERS = ("markdown-it-py", "mdurl", "docutils", "sentencex", "snowballstemmer", "rjieba")
+"""The distributions the reader calls: a new version of any may read a text otherwise."""
+FORMAT = 1
+"""The layout of an entry; a new layout names its entries anew."""
+PARSED_FOLDER = "parsed"
+"""The data folder's subfolder where parsed documents are kept."""
+
+
+def _reader_modules() -> list[Path]:
+    folder = Path(documents_package.__file__).parent
+    text = [folder.parent / name for name in ("primitives.py", "key_terms.py", "antecedents.py")]
+    passages = Path(__file__).parent / "passages.py"
+    return [*sorted(folder.glob("*.py")), *text, passages, Path(graphs.markdown.__file__)]
+
+
+def reader_version() -> str:
+    """Hash of the reader's and the key terms' source files, and their libraries' versions."""
+    digest = hashlib.sha256(f"format {FORMAT}\0".encode())
+    for module in _reader_modules():
+        digest.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")
+    for name in PARSERS:
+        try:
+            digest.update(f"{name}=={metadata.version(name)}\0".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{name} missing\0".encode())
+    return digest.hexdigest()
+
+
+READER_VERSION = reader_version()
+
+
+class Parsed(NamedTuple):
+    """A source's parsed document and the keys of its sentences (``app/agents/passages.py``)."""
+
+    document: Document
+    keys: tuple[SentenceKeys, ...]
+
+
+def parse(text: str, media_type: str) -> Parsed:
+    """The text read as a document of its media type, with its sentences' keys."""
+    document = read_document(text, media_type)
+    return Parsed(document, sentence_keys(document))
+
+
+def _encode(parsed: Parsed) -> dict[str, Any]:
+    document = parsed.document
+    sections: dict[tuple[str, ...], int] = {}
+
+    def section(path: tuple[str, ...]) -> int:
+        return sections.setdefault(path, len(sections))
+
+    blocks = [
+        [b.kind, b.start, b.end, b.first_line, b.last_line, section(b.section), b.media_type]
+        for b in document.blocks
+    ]
+    sentences = [
+        [
+            s.plain,
+            s.start,
+            s.end,
+            s.index,
+            s.block,
+            s.position,
+            section(s.section),
+            sorted(own.terms),
+            sorted(own.headings),
+            own.leans,
+        ]
+        for s, own in zip(document.sentences, parsed.keys, strict=True)
+    ]
+    return {
+        "title": document.title,
+        "sections": [list(path) for path in sections],
+        "blocks": blocks,
+        "sentences": sentences,
+    }
+
+
+def _decode(text: str, body: dict[str, Any]) -> Parsed:
+    """The document of ``text`` an entry describes; ValueError when it does not fit the text."""
+    size = len(text)
+    sections = [tuple(str(name) for name in path) for path in body["sections"]]
+    blocks = []
+    for kind, start, end, first, last, at, media in body["blocks"]:
+        if not 0 <= start <= end <= size:
+            raise ValueError("a block outside the text")
+        blocks.append(Block(kind, start, end, first, last, sections[at], media))
+    sentences = []
+    known = []
+    for plain, start, end, index, block, position, at, terms, headings, leans in body["sentences"]:
+        if not 0 <= start <= end <= size or not 0 <= block < len(blocks):
+            raise ValueError("a sentence outside the text")
+        piece = text[start:end]
+        sentences.append(
+            ProseSentence(piece, plain, start, end, index, block, position, sections[at])
+        )
+        known.append(SentenceKeys(frozenset(terms), frozenset(headings), bool(leans)))
+    title = body["title"]
+    if title is not None and not isinstance(title, str):
+        raise ValueError("a title that is not text")
+    return Parsed(Document(text, title, tuple(blocks), tuple(sentences)), tuple(known))
+
+
+@dataclass(frozen=True)
+class ParsedDocuments:
+    """Parsed documents under ``folder``, sealed under ``keys`` when a key is set."""
+
+    folder: Path
+    keys: KeyRing | None = None
+    version: str = READER_VERSION
+
+    def key(self, sha256: str, media_type: str) -> str:
+        """An entry's name: the bytes read, their media type, the reader."""
+        return hashlib.sha256(f"{sha256}\0{media_type}\0{self.version}".encode()).hexdigest()
+
+    def path(self, sha256: str, media_type: str) -> Path:
+        """Where the entry of these bytes read as this media type is kept."""
+        name = self.key(sha256, media_type)
+        return self.folder / name[:2] / f"{name}.json"
+
+    def read(self, text: str, sha256: str, media_type: str) -> Parsed:
+        """The document of ``text`` (whose bytes hash to ``sha256``): kept, else parsed now.
+
+        A document parsed now is kept for the next read; a failure to keep it only means
+        the next read parses again.
+        """
+        kept = self.load(text, sha256, media_type)
+        if kept is not None:
+            return kept
+        parsed = parse(text, media_type)
+        try:
+            self.save(parsed, sha256, media_type)
+        except OSError:
+            pass
+        return parsed
+
+    def load(self, text: str, sha256: str, media_type: str) -> Parsed | None:
+        """The kept document of ``text``, or None when there is none to trust."""
+        try:
+            stored = self.path(sha256, media_type).read_bytes()
+        except OSError:
+            return None
+        if self.keys is not None and not stored.startswith(MAGIC):
+            return None  # kept in the clear, or damaged: not trusted under a key
+        plain = open_blob(self.keys, stored)
+        digest, _, payload = plain.partition(b"\n")
+        if hashlib.sha256(payload).hexdigest().encode() != digest:
+            return None
+        try:
+            entry = json.loads(payload)
+            if (entry["sha256"], entry["media_type"], entry["reader"]) != (
+                sha256,
+                media_type,
+                self.version,
+            ):
+                return None
+            return _decode(text, entry["document"])
+        except (ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def save(self, parsed: Parsed, sha256: str, media_type: str) -> None:
+        """Keep the document of the bytes hashing to ``sha256``, written whole or not at all."""
+        entry = {
+            "sha256": sha256,
+            "media_type": media_type,
+            "reader": self.version,
+            "document": _encode(parsed),
+        }
+        payload = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+        plain = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+        target = self.path(sha256, media_type)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(seal_blob(self.keys, plain))
+            os.replace(name, target)
+        except BaseException:
+            Path(name).unlink(missing_ok=True)
+            raise
