@@ -346,3 +346,31 @@ def test_a_killed_run_resumes_with_the_key(base: Settings) -> None:
         assert workflow.outcome("t-kill").result_status == "completed"
         assert b"Rosetta" in workflow.artifact("t-kill", "article")
     assert [needle for needle in NEEDLES if needle in stored_bytes(base)] == []
+
+
+def test_the_dev_servers_saver_checks_and_uses_the_key(
+    base: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``langgraph dev`` opens its saver from the environment: the same key, the same refusal."""
+    import asyncio
+
+    from app.server.checkpointer import checkpointer
+
+    key = new_key()
+    with Workflow(keyed(base, key)) as workflow:
+        assert workflow.run(OBJECTIVE, thread_id="t-dev").result_status == "completed"
+    for name, value in backend_env(base).items():
+        if name.startswith("HANDOFF_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.delenv("HANDOFF_ENCRYPTION_KEY", raising=False)
+    monkeypatch.delenv("HANDOFF_ENCRYPTION_OLD_KEYS", raising=False)
+
+    async def latest() -> Any:
+        async with checkpointer() as saver:
+            return await saver.aget_tuple(Workflow.config("t-dev"))
+
+    with pytest.raises(EncryptionKeyError, match="HANDOFF_ENCRYPTION_KEY is not set"):
+        asyncio.run(latest())
+    monkeypatch.setenv("HANDOFF_ENCRYPTION_KEY", key)
+    found = asyncio.run(latest())
+    assert found is not None and found.checkpoint["channel_values"]["task"].objective == OBJECTIVE
