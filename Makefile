@@ -1,7 +1,7 @@
 # Two entry points for a fresh machine with Python 3.11+ and make:
 #   make demo   install what the demo needs, then run the workflow on the bundled corpus (SQLite)
 #               and print the article
-#   make test   install with dev extras, then lint, type-check and run the tests
+#   make test   install with dev extras, then lint, type-check and run the tests (4 at once)
 #   make check  the fast loop: lint, type-check and the in-process tests needing no PostgreSQL
 PYTHON ?= python3
 VENV ?= .venv
@@ -38,8 +38,10 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Four test processes at once: many tests wait on a subprocess, a server or a SIGKILL, so
+# four keep two cores busy; --dist loadgroup keeps the tests sharing a server on one of them.
 pytest: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 4 --dist loadgroup
 
 test: lint typecheck pytest
 

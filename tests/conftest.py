@@ -46,6 +46,51 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     )
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """Under ``-n``, the edges a worker walked join the session's (``pytest_sessionfinish``)."""
+    WALKED.update((a, b) for a, b in getattr(node, "workeroutput", {}).get("walked", ()))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker of ``-n`` hands the edges its tests walked to the session that reports them."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["walked"] = sorted(WALKED)
+
+
+SHARED_SERVERS = ("dev_server", "gated_server")
+"""Module-scoped server fixtures (tests/server): a server per module and backend."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``-n --dist loadgroup``, the tests sharing one module-scoped server go to one
+    worker, so that server starts once rather than on every worker that gets one of them."""
+    if not hasattr(config, "workerinput"):
+        return
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        for name in SHARED_SERVERS:
+            if name in params and isinstance(item, pytest.Function):
+                item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}[{params[name]}]"))
+
+
+class SlowFirst:
+    """Under ``-n``, the SIGKILL loops, the servers' rounds and the other ``slow`` tests
+    (minutes each) are handed out first, so no worker is still in one of them long after
+    the others have finished."""
+
+    @pytest.hookimpl(trylast=True)  # after the fixtures' own ordering, which it keeps
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: not any(map(item.get_closest_marker, ("slow", "server"))))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        config.pluginmanager.register(SlowFirst(), "handoff-slow-first")
+
+
 PROCESS_MARKS = ("e2e", "slow", "server")
 """Marks that let a test start processes; ``make check`` leaves all three out."""
 

@@ -2,8 +2,9 @@
 
 A start block is run as a reader would run it, in a scratch folder; it must print the URL
 it serves and answer its agent card there. A client block is run against a ``handoff a2a``
-started the same way, with the printed URL as its argument, and must end with a completed
-task.
+started the same way on a free port (the start block's test alone asks for the default one,
+so no two agents of a parallel run meet there), with the printed URL as its argument, and
+must end with a completed task.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from app.server.dev_server import free_port
 from tests.docs.snippets import Snippet
 from tests.docs.test_snippets import (
     chosen,
@@ -77,7 +79,7 @@ def test_an_a2a_client_block_drives_the_agent_handoff_a2a_started(
     snippet: Snippet, tmp_path: Path
 ) -> None:
     folder = tmp_path / "agent"
-    with a2a_serving("handoff a2a", folder) as url:
+    with a2a_serving(f"handoff a2a --port {free_port()}", folder) as url:
         result = python(snippet, folder, url, HANDOFF_DATA_DIR=str(folder / "data"))
     succeeded(result, snippet)
     assert "TASK_STATE_COMPLETED completed" in result.stdout

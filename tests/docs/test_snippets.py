@@ -24,7 +24,7 @@ import typer.main
 from app.agents.selection import agent_nodes
 from app.cli import cli
 from app.exit_codes import ExitCode
-from app.server.dev_server import OFFLINE_DEFAULTS, OFFLINE_ENV
+from app.server.dev_server import OFFLINE_DEFAULTS, OFFLINE_ENV, free_port
 from app.settings import Settings
 from graphs import WIRING
 from tests.backends import postgres_schema
@@ -346,6 +346,7 @@ def stop_group(process: subprocess.Popen[str]) -> None:
 
 
 @pytest.mark.server
+@pytest.mark.xdist_group("the-default-server-port")  # each block asks for port 2024: one at a time
 @pytest.mark.parametrize("snippet", chosen("bash", having="serve"))
 def test_a_serve_block_starts_a_server_that_answers(snippet: Snippet, tmp_path: Path) -> None:
     with serving(snippet.text, tmp_path) as (url, _):
@@ -358,8 +359,8 @@ def test_a_serve_block_starts_a_server_that_answers(snippet: Snippet, tmp_path: 
 def test_a_client_block_drives_the_server_handoff_serve_started(
     snippet: Snippet, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "served"
-    with serving("handoff serve", folder) as (url, _):
+    folder = tmp_path / "served"  # on a free port: the serve blocks' tests ask for the default
+    with serving(f"handoff serve --port {free_port()}", folder) as (url, _):
         result = python(snippet, folder, url)
     succeeded(result, snippet)
     assert "TASK_STATE_COMPLETED" in result.stdout
