@@ -75,9 +75,16 @@ def content_offsets(
     for number, piece in enumerate(content.split("\n")):
         line = min(first_line + number, len(starts) - 1)
         source = text[starts[line] : ends[line]]
+        if "\t" in source and not source.endswith(piece) and expanded(source).endswith(piece):
+            for at, begins, ends_at in tab_segments(source, len(expanded(source)) - len(piece)):
+                content_starts.append(position + at)
+                text_starts.append(starts[line] + begins)
+                text_ends.append(starts[line] + ends_at)
+            position += len(piece) + 1
+            continue
         if source.endswith(piece):
             cut = len(source) - len(piece)
-        else:  # the last line (trailing spaces stripped), NUL made U+FFFD, a tab expanded
+        else:  # the last line (trailing spaces stripped), NUL made U+FFFD
             cut = source.rfind(piece)
             if cut < 0:
                 cut = max(len(source) - len(piece), 0)
@@ -86,3 +93,32 @@ def content_offsets(
         text_ends.append(ends[line])
         position += len(piece) + 1
     return ContentLines(content_starts, text_starts, text_ends)
+
+
+TAB_WIDTH = 8
+"""docutils' tab stops: it expands every tab of a line before parsing it."""
+
+
+def expanded(line: str) -> str:
+    """A source line as docutils reads it: each tab expanded to the next tab stop."""
+    return line.expandtabs(TAB_WIDTH) if "\t" in line else line
+
+
+def tab_segments(source: str, cut: int) -> list[tuple[int, int, int]]:
+    """Where the expanded line's tail from column ``cut`` sits in ``source``, in runs.
+
+    Each run is (its offset in the tail, its start and end in ``source``): text between
+    tabs keeps its length, and the spaces a tab became all map to the tab itself.
+    """
+    runs: list[tuple[int, int, int]] = []
+    column = 0
+    for index, char in enumerate(source):
+        width = TAB_WIDTH - column % TAB_WIDTH if char == "\t" else 1
+        if column + width > cut:  # in the tail
+            follows = runs and runs[-1][2] == index and "\t" not in (char, source[index - 1])
+            if follows:
+                runs[-1] = (runs[-1][0], runs[-1][1], index + 1)
+            else:
+                runs.append((max(column - cut, 0), index, index + 1))
+        column += width
+    return runs

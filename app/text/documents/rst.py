@@ -40,7 +40,7 @@ from app.text.documents import sphinx
 from app.text.documents.blocks import FENCE_TYPES, Part, block_span, transcript_type
 from app.text.documents.document import MARKDOWN, PLAIN, BlockKind
 from app.text.documents.inline import Misaligned, Reading, ReadingBuilder, plain_reading
-from app.text.documents.lines import content_offsets
+from app.text.documents.lines import content_offsets, expanded
 from app.text.primitives import normalize_space
 
 _LINE_SEPARATORS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -308,7 +308,7 @@ class _Reader:
         for first in (line - 1, line - 2, line, line - 3, line + 1):
             if 0 <= first and first + len(lines) <= len(self.starts):
                 if all(
-                    self.line(first + number).rstrip().endswith(piece)
+                    expanded(self.line(first + number)).rstrip().endswith(piece)
                     for number, piece in enumerate(lines)
                 ):
                     return first

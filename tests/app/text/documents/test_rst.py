@@ -276,3 +276,22 @@ def test_documents_read_in_threads_at_once_read_as_each_does_alone() -> None:
         thread.join()
     assert [found[n] for n in range(len(documents))] == alone
     assert alone[:2] == [["media", "paragraph"], ["code"]]
+
+
+def test_a_paragraph_with_a_tab_inside_a_line_is_read_at_its_exact_span() -> None:
+    text = (
+        "Limits\n======\n\n"
+        "A bucket refills\tat a steady rate. The rate is\tper second,\n"
+        "and a burst may\tspend it at once.\n\n"
+        "- A list item\twith a tab.\n"
+    )
+    document = _read(text)
+
+    assert [" ".join(plain.split()) for plain in plains(document)] == [
+        "A bucket refills at a steady rate.",
+        "The rate is per second, and a burst may spend it at once.",
+        "A list item with a tab.",
+    ]
+    assert texts(document)[0] == "A bucket refills\tat a steady rate."
+    assert texts(document)[2] == "A list item\twith a tab."
+    assert_exact(document)
