@@ -35,6 +35,20 @@ def check_limits(handoff: Handoff, following: list[NodeSpec]) -> None:
     assert handoff.done_when == list(dict.fromkeys(texts)), (handoff.from_node, following)
 
 
+def ended_without_handoff(history: list[Any]) -> set[tuple[str, str]]:
+    """Runs that ended after one node that handed nothing over (a refusal): its edge to the end.
+
+    ``history`` is newest first: a step that ran one node and left nothing to run next is
+    that node's route to ``__end__``, whatever envelope the state still holds.
+    """
+    edges: set[tuple[str, str]] = set()
+    for newer, older in zip(history, history[1:], strict=False):
+        routed = newer.metadata is not None and newer.metadata.get("source") == "loop"
+        if routed and not newer.next and len(older.next) == 1:
+            edges.add((older.next[0], "__end__"))
+    return edges
+
+
 def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
     """Assert the invariant on every checkpoint of every thread; returns the edges walked."""
     edges: set[tuple[str, str]] = set()
@@ -42,7 +56,9 @@ def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
     joins = {spec.name: spec for spec in nodes.values() if spec.joins}
     for thread_id in workflow.threads():
         config = workflow.config(thread_id)
-        for snapshot in workflow.graph.get_state_history(config):
+        history = list(workflow.graph.get_state_history(config))
+        edges.update(ended_without_handoff(history))
+        for snapshot in history:
             if snapshot.metadata is None or snapshot.metadata.get("source") != "loop":
                 continue  # a state a person or test wrote directly (update_state), not a route
             ran_next = snapshot.next[0] if snapshot.next else "__end__"
