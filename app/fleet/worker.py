@@ -20,7 +20,8 @@ from app.fleet.outage import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from procrastinate.jobs import Job
+    from procrastinate.manager import JobManager
 
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
@@ -94,5 +95,34 @@ async def _recover_stalled(fleet: Fleet, heartbeat: float, watch: OutageWatch) -
             continue
         stalled = await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=3 * heartbeat)
         for job in stalled:
-            log.warning("re-queueing job %s of thread %s: its worker stopped", job.id, job.lock)
-            await manager.retry_job(job)
+            await requeue(manager, job)
+
+
+MOVED_ON = "Job was not found or has an invalid status to retry"
+"""What Procrastinate's retry_job raises for a job no longer ``doing``."""
+
+
+async def requeue(manager: JobManager, job: Job) -> bool:
+    """Put a stalled job back in the queue; False if it left ``doing`` in the meantime.
+
+    Between finding a job stalled and re-queueing it, its own worker may have finished
+    it or retried it (right after an outage both happen), or another worker re-queued
+    it. That job is where it should be: the race is reported and recovery goes on,
+    where it used to end the recovery and, at shutdown, the worker with exit code 1.
+    """
+    from procrastinate.exceptions import ConnectorException
+
+    log.warning("re-queueing job %s of thread %s: its worker stopped", job.id, job.lock)
+    try:
+        await manager.retry_job(job)
+    except ConnectorException as error:
+        if MOVED_ON not in str(error.__cause__):
+            raise
+        log.warning(
+            "job %s of thread %s was not re-queued: it left `doing` since it was found "
+            "stalled (finished, retried or re-queued elsewhere)",
+            job.id,
+            job.lock,
+        )
+        return False
+    return True

@@ -4,6 +4,8 @@ with each node's work done once and the article a single process writes."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import re
 import signal
@@ -18,6 +20,9 @@ import pytest
 
 from app.exit_codes import ExitCode
 from app.fleet import WORKFLOWS, Queue, run_thread
+from app.fleet.fleet import Fleet
+from app.fleet.jobs import QUEUE
+from app.fleet.worker import requeue
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
@@ -345,3 +350,31 @@ def test_a_worker_prints_one_line_per_job_with_its_thread_outcome_and_time(
         "worker: run j-asks: TASK_STATE_INPUT_REQUIRED in N s",
         "worker: run j-done: TASK_STATE_COMPLETED in N s",
     ], first.stderr + second.stderr
+
+
+def test_a_stalled_job_that_moved_on_before_its_requeue_is_reported_and_recovery_goes_on(
+    fleet_env: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found stalled, then finished or retried by its own worker before the re-queue (as
+    right after an outage): the re-queue says so and returns, where it used to raise and
+    end the worker with exit code 1. A job still ``doing`` is put back in the queue."""
+    url = fleet_env["HANDOFF_DATABASE_URL"]
+    settings = settings_of(fleet_env)
+    with Workflow(settings) as workflow:
+        Queue(workflow).submit(TaskSpec(task_id="moved", objective=OBJECTIVE), "moved")
+    fleet = Fleet(settings)
+
+    async def race() -> tuple[bool, bool]:
+        async with fleet.app.open_async():
+            manager = fleet.app.job_manager
+            worker_id = await manager.register_worker()
+            job = await manager.fetch_job(queues=[QUEUE], worker_id=worker_id)
+            assert job is not None and job.lock == "moved"
+            first = await requeue(manager, job)  # doing: put back
+            second = await requeue(manager, job)  # already back in the queue
+            return first, second
+
+    with caplog.at_level(logging.WARNING, logger="app.fleet.worker"):
+        assert asyncio.run(race()) == (True, False)
+    assert [row["status"] for row in jobs(url)] == ["todo"]
+    assert "was not re-queued: it left `doing`" in caplog.text
