@@ -9,6 +9,7 @@ Writing (``put``) stays with each store: that is where their durability and lock
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -58,6 +59,30 @@ class ArtifactStoreBase(ABC, Generic[Session]):
     @abstractmethod
     def ids(self) -> list[str]:
         """Every stored artifact id, sorted."""
+
+    @abstractmethod
+    def forget(self, artifact_ids: Collection[str]) -> None:
+        """Delete the histories of ``artifact_ids``; their blobs stay until :meth:`sweep`."""
+
+    @abstractmethod
+    def sweep(self, sha256s: Collection[str]) -> set[str]:
+        """Delete each of these blobs that no recorded revision names; the ones deleted.
+
+        Blobs are shared by content across artifacts and threads, so a blob goes only with
+        the last revision naming it. A put running meanwhile keeps the blob it records:
+        each store excludes it for the check and the delete (see each ``sweep``).
+        """
+
+    def blobs_by_artifact(self) -> dict[str, dict[str, int]]:
+        """Each artifact id, with the sha256 and size of every blob its revisions name."""
+        artifact_ids = self.ids()
+        with self._session() as session:
+            return {
+                artifact_id: {
+                    ref.sha256: ref.size_bytes for ref in self._load_history(session, artifact_id)
+                }
+                for artifact_id in artifact_ids
+            }
 
     def batch(self) -> AbstractContextManager[object]:
         """An empty block: each put of this store is durable when it returns."""

@@ -5,11 +5,14 @@ Layout under the root::
     blobs/<sha[:2]>/<sha>       bytes, named by their sha256 and written once
     refs/<artifact_id>.json     the revision history, a JSON list of ArtifactRef, oldest first
     locks/<artifact_id>.lock    held with flock while a history is read and extended
+    locks/.blobs.lock           held shared by every put, exclusively by a sweep
 
 Every file is written to a temp file in its own directory, fsynced, and moved into place
 with ``os.replace``, so a reader sees either the old or the new file, never half of one. A
 blob (file and directory) is durable before the history naming it is written; a history's
 new name is durable when ``put`` returns, or at the end of the enclosing :meth:`batch`.
+Blobs are shared by content; a sweep deletes one only while no put is between finding
+its blob stored and naming it in a history, and only when no history names it.
 Paths are checked with one ``lstat`` per directory and ``O_NOFOLLOW`` opens: no link is
 followed, so nothing outside the root is read or written.
 """
@@ -21,7 +24,7 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -34,6 +37,9 @@ from app.storage.artifacts.records import candidate, check_entry, check_id, next
 from app.storage.file_digests import DIGESTS, FileDigests
 from contracts import ArtifactKind, ArtifactRef
 from graphs.errors import IntegrityError, InvalidArtifactId
+
+BLOBS_LOCK = ".blobs"
+"""The lock a put holds shared and a sweep exclusively (no artifact id starts with a dot)."""
 
 
 class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]):
@@ -96,12 +102,15 @@ class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]
                 self._unsynced.discard(directory)
 
     @contextlib.contextmanager
-    def _locked(self, artifact_id: str) -> Iterator[None]:
-        """Serialise read-modify-write of one history across threads and processes."""
-        relative = f"locks/{artifact_id}.lock"
+    def _locked(self, name: str, mode: int = fcntl.LOCK_EX) -> Iterator[None]:
+        """Hold ``locks/<name>.lock``: one history's read-modify-write, or the blobs.
+
+        Across threads and processes: each hold opens the file anew, and flock is per open.
+        """
+        relative = f"locks/{name}.lock"
         fd = self._open(self._ensure_dir("locks"), relative, os.O_RDWR | os.O_CREAT)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, mode)
             yield
         finally:
             os.close(fd)  # closing releases the flock
@@ -115,19 +124,21 @@ class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]
         # Validate id, kind and media type before anything touches the disk.
         content, first = candidate(artifact_id, kind, content, media_type)
         sha256 = first.sha256
-        self._write_blob(sha256, content)
-        with self._locked(artifact_id):
-            history = self._load_history(None, artifact_id)
-            head = history[-1] if history else None
-            ref = next_revision(first, head.kind if head else None, head)
-            if ref is not head:
-                self._save_history(artifact_id, [*history, ref])
-            if self._in_batch:
-                # Even an unchanged head is synced at the end of the batch: its history may
-                # have been written by a batch (here or in another process) not synced yet.
-                with self._sync_lock:
-                    self._unsynced.add(self._dir("refs"))
-            return ref
+        with self._locked(BLOBS_LOCK, fcntl.LOCK_SH):  # no sweep between blob and history
+            self._write_blob(sha256, content)
+            with self._locked(artifact_id):
+                history = self._load_history(None, artifact_id)
+                head = history[-1] if history else None
+                ref = next_revision(first, head.kind if head else None, head)
+                if ref is not head:
+                    self._save_history(artifact_id, [*history, ref])
+                if self._in_batch:
+                    # Even an unchanged head is synced at the end of the batch: its history
+                    # may have been written by a batch (here or in another process) not
+                    # synced yet.
+                    with self._sync_lock:
+                        self._unsynced.add(self._dir("refs"))
+                return ref
 
     def close(self) -> None:
         """Nothing is held open between calls."""
@@ -146,3 +157,20 @@ class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]
             with contextlib.suppress(InvalidArtifactId):
                 found.append(check_id(stem))
         return sorted(found)
+
+    def forget(self, artifact_ids: Collection[str]) -> None:
+        """Delete the histories of ``artifact_ids``; their blobs stay until :meth:`sweep`."""
+        for artifact_id in artifact_ids:
+            with self._locked(check_id(artifact_id)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self._dir('refs')}/{artifact_id}.json")
+                with contextlib.suppress(FileNotFoundError):  # held: nobody else holds it
+                    os.unlink(f"{self._dir('locks')}/{artifact_id}.lock")
+        with contextlib.suppress(FileNotFoundError):
+            files.fsync(self._dir("refs"))
+
+    def sweep(self, sha256s: Collection[str]) -> set[str]:
+        """Delete each of these blobs no history names, holding every put off meanwhile."""
+        with self._locked(BLOBS_LOCK):
+            named = {sha256 for refs in self.blobs_by_artifact().values() for sha256 in refs}
+            return self._delete_blobs(set(sha256s) - named)

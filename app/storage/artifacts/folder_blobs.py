@@ -12,6 +12,7 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from app.storage.artifacts import files
@@ -136,6 +137,29 @@ class FolderBlobs:
         directory = self._ensure_dir(*parts[:2])
         if not self._matches_in(directory, sha256):
             files.atomic_write(directory, sha256, seal_blob(self.keys, content))
+
+    def _has_blob(self, sha256: str) -> bool:
+        """Whether a file stands under the blob's name (not read, so not verified)."""
+        parts = self._blob_parts(sha256)
+        try:
+            os.lstat(f"{self._dir(*parts[:2])}/{sha256}")
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _delete_blobs(self, sha256s: Iterable[str]) -> set[str]:
+        """Remove these blobs' files; the ones that were there.
+
+        Not fsynced: a removal a power loss undoes leaves a blob nothing names, never a
+        name without its blob.
+        """
+        removed: set[str] = set()
+        for sha256 in sha256s:
+            parts = self._blob_parts(sha256)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self._dir(*parts[:2])}/{sha256}")
+                removed.add(sha256)
+        return removed
 
     def _fetch_blob(self, session: object, sha256: str) -> bytes | None:
         parts = self._blob_parts(sha256)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Collection
 
 from app.storage.artifacts.base import ArtifactStoreBase
 from app.storage.artifacts.records import candidate, check_id, next_revision, parse_entry
@@ -56,6 +57,25 @@ class MemoryArtifactStore(ArtifactStoreBase[None]):
     def ids(self) -> list[str]:
         """Every stored artifact id, sorted."""
         return sorted(check_id(artifact_id) for artifact_id in self.histories)
+
+    def forget(self, artifact_ids: Collection[str]) -> None:
+        """Delete the histories of ``artifact_ids``; their blobs stay until :meth:`sweep`."""
+        with self._lock:
+            for artifact_id in artifact_ids:
+                self.histories.pop(artifact_id, None)
+
+    def sweep(self, sha256s: Collection[str]) -> set[str]:
+        """Delete each of these blobs no revision names, under the lock every put takes."""
+        with self._lock:
+            named = {
+                parse_entry(artifact_id, position, row).sha256
+                for artifact_id, rows in self.histories.items()
+                for position, row in enumerate(rows, 1)
+            }
+            gone = {sha256 for sha256 in sha256s if sha256 not in named and sha256 in self.blobs}
+            for sha256 in gone:
+                del self.blobs[sha256]
+            return gone
 
     def close(self) -> None:
         """Nothing is held open; the artifacts live as long as the store object."""

@@ -10,10 +10,14 @@ Three tables in the schema that holds the checkpoints::
 puts from any number of processes get revisions 1, 2, 3 … with no gap and no duplicate, and
 re-putting the head's content returns the head. It behaves exactly like
 FilesystemArtifactStore: the same errors and messages, every read verified against sha256.
+A blob is deleted (:meth:`PostgresArtifactStore.sweep`) only when no revision names it,
+with its row locked: a put locks the same row (writing the blob) before it records a
+revision, so the two take turns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -174,3 +178,44 @@ class PostgresArtifactStore(PostgresTables, ArtifactStoreBase["PgConnection"]):
                 "SELECT artifact_id FROM handoff_artifacts WHERE head > 0"
             ).fetchall()
         return sorted(str(row["artifact_id"]) for row in rows)
+
+    def blobs_by_artifact(self) -> dict[str, dict[str, int]]:
+        """Each artifact id, with the sha256 and size of every blob its revisions name."""
+        found: dict[str, dict[str, int]] = {}
+        with self._session() as conn:
+            rows = conn.execute(
+                "SELECT r.artifact_id, r.sha256, b.size_bytes FROM handoff_artifact_revisions r "
+                "JOIN handoff_artifact_blobs b USING (sha256)"
+            ).fetchall()
+        for row in rows:
+            found.setdefault(row["artifact_id"], {})[row["sha256"]] = int(row["size_bytes"])
+        return found
+
+    def forget(self, artifact_ids: Collection[str]) -> None:
+        """Delete the histories of ``artifact_ids``; their blobs stay until :meth:`sweep`."""
+        named = sorted(artifact_ids)
+        with self._session() as conn, conn.transaction():
+            for table in ("handoff_artifact_revisions", "handoff_artifacts"):
+                conn.execute(f"DELETE FROM {table} WHERE artifact_id = ANY(%s)", (named,))
+
+    def sweep(self, sha256s: Collection[str]) -> set[str]:
+        """Delete each of these blobs no revision names, their rows locked first.
+
+        A put holds its blob's row from writing it until its revision is committed: the
+        lock waits for that put, and the check then sees its revision (a statement reads
+        what was committed before it); a put after the lock waits, then writes the blob anew.
+        """
+        named = sorted(sha256s)
+        with self._session() as conn, conn.transaction():
+            conn.execute(
+                "SELECT sha256 FROM handoff_artifact_blobs WHERE sha256 = ANY(%s) "
+                "ORDER BY sha256 FOR UPDATE",
+                (named,),
+            )
+            rows = conn.execute(
+                "DELETE FROM handoff_artifact_blobs b WHERE sha256 = ANY(%s) AND NOT EXISTS "
+                "(SELECT 1 FROM handoff_artifact_revisions r WHERE r.sha256 = b.sha256) "
+                "RETURNING sha256",
+                (named,),
+            ).fetchall()
+        return {str(row["sha256"]) for row in rows}

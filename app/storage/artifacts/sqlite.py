@@ -23,6 +23,11 @@ committed.
 :meth:`~SqliteArtifactStore.sync` (and :meth:`~SqliteArtifactStore.close`) fsync the log
 on demand.
 
+Blobs are shared by content, so one is deleted (:meth:`~SqliteArtifactStore.sweep`, after
+retention forgot a thread's histories) only inside a write transaction that finds no row
+naming it; a put checks for its blob inside its own write transaction and writes it again
+if a sweep took it, so no committed row names a deleted blob.
+
 A store that kept its histories as ``refs/<id>.json`` files (before this layout) has them
 imported the first time it is used; the folder is then renamed ``refs.imported``.
 """
@@ -30,9 +35,10 @@ imported the first time it is used; the folder is then renamed ``refs.imported``
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from app.storage import sqlite_files
@@ -274,6 +280,8 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
                 if ref is not head:
                     self._insert(conn, ref)
                     [(stamp,)] = conn.execute(self._stamp_query).fetchall()
+                if not self._has_blob(first.sha256):  # swept since it was written: again
+                    self._write_blob(first.sha256, content)
             if ref is not head:
                 # Committed, and the only change since the cache was checked (no other
                 # writer gets in after BEGIN IMMEDIATE): the cache stays good.
@@ -295,3 +303,26 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
             with contextlib.suppress(InvalidArtifactId):
                 found.append(check_id(str(artifact_id)))
         return sorted(found)
+
+    def forget(self, artifact_ids: Collection[str]) -> None:
+        """Delete the histories of ``artifact_ids``; their blobs stay until :meth:`sweep`."""
+        with self._transaction(durable=True) as conn:
+            conn.execute(
+                f"DELETE FROM {TABLE} WHERE artifact_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(artifact_ids)),),
+            )
+
+    def sweep(self, sha256s: Collection[str]) -> set[str]:
+        """Delete each of these blobs no row names, inside a write transaction of the file.
+
+        A put checks its blob inside its own write transaction and writes it again if it
+        is gone, so it sees a sweep either whole or not at all.
+        """
+        with self._transaction(durable=True) as conn:
+            rows = conn.execute(
+                f"SELECT DISTINCT sha256 FROM {TABLE} "
+                "WHERE sha256 IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(sha256s)),),
+            ).fetchall()
+            named = {str(sha256) for (sha256,) in rows}
+            return self._delete_blobs(set(sha256s) - named)
