@@ -9,6 +9,7 @@ from app.workflow.decisions import check_decision, pause_of
 from app.workflow.guard import WriteGuard
 from app.workflow.ids import check_thread_id, new_thread_id
 from app.workflow.opened import GLANCED_CHANNELS
+from app.workflow.pruning import PrunedThread, PruneReport
 from app.workflow.running import ProgressCallback
 from app.workflow.status import ThreadStatus, ThreadSummary
 from app.workflow.workflow import Workflow
@@ -18,6 +19,8 @@ __all__ = [
     "EDITABLE_ARTIFACTS",
     "GLANCED_CHANNELS",
     "ProgressCallback",
+    "PruneReport",
+    "PrunedThread",
     "ThreadStatus",
     "ThreadSummary",
     "Workflow",

@@ -5,7 +5,8 @@ compiled graph, run context) and hands each call to one small service: reading a
 (:class:`~app.workflow.reading.ThreadReader`), its artifacts
 (:class:`~app.workflow.artifacts.Artifacts`), moving it
 (:class:`~app.workflow.running.Runner`), revising its task
-(:class:`~app.workflow.revising.Reviser`). What each public method guarantees is said at
+(:class:`~app.workflow.revising.Reviser`), removing ended ones
+(:class:`~app.workflow.pruning.Pruner`). What each public method guarantees is said at
 its door: ``@storage`` (a storage failure is the project's error, naming the file) and
 ``@one_writer`` (the call holds the thread's lock, see ``app.workflow.access``).
 """
@@ -13,6 +14,7 @@ its door: ``@storage`` (a storage failure is the project's error, naming the fil
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -21,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.corpus.citations import SourceEntry
+from app.durations import parse_duration
 from app.settings import Settings
 from app.storage.backends import Backend
 from app.storage.ledger import RunLedgerBackend
@@ -30,6 +33,7 @@ from app.workflow.decisions import check_decision
 from app.workflow.guard import WriteGuard
 from app.workflow.ids import check_thread_id
 from app.workflow.opened import Graph, Opened, thread_config
+from app.workflow.pruning import Pruner, PruneReport
 from app.workflow.reading import ThreadReader
 from app.workflow.revising import Reviser, check_revision
 from app.workflow.running import ProgressCallback, Runner, task_of
@@ -88,6 +92,7 @@ class Workflow:
         self.artifacts = Artifacts(self.opened, self.reader)
         self.runner = Runner(self.opened, self.reader, guard)
         self.reviser = Reviser(self.opened, self.reader, self.runner)
+        self.pruner = Pruner(self.opened, self.reader, self.runner)
 
     # -- the open storage ------------------------------------------------------------------
 
@@ -239,6 +244,30 @@ class Workflow:
     def check_revision(thread_id: str, revision: Any) -> TaskRevision:
         """The revision as its contract, or InvalidRevision naming the field."""
         return check_revision(thread_id, revision)
+
+    @storage
+    def prune(
+        self,
+        older_than: timedelta | str,
+        *,
+        keep_last: int = 0,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> PruneReport:
+        """Remove the threads that ended longer than ``older_than`` ago (``30d``, ``12h``).
+
+        With each goes everything it stored: checkpoints, audit rows, and its artifacts
+        with every blob no other thread names. The ``keep_last`` most recently ended
+        threads stay however old, as does every thread that has not ended (waiting for a
+        person, running, stopped mid-run), one another process holds, and one this
+        Workflow's guard holds: open it with ``app.opening.open_workflow`` (the CLI does)
+        so that, on PostgreSQL, a thread the worker fleet has a job of stays too.
+        ``dry_run`` reports what would go and changes nothing. ``now`` is when ages are
+        measured from (default: the run context's clock). See ``app.workflow.pruning``.
+        """
+        if isinstance(older_than, str):
+            older_than = parse_duration(older_than, "older_than")
+        return self.pruner.prune(older_than, keep_last, dry_run, now)
 
     # -- reading a thread ------------------------------------------------------------------
 
