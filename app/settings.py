@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -12,6 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.agents.models import OFFLINE, check_spec
 from app.corpus.reading import DEFAULT_MAX_FILES, CorpusPolicy
+from app.durations import parse_duration
 from app.faults.rules import parse_faults
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +36,13 @@ def path_list(value: Any) -> Any:
 
 PathList = Annotated[list[Path], NoDecode, BeforeValidator(path_list)]
 """Paths from the environment: ``/a``, ``/a:/b`` or ``["/a", "/b"]``."""
+
+
+def retention_age(value: Any) -> Any:
+    """``30d`` as the timedelta it means; anything but text is left to validation."""
+    if isinstance(value, str):
+        return parse_duration(value, "HANDOFF_RETENTION_OLDER_THAN")
+    return value
 
 
 class Settings(BaseSettings):
@@ -127,6 +136,17 @@ class Settings(BaseSettings):
         le=86400,
         description="Seconds a running fleet worker waits for a lost database to come back "
         "(retrying with backoff, one log line) before it exits with code 9.",
+    )
+    retention_older_than: Annotated[timedelta | None, BeforeValidator(retention_age)] = Field(
+        default=None,
+        description="Fleet workers prune the threads that ended longer ago than this "
+        "(30d, 12h, 90m), as `handoff prune --older-than` does, when they start and every "
+        "hour. Unset: they prune nothing.",
+    )
+    retention_keep_last: int = Field(
+        default=0,
+        ge=0,
+        description="The most recently ended threads the workers' pruning keeps, however old.",
     )
 
     encryption_key: SecretStr | None = Field(

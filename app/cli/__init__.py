@@ -2,7 +2,8 @@
 
 ``base`` holds the Typer app and turns errors into exit codes; the commands register on it
 from ``running`` (they move threads), ``revising`` (it changes a task), ``reading`` (they
-read them) and ``tools``; options several commands share are declared once in ``options``.
+read them), ``pruning`` (it removes ended ones) and ``tools``; options several commands
+share are declared once in ``options``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from app.cli import revising
 from app.cli import reading
 
 # isort: split
+from app.cli import pruning
+
+# isort: split
 from app.cli import tools
 
-__all__ = ["cli", "main", "reading", "revising", "running", "tools"]
+__all__ = ["cli", "main", "pruning", "reading", "revising", "running", "tools"]
 
 
 def main() -> None:
