@@ -30,6 +30,7 @@ from contracts.provenance import Provenance
 from contracts.registry import registered, serializable_types
 from contracts.research import (
     CONFIDENCE_RULE,
+    CodeExample,
     Fact,
     LineRange,
     Question,
@@ -78,6 +79,7 @@ __all__ = [
     "BranchResults",
     "BranchTask",
     "Budget",
+    "CodeExample",
     "ConstraintItem",
     "Constraints",
     "Contract",

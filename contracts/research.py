@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -18,6 +18,7 @@ from contracts.base import (
 from contracts.errors import ErrorDetail, ResultStatus
 from contracts.provenance import Provenance
 from contracts.task import TaskSpec
+from contracts.upgrades import upgrader
 
 Confidence = Literal["high", "medium", "low"]
 CONFIDENCE_RULE = (
@@ -52,6 +53,14 @@ class Source(Contract):
     snapshot: ArtifactRef = Field(description="Snapshot of those bytes in the artifact store.")
 
 
+def _check_span(span: Span, text: str, name: str) -> None:
+    """A span holds its text exactly: as many characters as it covers."""
+    if span.end - span.start != len(text):
+        raise ValueError(
+            f"span length {span.end - span.start} differs from {name} length {len(text)}"
+        )
+
+
 class LineRange(Contract):
     """The lines a quote covers in its source, so a reader can find it without tools."""
 
@@ -62,6 +71,47 @@ class LineRange(Contract):
     def _ordered(self) -> LineRange:
         if self.last < self.first:
             raise ValueError(f"last line ({self.last}) must not precede first ({self.first})")
+        return self
+
+
+class CodeExample(Contract):
+    """The code block a fact's sentence introduces: evidence shown as code, never as a sentence.
+
+    A sentence ending with a colon ("To start a worker, run:") says nothing without the
+    block under it, so the two are cited together: the article shows ``shown`` as a fenced
+    block right after the sentence, and the Reviewer checks it against the source as it
+    checks a quote.
+    """
+
+    text: str = Field(
+        min_length=1,
+        max_length=4000,
+        description="The source text at the span, verbatim: fence lines, indentation and "
+        "markup (an HTML page's tags and entities) included.",
+    )
+    span: Span = Field(description="Where the block sits in the source snapshot.")
+    lines: LineRange = Field(description="Lines of the block in its source.")
+    code: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4000,
+        description="The code as a reader sees it, when it differs from `text` (fence lines, "
+        "indentation, tags and entities taken out, by the rule of the source's format); "
+        "absent when `text` is the code itself (see `shown`).",
+    )
+    media_type: str = Field(
+        max_length=100,
+        description="Media type of the code: text/x-python, text/x-shellscript, text/plain...",
+    )
+
+    @property
+    def shown(self) -> str:
+        """The code a reader is shown: ``code``, else the verbatim text."""
+        return self.code if self.code is not None else self.text
+
+    @model_validator(mode="after")
+    def _span_fits_text(self) -> CodeExample:
+        _check_span(self.span, self.text, "example text")
         return self
 
 
@@ -103,6 +153,12 @@ class Fact(Contract):
         description="A fact this one cannot be understood without (the earlier sentence of "
         "its paragraph that names what its pronoun refers to); cited before it or not at all.",
     )
+    example: CodeExample | None = Field(
+        default=None,
+        description="The code block the quote introduces (its sentence ends with a colon, "
+        "or vim's `>` follows it), right after it in its section; such a fact is cited "
+        "only with its example shown after it.",
+    )
     provenance: Provenance = Field(
         description="Producer (the extracting agent), node and step that recorded the fact."
     )
@@ -119,11 +175,7 @@ class Fact(Contract):
 
     @model_validator(mode="after")
     def _span_fits_quote(self) -> Fact:
-        if self.span.end - self.span.start != len(self.quote):
-            raise ValueError(
-                f"span length {self.span.end - self.span.start} differs from quote length "
-                f"{len(self.quote)}"
-            )
+        _check_span(self.span, self.quote, "quote")
         return self
 
 
@@ -143,7 +195,7 @@ class Question(Contract):
 class ResearchBundle(VersionedContract):
     """Research's whole result: the only thing the Writer may write from."""
 
-    VERSION: ClassVar[str] = "1.1"
+    VERSION: ClassVar[str] = "1.2"
 
     kind: Literal["research_bundle"] = Field(
         default="research_bundle", description="Discriminator."
@@ -211,6 +263,12 @@ class ResearchBundle(VersionedContract):
             "missing_inputs": ["a source on Champollion"],
         }
     ]
+
+    @upgrader(from_version="1.1", to_version="1.2")
+    @classmethod
+    def _facts_may_carry_examples(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A 1.1 bundle is a 1.2 one whose facts carry no code example."""
+        return data
 
     @model_validator(mode="after")
     def _facts_cite_known_sources(self) -> ResearchBundle:
