@@ -7,7 +7,8 @@ and a quote. A claim becomes a Fact only when its quote is found verbatim in a p
 that source shown to the model or returned by its searches (whitespace runs may differ;
 the Fact keeps the exact source text and span) and the claim's content terms are at least
 half covered by its quote. Every other claim is dropped and recorded in the bundle's
-errors, never turned into a fact.
+errors, never turned into a fact. A quote to the end of a sentence that introduces a code
+example carries that example (``Fact.example``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from app.agents import prompt_inputs, prompts, replies
 from app.agents.citation_checks import SUPPORT_OVERLAP
-from app.agents.passages import Passage, Retrieval
+from app.agents.passages import Passage, Retrieval, example_of
 from app.agents.research import OfflineResearchAgent
 from app.agents.structured import ModelBacked
 from app.corpus.reading import CorpusNotFound
@@ -186,6 +187,9 @@ class LLMResearchAgent(ModelBacked):
                 also_answers=questions[1:],
                 section=list(item.passage.sentence.section)[-12:],
                 lines=item.passage.lines,
+                example=example_of(item.passage, found.texts[source_id])
+                if end == item.passage.sentence.end
+                else None,
                 provenance=step.provenance(),
             )
             facts.append(fact)

@@ -17,11 +17,21 @@ from typing import NamedTuple
 from annotated_types import MaxLen
 
 from app.text.antecedents import leans_on_earlier
-from app.text.documents import Document, ProseSentence
+from app.text.documents import Document, ProseSentence, read_document
+from app.text.documents.examples import example_after, introduces
 from app.text.key_terms import heading_keys, keys
 from app.text.primitives import word_count
 from app.text.relevance import Rarity
-from contracts import ErrorDetail, Fact, LineRange, Question, Source, ToolReceipt
+from contracts import (
+    CodeExample,
+    ErrorDetail,
+    Fact,
+    LineRange,
+    Question,
+    Source,
+    Span,
+    ToolReceipt,
+)
 
 MIN_FACT_WORDS = 4
 """Fewer words than this is a label or a fragment, not a statement worth citing."""
@@ -30,6 +40,12 @@ MAX_QUOTE = next(
 )
 """The longest quote a fact holds: a sentence whose source, markup included (an HTML
 sentence's links), is longer cannot be cited."""
+MAX_EXAMPLE = next(
+    rule.max_length
+    for rule in CodeExample.model_fields["text"].metadata
+    if isinstance(rule, MaxLen)
+)
+"""The longest code example a fact holds: a sentence introducing a longer one cannot be cited."""
 _RUN_IN_HEADING = re.compile(r"(\*\*|__)[^*_]+?[.:]?\1[.:]?")
 """A sentence all in bold ("**Configuring runs per assistant.**"): a heading run into its
 paragraph, a label rather than a statement."""
@@ -50,16 +66,21 @@ class Passage:
     lines: LineRange
     leans: bool
     """It leans on the sentence before it in its paragraph (``app/text/antecedents.py``)."""
+    has_example: bool = False
+    """It introduces a code example it is cited with (``app/text/documents/examples.py``)."""
 
     @property
     def usable(self) -> bool:
         """Whether it can be a fact: a statement, not a pronoun with nothing before it.
 
-        A label, a lead-in to a list or code, and a question are no statements.
+        A label, a lead-in to a list or a table, and a question are no statements; a lead-in
+        to a code example is one only with its example.
         """
         plain = self.sentence.plain
-        if plain.endswith((":", "：", "?", "？")) or word_count(plain) < MIN_FACT_WORDS:
-            return False  # it introduces what follows, or asks: no statement to cite
+        if plain.endswith(("?", "？")) or word_count(plain) < MIN_FACT_WORDS:
+            return False  # it asks: no statement to cite
+        if plain.endswith((":", "：")) and not self.has_example:
+            return False  # it introduces what follows, which cannot be cited with it
         if len(self.sentence.text) > MAX_QUOTE:
             return False
         if _RUN_IN_HEADING.fullmatch(self.sentence.text.strip()):
@@ -137,6 +158,7 @@ def passages_of(
     ``known`` are the document's ``sentence_keys`` when kept with it, else worked out here.
     """
     title = heading_keys((), source.title)  # the file name when untitled
+    media_type = source.snapshot.media_type
     found: list[Passage] = []
     if known is None or len(known) != len(document.sentences):
         known = sentence_keys(document)
@@ -151,9 +173,42 @@ def passages_of(
                 context=own | headings | title,
                 lines=LineRange(first=first, last=last),
                 leans=leans,
+                has_example=code_example(document, sentence, media_type) is not None,
             )
         )
     return found
+
+
+def code_example(
+    document: Document, sentence: ProseSentence, media_type: str
+) -> CodeExample | None:
+    """The code example the sentence introduces, as a fact holds it (None when too long)."""
+    found = example_after(document, sentence, media_type)
+    if found is None:
+        return None
+    text = document.text[found.start : found.end]
+    if max(len(text), len(found.code)) > MAX_EXAMPLE:
+        return None
+    first, last = document.lines_of(found.start, found.end)
+    return CodeExample(
+        text=text,
+        span=Span(start=found.start, end=found.end),
+        lines=LineRange(first=first, last=last),
+        code=None if found.code == text else found.code,
+        media_type=found.media_type,
+    )
+
+
+def example_of(passage: Passage, text: str) -> CodeExample | None:
+    """The code example a passage's sentence introduces, read from its source's ``text``.
+
+    Read when a fact is made, from the document (parsed once per text), so a passage
+    needs no more than ``has_example`` wherever it was kept.
+    """
+    media_type = passage.source.snapshot.media_type
+    if not introduces(text, passage.sentence, media_type):
+        return None
+    return code_example(read_document(text, media_type), passage.sentence, media_type)
 
 
 def source_number(passage: Passage) -> int:

@@ -5,6 +5,8 @@ address a question or a required section.
 
 Each source is parsed as markdown (``app/text/documents/``): only prose (paragraphs, list
 items, quotes) yields sentences; code, tables, HTML and badge lines never become facts.
+A sentence that introduces a code example ("To start a worker, run:") is a fact only
+with its example (``Fact.example``, ``app/text/documents/examples.py``).
 A sentence is kept for a question only when it addresses it by the rule in
 ``app/text/relevance.py``; a question no sentence addresses stays open. Each required section
 gets the sentences on its topic. A sentence that leans on the one before it
@@ -20,7 +22,14 @@ from pathlib import Path
 
 from app.agents.corpus_search import search_questions
 from app.agents.parsed_documents import ParsedDocuments
-from app.agents.passages import Passage, Retrieval, claim_id, passages_of, source_number
+from app.agents.passages import (
+    Passage,
+    Retrieval,
+    claim_id,
+    example_of,
+    passages_of,
+    source_number,
+)
 from app.agents.ranking import CorpusIndex, rank_passages
 from app.agents.research_notes import research_notes
 from app.agents.source_reading import (
@@ -263,6 +272,7 @@ class OfflineResearchAgent(ReadsSources):
                 section=list(sentence.section)[-12:],
                 lines=passage.lines,
                 leans_on=claim_id(passages[index - 1]) if leans else None,
+                example=example_of(passage, found.texts[passage.source.id]),
                 provenance=step.provenance(),
             )
         return list(facts.values())

@@ -267,3 +267,48 @@ def test_the_notes_name_each_source_file_a_reader_can_open(tmp_path: Path) -> No
     for source in bundle.sources:
         assert f"- {source.id}: *{source.title}*, " in notes
     assert "[src-4 the-rosetta-stone.md, lines " in notes
+
+
+HOWTO = """\
+# Workers
+
+## Registering a worker
+
+To register a worker with the scheduler, run the following command on the worker's host:
+
+```bash
+$ ferrule register --scheduler tcp://10.0.0.5:7000
+```
+
+The options of the register command for a worker are these:
+
+- --scheduler names the scheduler of the worker.
+"""
+
+
+def test_a_sentence_introducing_a_code_example_is_a_fact_with_its_example(
+    tmp_path: Path,
+) -> None:
+    corpus = write_corpus(tmp_path / "docs", {"workers.md": HOWTO})
+    task = TaskSpec(
+        task_id="t",
+        objective="How do I register a worker with the scheduler?",
+        corpus=[str(corpus)],
+    )
+    store, bundle = _run(tmp_path, task)
+    introducing = [fact for fact in bundle.facts if fact.quote.endswith(":")]
+    assert [fact.quote for fact in introducing] == [
+        "To register a worker with the scheduler, run the following command on the worker's host:"
+    ]
+    example = introducing[0].example
+    assert example is not None
+    text = store.get(bundle.source(introducing[0].source_id).snapshot).decode()
+    assert text[example.span.start : example.span.end] == example.text
+    assert example.text.startswith("```bash\n") and example.text.endswith("\n```")
+    assert example.shown == "$ ferrule register --scheduler tcp://10.0.0.5:7000"
+    assert (example.media_type, example.lines.first, example.lines.last) == (
+        "text/x-shellscript",
+        7,
+        9,
+    )
+    assert all(fact.example is None for fact in bundle.facts if fact not in introducing)
