@@ -2,9 +2,10 @@
 
 Required sections get the facts on their topic (``app/text/relevance.py``), best first; each
 answered question gets at least one of its facts; a fact that leans on an earlier sentence
-comes right after it (never opening a paragraph); the word limit is counted with the
-Reviewer's own count; the draft ends with its Open questions and Sources
-(``app/agents/apparatus.py``).
+comes right after it (never opening a paragraph); a fact introducing a code example is
+shown with it, its code counted in the words (``app/agents/article_text.py``); the word
+limit is counted with the Reviewer's own count; the draft ends with its Open questions and
+Sources (``app/agents/apparatus.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.agents.apparatus import open_questions
-from app.agents.article_text import draft_markdown
+from app.agents.article_text import draft_markdown, fenced
+from app.text.documents.examples import INTRODUCING_ENDS
 from app.text.key_terms import heading_keys, keys, query_keys
 from app.text.primitives import FULL_STOPS, join_sentences, strip_citations, word_count
 from app.text.primitives import cite as cite_claim
@@ -36,8 +38,20 @@ DEFAULT_MAX_WORDS = 600
 
 
 def cite(fact: Fact) -> str:
-    """The fact's claim as a sentence ending in its citation marker."""
-    return cite_claim(fact.statement, fact.id)
+    """The fact's claim as a sentence ending in its citation marker.
+
+    A sentence introducing its code example keeps its colon, after the marker.
+    """
+    statement = strip_citations(fact.statement)
+    if fact.example is None or not statement.endswith(INTRODUCING_ENDS):
+        return cite_claim(fact.statement, fact.id)
+    body, colon = statement[:-1].rstrip(), statement[-1]
+    return f"{body} [{fact.id}]{colon}" if colon == ":" else f"{body}[{fact.id}]{colon}"
+
+
+def written(fact: Fact) -> str:
+    """The fact as the article shows it: its sentence, then its code example if it has one."""
+    return f"{cite(fact)}\n\n{fenced(fact)}" if fact.example else cite(fact)
 
 
 def addressed_changes(review: ReviewResult | None) -> list[str]:
@@ -93,7 +107,7 @@ class OfflineWriterAgent:
         Another round cannot help (the limit and the facts stay the same), so the run ends
         with this reason instead of reviewing empty drafts until the rounds are spent.
         """
-        shortest = min(word_count(cite(fact)) for fact in usable)
+        shortest = min(word_count(written(fact)) for fact in usable)
         return ErrorDetail(
             code=ErrorCode.CONSTRAINT_VIOLATED,
             detail=f"no cited sentence fits in {limit} words: the shortest of "
@@ -162,7 +176,7 @@ class OfflineWriterAgent:
             if any(chosen.get(item.id, heading) != heading for item in whole):
                 return False  # its antecedent sits in another section: it would open a paragraph
             chain = [item for item in whole if item.id not in chosen]
-            words = sum(word_count(cite(item)) for item in chain)
+            words = sum(word_count(written(item)) for item in chain)
             if used + words > limit:
                 return False
             for item in chain:
@@ -181,7 +195,7 @@ class OfflineWriterAgent:
         for question_id in sorted(answered, key=_question_number):
             candidates = sorted(
                 (
-                    (_CONFIDENCE_ORDER[fact.confidence], word_count(cite(fact)), index, heading)
+                    (_CONFIDENCE_ORDER[fact.confidence], word_count(written(fact)), index, heading)
                     for heading, facts in groups
                     for index, fact in enumerate(facts)
                     if question_id in fact.answers
@@ -256,10 +270,14 @@ def _fact(bundle: ResearchBundle, claim_id: str) -> Fact:
 
 
 def _paragraphs(facts: list[Fact]) -> list[list[Fact]]:
-    """One paragraph per source, in reading order; a leaning fact follows its antecedent."""
+    """One paragraph per source, in reading order; a leaning fact follows its antecedent.
+
+    A fact with a code example ends its paragraph: the example is shown right after it.
+    """
     paragraphs: list[list[Fact]] = []
     for fact in facts:
-        if paragraphs and paragraphs[-1][-1].source_id == fact.source_id:
+        previous = paragraphs[-1][-1] if paragraphs else None
+        if previous and previous.source_id == fact.source_id and previous.example is None:
             paragraphs[-1].append(fact)
         else:
             paragraphs.append([fact])

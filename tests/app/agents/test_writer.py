@@ -1,0 +1,52 @@
+"""The writer shows a fact's code example as a fenced block right after its sentence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.agents.article_text import with_examples
+from graphs.markdown import word_count
+from tests.app.agents.howto import CODE, research_and_write
+
+
+def test_the_example_follows_its_sentence_as_a_fenced_block_naming_its_claim(
+    tmp_path: Path,
+) -> None:
+    written = research_and_write(tmp_path)
+    fact = written.introducing
+    sentence = (
+        "To start a kiln job on a folder of photos, run the kiln start command with the "
+        f"recipe name [{fact.id}]:"
+    )
+    fence = f"```sh [{fact.id}]\n{CODE}\n```"
+    assert f"{sentence}\n\n{fence}\n\nThe job runs" in written.body
+    assert written.draft.cited_claim_ids.count(fact.id) == 1
+
+
+def test_a_sentence_is_never_written_without_the_example_its_words_must_leave_room_for(
+    tmp_path: Path,
+) -> None:
+    roomy = research_and_write(tmp_path / "roomy", max_words=60)
+    assert roomy.introducing.id in roomy.draft.cited_claim_ids
+    assert word_count(roomy.body) <= 60
+    tight = research_and_write(tmp_path / "tight", max_words=20)  # the sentence alone fits
+    assert tight.draft.cited_claim_ids
+    assert tight.introducing.id not in tight.draft.cited_claim_ids
+    assert "```" not in tight.body
+
+
+def test_a_models_sentence_gets_its_example_after_it_and_the_rest_of_its_paragraph_after_that(
+    tmp_path: Path,
+) -> None:
+    written = research_and_write(tmp_path)
+    fact = written.introducing
+    text = (
+        f"# Kiln\n\nRun the start command [{fact.id}]: it works [claim-1003]. "
+        "The end [claim-1001].\n"
+    )
+    shown = with_examples(text, written.bundle)
+    assert shown == (
+        f"# Kiln\n\nRun the start command [{fact.id}]: it works [claim-1003].\n\n"
+        f"```sh [{fact.id}]\n{CODE}\n```\n\nThe end [claim-1001].\n"
+    )
+    assert with_examples(shown, written.bundle) == shown
