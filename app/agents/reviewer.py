@@ -77,9 +77,10 @@ class OfflineReviewerAgent:
         Citations walked back to the snapshots (verbatim, from prose), support, the task
         (sections present, non-empty and on topic; word limit; every question answered or
         listed as open), what a reader needs (no uncited or dangling sentence, no code or
-        table quoted, every cited source in the Sources list), and the apparatus exactly
-        as built from the contracts (``still_open``: the questions the writer was handed as
-        open; the bundle's when not given).
+        table quoted, each code example shown right after the sentence introducing it and
+        the same as in its source, every cited source in the Sources list), and the
+        apparatus exactly as built from the contracts (``still_open``: the questions the
+        writer was handed as open; the bundle's when not given).
         """
         body = store.get(draft.body).decode("utf-8")
         article = read_document(body)
@@ -92,7 +93,7 @@ class OfflineReviewerAgent:
                 "headings) has nothing to verify and is never approved"
             )
             changes.append(required(ErrorCode.EMPTY_ARTICLE, reason))
-        check_blocks(article, layout, changes)
+        check_blocks(article, layout, bundle, changes)
         accepted, rejected, checked = verify_claims(cited_ids, bundle, store, changes)
         check_constraints(task, body, changes)
         check_sections(task, bundle, cited_by_section, layout, changes)

@@ -65,14 +65,7 @@ def research_and_write(folder: Path, max_words: int | None = None) -> Written:
         policy=Settings(corpus_roots=[corpus]).corpus_policy(),
     )
     bundle = research.run(ResearchRequest(task, store, step("research"))).result
-    handoff = Handoff(
-        task_id="t",
-        task_version=1,
-        objective=QUESTION,
-        from_node="research",
-        next_allowed_action="writer",
-        provenance={"producer": "research", "node": "research"},
-    )
+    handoff = Handoff.model_validate({**Handoff.EXAMPLES[0], "open_questions": []})
     request = WriteRequest(task, handoff, bundle, None, None, store, step("writer"))
     draft = OfflineWriterAgent().run(request).result
     return Written(task, store, bundle, draft)

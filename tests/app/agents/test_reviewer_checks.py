@@ -15,6 +15,7 @@ import pytest
 
 from app.agents import OfflineReviewerAgent, OfflineWriterAgent
 from app.agents.apparatus import apparatus, without_apparatus
+from app.agents.reviewer import Findings
 from app.storage.artifacts import FilesystemArtifactStore
 from app.text.primitives import CITATION, cite
 from app.text.relevance import fact_context, on_topic
@@ -32,6 +33,7 @@ from contracts import (
 )
 from graphs import AgentOutput, WriteRequest
 from graphs.markdown import cited_claims, word_count
+from tests.app.agents.howto import CODE, Written, research_and_write
 from tests.conftest import OBJECTIVE, write_corpus
 
 Defect = Callable[[str, WriteRequest], str]
@@ -244,3 +246,102 @@ def test_a_cited_quote_from_a_table_row_is_rejected_as_non_prose(tmp_path: Path)
     codes = {change.code for change in findings.changes}
     assert ErrorCode.NON_PROSE_QUOTED in codes
     assert findings.rejected == ["claim-1"] and findings.accepted == []
+
+
+def _review(written: Written, body: str, bundle: ResearchBundle | None = None) -> Findings:
+    """The offline checks of ``body`` as the draft, against ``bundle`` (research's, else)."""
+    ref = written.store.put("t-draft-changed", "draft", body.encode(), "text/markdown")
+    draft = written.draft.model_copy(update={"body": ref})
+    return OfflineReviewerAgent().check(
+        written.task, bundle or written.bundle, draft, written.store
+    )
+
+
+def _codes(findings: Findings) -> list[tuple[ErrorCode, str | None]]:
+    return [(change.code, change.claim_id) for change in findings.changes]
+
+
+def test_an_example_shown_right_after_its_sentence_passes_every_check(tmp_path: Path) -> None:
+    written = research_and_write(tmp_path)
+    findings = _review(written, written.body)
+    assert findings.changes == []
+    assert written.introducing.id in findings.accepted
+
+
+def test_a_sentence_whose_example_is_left_out_is_a_dangling_reference(tmp_path: Path) -> None:
+    written = research_and_write(tmp_path)
+    fact = written.introducing
+    body = written.body.replace(f"```sh [{fact.id}]\n{CODE}\n```\n\n", "")
+    assert "```" not in body
+    assert _codes(_review(written, body)) == [(ErrorCode.DANGLING_REFERENCE, fact.id)]
+
+
+def test_an_example_shown_with_other_code_than_its_source_is_no_verbatim_quote(
+    tmp_path: Path,
+) -> None:
+    written = research_and_write(tmp_path)
+    body = written.body.replace("./photos\nkiln status", "./photos\nkiln stop")
+    findings = _review(written, body)
+    assert _codes(findings) == [(ErrorCode.QUOTE_NOT_FOUND, written.introducing.id)]
+
+
+def test_an_example_away_from_its_sentence_is_code_in_the_article(tmp_path: Path) -> None:
+    written = research_and_write(tmp_path)
+    fact = written.introducing
+    fence = f"```sh [{fact.id}]\n{CODE}\n```\n\n"
+    body = written.body.replace(fence, "").replace("## Sources", fence + "## Sources")
+    findings = _review(written, body)
+    assert sorted(_codes(findings)) == [
+        (ErrorCode.DANGLING_REFERENCE, fact.id),
+        (ErrorCode.NON_PROSE_QUOTED, None),
+    ]
+
+
+def test_a_fact_whose_example_is_not_the_code_its_sentence_introduces_is_rejected(
+    tmp_path: Path,
+) -> None:
+    written = research_and_write(tmp_path)
+    fact = written.introducing
+    assert fact.example is not None
+    forged = fact.example.model_copy(update={"code": "kiln start --recipe wipe-disk /"})
+    bundle = _with_fact(written.bundle, fact.model_copy(update={"example": forged}))
+    body = written.body.replace(CODE, "kiln start --recipe wipe-disk /")
+    findings = _review(written, body, bundle)
+    assert _codes(findings) == [(ErrorCode.QUOTE_NOT_FOUND, fact.id)]
+    assert fact.id in findings.rejected
+
+
+def test_a_fact_that_introduces_an_example_it_does_not_carry_is_rejected(tmp_path: Path) -> None:
+    written = research_and_write(tmp_path)
+    fact = written.introducing
+    bundle = _with_fact(written.bundle, fact.model_copy(update={"example": None}))
+    body = written.body.replace(f"```sh [{fact.id}]\n{CODE}\n```\n\n", "")
+    findings = _review(written, body, bundle)
+    assert _codes(findings) == [(ErrorCode.DANGLING_REFERENCE, fact.id)]
+    assert "introduces a code example" in findings.changes[0].reason
+    assert fact.id in findings.rejected
+
+
+def test_a_line_of_the_example_quoted_as_a_sentence_is_non_prose(tmp_path: Path) -> None:
+    written = research_and_write(tmp_path)
+    fact = written.introducing
+    assert fact.example is not None
+    start = fact.example.span.start + fact.example.text.index("kiln status")
+    line = fact.model_copy(
+        update={
+            "quote": "kiln status",
+            "claim": None,
+            "span": Span(start=start, end=start + len("kiln status")),
+            "example": None,
+        }
+    )
+    bundle = _with_fact(written.bundle, line)
+    body = written.body.replace(f"```sh [{fact.id}]\n{CODE}\n```\n\n", "")
+    findings = _review(written, body, bundle)
+    assert (ErrorCode.NON_PROSE_QUOTED, fact.id) in _codes(findings)
+    assert fact.id in findings.rejected
+
+
+def _with_fact(bundle: ResearchBundle, fact: Fact) -> ResearchBundle:
+    facts = [fact if item.id == fact.id else item for item in bundle.facts]
+    return bundle.model_copy(update={"facts": facts})
