@@ -15,6 +15,8 @@ row. :class:`BlobSqliteSaver` does the same in the SQLite file, and goes one ste
   bytes: a large value is stored once per thread in ``checkpoint_values``, and the
   ``writes`` and ``checkpoint_blobs`` rows keep its digest
   (:mod:`app.storage.backends.sqlite_values`).
+- That value and the checkpoint row are stored compressed when it makes them smaller, as
+  PostgreSQL's TOAST compresses its large values and SQLite does not.
 - Reads take the row's own values, then the blob rows its versions name, then the shared
   values those and the writes refer to. A row saved before either step holds its value
   itself, so old threads read as they always did; nothing is rewritten in place.

@@ -1,9 +1,9 @@
 """The statements of the SQLite savers, written once for the sync and the async driver.
 
 The layout (see :mod:`app.storage.backends.sqlite_saver`): a checkpoint row keeps channel
-versions and small scalars; every other value is in ``checkpoint_blobs``, once per
-(thread, namespace, channel, version); a value large enough is shared through
-``checkpoint_values`` by that row and by the write it came from
+versions and small scalars, compressed; every other value is in ``checkpoint_blobs``, once
+per (thread, namespace, channel, version); a value large enough is shared, compressed,
+through ``checkpoint_values`` by that row and by the write it came from
 (:mod:`app.storage.backends.sqlite_values`). Each function here is a generator of
 :class:`~app.storage.backends.sqlite_steps.Sql` statements that the sync saver runs on
 ``sqlite3`` and the async one on ``aiosqlite``.
@@ -32,7 +32,14 @@ from langgraph.checkpoint.sqlite.utils import (
 )
 
 from app.storage.backends.sqlite_steps import KEYS_PER_QUERY, Rows, Sql, Steps
-from app.storage.backends.sqlite_values import CREATE_VALUES, VALUES_TABLE, Sharing, resolved
+from app.storage.backends.sqlite_values import (
+    CREATE_VALUES,
+    VALUES_TABLE,
+    Sharing,
+    packed,
+    resolved,
+    unpacked,
+)
 
 BLOBS_TABLE = "checkpoint_blobs"
 CREATE_BLOBS = f"""
@@ -129,7 +136,7 @@ def load(
     as the tuple's config as SqliteSaver keeps it; else one is made from the row.
     """
     thread_id, namespace, checkpoint_id, parent_id, kind, data, metadata = row
-    checkpoint = cast(Checkpoint, serde.loads_typed((kind, data)))
+    checkpoint = cast(Checkpoint, serde.loads_typed(unpacked(kind, data)))
     wanted = named_blobs(checkpoint)
     if blobs and wanted:
         found = yield from blob_values(thread_id, namespace, wanted)
@@ -223,7 +230,7 @@ def put(
         if new:
             yield Sql(INSERT_BLOB, new, many=True)
     kept = {k: v for k, v in checkpoint["channel_values"].items() if k not in apart}
-    kind, data = serde.dumps_typed({**checkpoint, "channel_values": kept})
+    kind, data = packed(*serde.dumps_typed({**checkpoint, "channel_values": kept}))
     saved_metadata = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
     yield Sql(
         INSERT_CHECKPOINT,

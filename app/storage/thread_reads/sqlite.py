@@ -28,7 +28,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from app.storage.backends.sqlite_saver_sql import BLOBS_PRESENT, blob_values, named_blobs
 from app.storage.backends.sqlite_steps import Steps, run
-from app.storage.backends.sqlite_values import resolved
+from app.storage.backends.sqlite_values import resolved, unpacked
 from app.storage.encryption import unsealed
 from app.storage.thread_reads.packed import (
     MSGPACK_OPTIONS,
@@ -78,7 +78,7 @@ class SqliteGlance:
             row = self._checkpoint(thread_id, namespace, checkpoint_id)
             if row is None:
                 return None
-            kind, blob = unsealed(self.serde, row[2], row[3])
+            kind, blob = unsealed(self.serde, *unpacked(row[2], row[3]))
             if kind != "msgpack":
                 return count_decoded(self.inner, config, channel, field)
             found = shallow(blob)
@@ -173,7 +173,7 @@ class SqliteGlance:
         the channels not skipped are read.
         """
         thread_id, namespace, _ = key
-        kind, blob = unsealed(self.serde, kind, blob)
+        kind, blob = unsealed(self.serde, *unpacked(kind, blob))
         if kind != "msgpack":  # another encoding: decoded whole, then trimmed
             checkpoint = cast(Checkpoint, self.serde.loads_typed((kind, blob)))
             apart = named_blobs(checkpoint)

@@ -1,4 +1,4 @@
-"""The SQLite savers keep each channel value once per version, and still read the old layout.
+"""The SQLite savers keep each channel value once per version, compressed, and read the old layout.
 
 See app/storage/backends/sqlite_saver.py. LangGraph's conformance suite runs on both savers in
 test_checkpoint_conformance.py; here: what that suite cannot see (the rows in the file),
@@ -9,6 +9,7 @@ through the blob rows.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -30,7 +31,7 @@ from app.settings import Settings
 from app.storage.backends.sqlite_saver import BlobSqliteSaver, owned_tables
 from app.storage.backends.sqlite_saver_aio import AsyncBlobSqliteSaver
 from app.storage.backends.sqlite_saver_sql import BLOBS_TABLE
-from app.storage.backends.sqlite_values import SHARED, VALUES_TABLE
+from app.storage.backends.sqlite_values import PACKED, SHARED, VALUES_TABLE, packed, unpacked
 from app.workflow import Workflow
 from contracts import TaskState
 from tests.backends import sqlite_settings
@@ -164,11 +165,27 @@ def test_a_write_and_the_channel_version_it_becomes_share_one_value_sync_and_asy
         assert len(refs) == 2 and len(set(refs)) == 1, "the write and the blob row: one value"
         [(kind, digest)] = set(refs)
         assert kind == SHARED and len(digest) == 32
-        stored = f"SELECT LENGTH(value) FROM {VALUES_TABLE} WHERE thread_id = ? AND digest = ?"
-        [(length,)] = rows(path, stored, thread_id, digest)
-        assert length > len(TEXT)
+        stored = f"SELECT type FROM {VALUES_TABLE} WHERE thread_id = ? AND digest = ?"
+        assert rows(path, stored, thread_id, digest) == [(PACKED + "msgpack",)]
     short = rows(path, "SELECT DISTINCT type FROM writes WHERE channel = 'n'")
     assert short == [("msgpack",)], "a value shorter than a reference stays in its row"
+
+
+def test_values_and_checkpoint_rows_are_stored_compressed_unless_that_is_larger(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "packed.db"
+    noise = os.urandom(4_000).hex()  # random text: compresses to half, not to a fifth
+    with sync_saver(path) as saver:
+        counting_graph(saver).invoke({"text": noise, "n": 0}, config("t"))
+        assert history(saver, "t")[0] == {"text": noise, "n": STEPS}
+    stored = rows(path, f"SELECT type, LENGTH(value) FROM {VALUES_TABLE}")
+    assert {kind for kind, _ in stored} == {PACKED + "msgpack"}, "the input and the text"
+    assert max(length for _, length in stored) < len(noise)
+    checkpoint_types = rows(path, "SELECT DISTINCT type FROM checkpoints")
+    assert checkpoint_types == [(PACKED + "msgpack",)]
+    assert packed("msgpack", os.urandom(500))[0] == "msgpack", "incompressible: kept as is"
+    assert unpacked(*packed("msgpack", noise.encode())) == ("msgpack", noise.encode())
 
 
 def test_a_file_saved_before_values_were_shared_reads_and_resumes(tmp_path: Path) -> None:
