@@ -163,8 +163,9 @@ class OfflineWriterAgent:
         """Choose facts within the word limit, then lay them out section by section.
 
         First each required section's best fact, then one fact for each question answered
-        and not yet covered, then the rest round-robin. A fact comes with the facts it
-        leans on, and only if they all fit.
+        and not yet covered (the most confident; of those, one shown with a code example
+        first, since a how-to's answer is its example; then the shortest), then the rest
+        round-robin. A fact comes with the facts it leans on, and only if they all fit.
         """
         chosen: dict[str, str | None] = {}  # claim id -> its group's heading
         used = 0
@@ -195,12 +196,18 @@ class OfflineWriterAgent:
         for question_id in sorted(answered, key=_question_number):
             candidates = sorted(
                 (
-                    (_CONFIDENCE_ORDER[fact.confidence], word_count(written(fact)), index, heading)
+                    (
+                        _CONFIDENCE_ORDER[fact.confidence],
+                        fact.example is None,  # a how-to's answer is its example
+                        word_count(written(fact)),
+                        index,
+                        heading,
+                    )
                     for heading, facts in groups
                     for index, fact in enumerate(facts)
                     if question_id in fact.answers
                 ),
-                key=lambda item: item[:3],
+                key=lambda item: item[:4],
             )
             for *_, index, heading in candidates:
                 if any(question_id in _fact(bundle, claim).answers for claim in chosen):

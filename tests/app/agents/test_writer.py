@@ -35,6 +35,14 @@ def test_a_sentence_is_never_written_without_the_example_its_words_must_leave_ro
     assert "```" not in tight.body
 
 
+def test_a_questions_answer_shown_with_its_example_goes_before_shorter_prose(
+    tmp_path: Path,
+) -> None:
+    written = research_and_write(tmp_path, max_words=30)  # one answer fits, of three
+    assert {fact.confidence for fact in written.bundle.facts} == {"medium"}
+    assert written.draft.cited_claim_ids == [written.introducing.id]
+
+
 def test_a_models_sentence_gets_its_example_after_it_and_the_rest_of_its_paragraph_after_that(
     tmp_path: Path,
 ) -> None:
