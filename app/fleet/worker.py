@@ -1,4 +1,4 @@
-"""Running jobs until stopped, re-queueing those of workers that died."""
+"""Running jobs until stopped, re-queueing those of workers that died, pruning as set."""
 
 from __future__ import annotations
 
@@ -8,16 +8,23 @@ import logging
 import signal
 from typing import TYPE_CHECKING, TypeVar
 
+from app.durations import describe_duration
+from app.error_lines import error_line
 from app.fleet.bodies import WORKFLOWS
 from app.fleet.fleet import Fleet
+from app.fleet.guard import fleet_workflow
 from app.fleet.jobs import (
     QUEUE,
 )
-from app.fleet.logs import report_task_error
+from app.fleet.logs import JOBS, report_task_error
 from app.fleet.outage import (
     OutageWatch,
     reachable,
 )
+from app.settings import Settings
+from app.storage.postgres import redact
+from app.workflow import PruneReport
+from graphs.errors import HandoffError
 
 if TYPE_CHECKING:
     from procrastinate.jobs import Job
@@ -25,6 +32,8 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
+RETENTION_SECONDS = 3600.0
+"""How often a worker applies HANDOFF_RETENTION_* (the first time as it starts)."""
 
 
 def work(fleet: Fleet, concurrency: int, *, burst: bool = False) -> None:
@@ -68,15 +77,18 @@ async def _work(fleet: Fleet, concurrency: int, burst: bool) -> None:
             loop.add_signal_handler(number, stop)
         fleet.watching.watch = watch
         recovery = asyncio.create_task(_recover_stalled(fleet, heartbeat, watch))
+        pruning = asyncio.create_task(prune_every(fleet.settings, RETENTION_SECONDS))
+        await asyncio.sleep(0)  # the first prune is under way, even for a burst with no job
         try:
             await worker.run()  # type: ignore[no-untyped-call]
         finally:
             fleet.watching.watch = None
             for number in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(number)
-            recovery.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await recovery
+            for side in (recovery, pruning):
+                side.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await side
             WORKFLOWS.close_all()
 
 
@@ -96,6 +108,47 @@ async def _recover_stalled(fleet: Fleet, heartbeat: float, watch: OutageWatch) -
         stalled = await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=3 * heartbeat)
         for job in stalled:
             await requeue(manager, job)
+
+
+async def prune_every(settings: Settings, seconds: float) -> None:
+    """Apply the settings' retention now and every ``seconds``; nothing when it is unset.
+
+    Several workers may prune at once: each thread is removed under its lock, so one of
+    them removes it and the others find it busy or gone. A worker told to stop leaves a
+    prune under way to finish (in its thread) and report.
+    """
+    while settings.retention_older_than is not None:
+        await asyncio.to_thread(prune, settings)
+        await asyncio.sleep(seconds)
+
+
+def prune(settings: Settings) -> PruneReport | None:
+    """Prune as HANDOFF_RETENTION_* say, leaving the threads the queue holds to it.
+
+    The outcome is one line of the worker's log; a prune that failed (the database away:
+    one line; a bug: its traceback) returns None, and the next one comes as planned.
+    """
+    assert settings.retention_older_than is not None
+    try:
+        with fleet_workflow(settings) as workflow:
+            report = workflow.prune(
+                settings.retention_older_than, keep_last=settings.retention_keep_last
+            )
+    except HandoffError as error:
+        line = redact(error_line(error), settings.resolved_database_url())
+        log.warning("retention: pruning stopped: %s", line)
+        return None
+    except Exception:
+        log.exception("retention: pruning failed")
+        return None
+    JOBS.info(
+        "prune: %d threads older than %s, %d bytes; %d held ones kept",
+        len(report.pruned),
+        describe_duration(settings.retention_older_than),
+        report.total_bytes,
+        len(report.kept),
+    )
+    return report
 
 
 MOVED_ON = "Job was not found or has an invalid status to retry"
