@@ -12,6 +12,9 @@ the Reviewer's verdict, which is what this harness keeps honest):
   required sections, and a Sources list when it cites anything;
 - **verbatim**: every cited claim's quote is its source snapshot's text at its span, the
   snapshot has the sha256 research recorded, and the span lies in prose;
+- **code examples**: a cited fact's code example is the source's code at its span and is
+  shown right after the sentence citing it, as the only code an article may hold; each
+  question a case says is answered by code (``code_answers``) gets such an example;
 - **coverage**: cited sentences ÷ sentences of the article's text;
 - **sections**: required sections present, not empty, and on topic (a corpus with nothing
   on a section's topic must leave it empty, never fill it with something else);

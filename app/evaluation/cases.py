@@ -48,6 +48,8 @@ class Case(BaseModel):
     max_words: int | None = None
     unanswerable: list[str] = Field(default_factory=list)
     uncovered_sections: list[str] = Field(default_factory=list)
+    code_answers: list[str] = Field(default_factory=list)
+    """Questions (or the objective) whose answer is a code example, shown after its sentence."""
     expect: str = Field(pattern=r"^(completed|open)$")
     notes: str = ""
 
@@ -73,6 +75,12 @@ def load_cases(path: Path = DEFAULT_CASES) -> list[tuple[Case, Path]]:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
             raise InvalidCases(f"{path}: case [{index}] field {where}: {first['msg']}") from None
+        unasked = [q for q in case.code_answers if q not in (case.objective, *case.questions)]
+        if unasked:
+            raise InvalidCases(
+                f"{path}: case [{index}] field code_answers: {unasked[0]!r} is neither the "
+                "objective nor one of the questions"
+            )
         corpus = (path.parent / case.corpus).resolve()
         if not corpus.is_dir():
             raise InvalidCases(f"{path}: case {case.id!r} corpus {case.corpus!r} is not a folder")

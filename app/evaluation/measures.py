@@ -1,7 +1,8 @@
 """What one case measured, from the stored contracts and artifacts alone; any miss is a defect.
 
 Never from the Reviewer's verdict, which is what the harness keeps honest: the article is
-read again here (sections, citations, quotes at their spans, word count) on its own terms.
+read again here (sections, citations, quotes and code examples at their spans, word count)
+on its own terms.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from typing import Any
 
 from app.agents.article_layout import Layout
 from app.evaluation.cases import Case
-from app.text.documents import Document, read_document
+from app.text.documents import MARKDOWN, Document, read_document
+from app.text.documents.examples import shown_code
 from app.text.primitives import CITATION
+from app.text.publishable import without_controls
 from app.text.relevance import off_topic
 from contracts import ResearchBundle
 from graphs.markdown import SOURCES_HEADING, word_count
@@ -72,7 +75,10 @@ def check_article(
     cited_ids: list[str] = []
     if not body.startswith("# "):
         result.defects.append("the article has no title")
-    for block in article.blocks:
+    examples = _examples_shown(article, bundle)
+    for number, block in enumerate(article.blocks):
+        if number in examples.values():
+            continue
         if not block.prose and block.kind != "heading" and not layout.in_apparatus(block.start):
             result.defects.append(f"non-prose {block.kind} in the article")
     for sentence in article.sentences:
@@ -88,6 +94,19 @@ def check_article(
         else:
             result.defects.append(f"uncited sentence: {sentence.plain[:80]!r}")
     result.cited = len(cited_ids)
+    for claim_id in cited_ids:
+        fact = bundle.fact(claim_id)
+        if fact is not None and fact.example is not None and claim_id not in examples:
+            result.defects.append(f"{claim_id}: its code example is not shown after its sentence")
+    questions = [case.objective, *(text for text in case.questions if text != case.objective)]
+    for question in case.code_answers:
+        question_id = f"q-{questions.index(question) + 1}"
+        if not any(
+            question_id in fact.answers
+            for fact in map(bundle.fact, examples)
+            if fact is not None and fact.example is not None
+        ):
+            result.defects.append(f"no code example shown answers {question!r}")
     listed = layout.text_of(SOURCES_HEADING)
     for claim_id in cited_ids:
         problem = _verbatim_problem(claim_id, bundle, store, documents)
@@ -120,6 +139,31 @@ def check_article(
             result.sections_ok += 1
 
 
+def _examples_shown(article: Document, bundle: ResearchBundle) -> dict[str, int]:
+    """The claims whose code example the article shows right after their sentence, by block.
+
+    Such a block names its claim in its info string, holds the example's code, and follows
+    a paragraph whose last sentence cites the claim.
+    """
+    last_sentence = {sentence.block: sentence for sentence in article.sentences}
+    shown: dict[str, int] = {}
+    last_cited: list[str] = []
+    for number, block in enumerate(article.blocks):
+        if block.kind != "code":
+            said = last_sentence.get(number)
+            last_cited = CITATION.findall(said.text) if said else []
+            continue
+        opening = article.text[block.start : block.end].split("\n", 1)[0]
+        for claim_id in CITATION.findall(opening):
+            fact = bundle.fact(claim_id)
+            if fact is None or fact.example is None or claim_id not in last_cited:
+                continue
+            code = shown_code(article.text, block.start, block.end, MARKDOWN)
+            if code == without_controls(fact.example.shown):
+                shown.setdefault(claim_id, number)
+    return shown
+
+
 def _verbatim_problem(
     claim_id: str, bundle: ResearchBundle, store: Any, documents: dict[str, Document]
 ) -> str | None:
@@ -140,4 +184,18 @@ def _verbatim_problem(
     block = document.block_at(fact.span.start, fact.span.end)
     if block is None or not block.prose:
         return f"{claim_id}: quotes {block.kind if block else 'text across blocks'}, not prose"
+    example = fact.example
+    if example is None:
+        return None
+    if document.text[example.span.start : example.span.end] != example.text:
+        return f"{claim_id}: its example is not verbatim at {example.span.start}-{example.span.end}"
+    first = document.block_at(example.span.start, example.span.start)
+    last = document.block_at(example.span.end, example.span.end)
+    if not (first and last and first.kind == last.kind == "code"):
+        return f"{claim_id}: its example is not code of {source.id}"
+    code = shown_code(
+        document.text, example.span.start, example.span.end, source.snapshot.media_type
+    )
+    if code != example.shown:
+        return f"{claim_id}: its example shows other code than {source.id} holds there"
     return None

@@ -20,6 +20,24 @@ def test_the_set_has_the_cases_the_issue_asks_for() -> None:
     assert sum(len(case.unanswerable) for case in cases) >= 3
     assert sum(bool(case.required_sections) for case in cases) >= 3
     assert any("chinese" in case.corpus for case in cases)
+    assert any(question.startswith("How do I") for case in cases for question in case.code_answers)
+
+
+def test_a_code_answer_must_be_a_question_the_case_asks(tmp_path: Path) -> None:
+    case = {
+        "id": "c",
+        "corpus": ".",
+        "objective": OBJECTIVE,
+        "questions": ["How do I read it?"],
+        "code_answers": ["How do I read it?", "How do I carve it?"],
+        "expect": "completed",
+    }
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps([case]), encoding="utf-8")
+    with pytest.raises(
+        InvalidCases, match=r"field code_answers: .*'How do I carve it\?' is neither"
+    ):
+        load_cases(path)
 
 
 @pytest.mark.parametrize(
