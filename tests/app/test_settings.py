@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,19 @@ def test_a_list_setting_that_is_no_list_is_refused_naming_it(
     monkeypatch.setenv("HANDOFF_CORPUS_ROOTS", '["unclosed"')
     with pytest.raises(ValueError, match="corpus_roots"):
         Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_the_retention_age_reads_as_people_type_it_and_a_bad_one_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HANDOFF_RETENTION_OLDER_THAN", "30d")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.retention_older_than == timedelta(days=30)
+    assert settings.with_overrides(retention_keep_last=3).retention_older_than == timedelta(days=30)
+    typed = settings.with_overrides(retention_older_than="90m")  # as the Python API sets it
+    assert typed.retention_older_than == timedelta(minutes=90)
+    monkeypatch.setenv("HANDOFF_RETENTION_OLDER_THAN", "a month")
+    with pytest.raises(ValidationError, match="HANDOFF_RETENTION_OLDER_THAN: invalid duration"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+    monkeypatch.delenv("HANDOFF_RETENTION_OLDER_THAN")
+    assert Settings(_env_file=None).retention_older_than is None  # type: ignore[call-arg]
