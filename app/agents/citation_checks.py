@@ -251,12 +251,13 @@ def example_problem(
 ) -> tuple[ErrorCode, str] | None:
     """Why the fact's code example is not the one its sentence introduces in the source.
 
-    The example is found again from the source (``app/text/documents/examples.py``): the
-    same span, verbatim text and code, or none when the sentence introduces none. A fact
-    whose sentence introduces an example it does not carry would be cited without it.
+    The example is found again from the source (``app/text/documents/examples.py``) after
+    the sentence holding the quote: the same span, verbatim text and code, or none when the
+    sentence introduces none. A fact whose sentence introduces an example it does not carry
+    would be cited without it.
     """
     sentence = next(
-        (s for s in document.sentences if s.start <= fact.span.start and s.end == fact.span.end),
+        (s for s in document.sentences if s.start <= fact.span.start and fact.span.end <= s.end),
         None,
     )
     expected = code_example(document, sentence, media_type) if sentence else None

@@ -7,8 +7,8 @@ and a quote. A claim becomes a Fact only when its quote is found verbatim in a p
 that source shown to the model or returned by its searches (whitespace runs may differ;
 the Fact keeps the exact source text and span) and the claim's content terms are at least
 half covered by its quote. Every other claim is dropped and recorded in the bundle's
-errors, never turned into a fact. A quote to the end of a sentence that introduces a code
-example carries that example (``Fact.example``).
+errors, never turned into a fact. A quote from a sentence that introduces a code example
+carries that example (``Fact.example``), however much of the sentence it quotes.
 """
 
 from __future__ import annotations
@@ -187,9 +187,7 @@ class LLMResearchAgent(ModelBacked):
                 also_answers=questions[1:],
                 section=list(item.passage.sentence.section)[-12:],
                 lines=item.passage.lines,
-                example=example_of(item.passage, found.texts[source_id])
-                if end == item.passage.sentence.end
-                else None,
+                example=example_of(item.passage, found.texts[source_id]),
                 provenance=step.provenance(),
             )
             facts.append(fact)

@@ -35,6 +35,7 @@ from graphs import ResearchRequest, ReviewRequest, StepInfo, WriteRequest
 from graphs.agents import from_channel
 from graphs.markdown import cited_claims
 from graphs.tools import Toolbox, ToolEnv
+from tests.app.agents.howto import CODE, HOWTO, QUESTION
 from tests.app.agents.scripted import (
     APPROVE,
     ARTICLE,
@@ -160,6 +161,26 @@ def test_whitespace_may_differ_but_the_fact_keeps_the_exact_source_text(tmp_path
     agent = LLMResearchAgent(model, _retrieval(corpus))
     [fact] = agent.run(ResearchRequest(task, store, _step("research"))).result.facts
     assert fact.quote == "Honey bees perform the waggle dance\nnear the hive entrance."
+
+
+def test_a_claim_quoting_a_sentence_that_introduces_a_code_example_carries_it(
+    tmp_path: Path,
+) -> None:
+    corpus = write_corpus(tmp_path / "kiln", {"kiln.md": HOWTO})
+    task = TaskSpec(task_id="t", objective=QUESTION)
+    introducing = (
+        "To start a kiln job on a folder of photos, run the kiln start command with the recipe name"
+    )
+    whole = {"claim": "Start a kiln job with kiln start.", "source_id": "src-1"}
+    model, _ = scripted(reply(claims({**whole, "quote": introducing + ":"})))
+    store = FilesystemArtifactStore(tmp_path / "store")
+    research = LLMResearchAgent(model, _retrieval(corpus))
+    [fact] = research.run(ResearchRequest(task, store, _step("research"))).result.facts
+    assert fact.example is not None and fact.example.shown == CODE
+    model, _ = scripted(reply(claims({**whole, "quote": introducing})))
+    research = LLMResearchAgent(model, _retrieval(corpus))
+    [part] = research.run(ResearchRequest(task, store, _step("research"))).result.facts
+    assert part.example == fact.example, "quoted short of its colon, it still needs it"
 
 
 def test_research_without_relevant_passages_asks_no_model(tmp_path: Path) -> None:

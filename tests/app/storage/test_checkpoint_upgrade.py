@@ -94,7 +94,8 @@ def test_the_fixture_was_saved_with_human_request_at_1_1_and_the_rest_of_the_thr
     saved = MANIFEST["contract_versions"]
     current = {model.__name__: model.VERSION for model in registered()}
     older = {name for name, version in saved.items() if current[name] != version}
-    # Handoff 1.2, NodeRun 1.2-1.3 and RunOutcome 1.1 came later: resuming upgrades them too
+    # Handoff 1.2, NodeRun 1.2-1.3, RunOutcome 1.1 and ResearchBundle 1.2 came later:
+    # resuming upgrades them too
     assert older == {
         "HumanRequest",
         "HumanDecision",
@@ -102,6 +103,7 @@ def test_the_fixture_was_saved_with_human_request_at_1_1_and_the_rest_of_the_thr
         "Handoff",
         "NodeRun",
         "RunOutcome",
+        "ResearchBundle",
     }
     assert saved["HumanRequest"] == "1.1"
     database = FIXTURE / "handoff.db"
