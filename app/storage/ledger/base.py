@@ -125,7 +125,7 @@ class SqlRunLedger(ABC):
                 (
                     record.status,
                     self._seal_record(record),
-                    seal_text(self.keys, result),
+                    self._stored_result(result),
                     thread_id,
                     seq,
                 ),
@@ -142,12 +142,6 @@ class SqlRunLedger(ABC):
                 (thread_id,),
             ).fetchall()
         return [self._open_record(row[0]) for row in rows]
-
-    def _text(self, statement: str, params: Sequence[Any]) -> str | None:
-        """The first column of the first row the query returns, as text; None: no row."""
-        with self._cursor() as cursor:
-            row = cursor.execute(self._sql(statement), params).fetchone()
-        return None if row is None else str(row[0])
 
     def _seal_record(self, run: NodeRun) -> str:
         """An attempt's record as stored: sealed under ``keys``, with what the sums read.
@@ -170,9 +164,19 @@ class SqlRunLedger(ABC):
                 stored = open_text(self.keys, sealed) or ""
         return NodeRun.model_validate_json(stored)
 
+    def _stored_result(self, result: str | None) -> Any:
+        """A node's stored update as its column keeps it: sealed under ``keys``, else as is."""
+        return seal_text(self.keys, result)
+
     def _payload(self, statement: str, params: Sequence[Any]) -> str | None:
         """A stored payload, opened (it may be sealed, see ``keys``)."""
-        return open_text(self.keys, self._text(statement, params))
+        with self._cursor() as cursor:
+            row = cursor.execute(self._sql(statement), params).fetchone()
+        return None if row is None else self._opened(row[0])
+
+    def _opened(self, stored: Any) -> str | None:
+        """A payload's text from what its column keeps (:meth:`_stored_result`)."""
+        return open_text(self.keys, None if stored is None else str(stored))
 
     def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
         """The stored update of the latest succeeded attempt with this input, if any."""

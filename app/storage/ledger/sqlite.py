@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,6 +53,11 @@ class SqliteRunLedger(SqlRunLedger):
     then, which a resume redoes; never a row without the rows before it.
     ``read_only`` ledgers (for inspection) open the file without setting anything up, so
     reading the audit needs no free space (see ``app.storage.sqlite_files``).
+
+    A succeeded attempt's stored update is kept zlib-compressed, as a BLOB, when that is
+    smaller: PostgreSQL compresses such text itself (TOAST), SQLite keeps it as given, and
+    an update holds contracts whose field names and envelope items repeat. A sealed update
+    (``keys``) is kept as sealed text, and one stored before as the text it was.
     """
 
     spent_sql = (
@@ -96,6 +102,20 @@ class SqliteRunLedger(SqlRunLedger):
         with self._lock:
             with sqlite_files.immediate(self._synced(self._connection(), synchronous)) as conn:
                 yield conn.cursor()
+
+    def _stored_result(self, result: str | None) -> Any:
+        """The update compressed, when not sealed and that is smaller (see the class doc)."""
+        if result is None or self.keys is not None:
+            return super()._stored_result(result)
+        text = result.encode("utf-8")
+        smaller = zlib.compress(text)
+        return smaller if len(smaller) < len(text) else result
+
+    def _opened(self, stored: Any) -> str | None:
+        """A compressed update (a BLOB) decompressed; text as the base reads it."""
+        if isinstance(stored, bytes):
+            return zlib.decompress(stored).decode("utf-8")
+        return super()._opened(stored)
 
     def _insert_next(self, statement: str, params: Sequence[Any]) -> int:
         with self._transaction(synchronous="NORMAL") as cursor:  # a start row: see above
