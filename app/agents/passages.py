@@ -63,11 +63,17 @@ class Passage:
     """Key terms of its section path (not the document title)."""
     context: frozenset[str]
     """Its own key terms with those of its section path and document title."""
-    lines: LineRange
+    first_line: int
+    last_line: int
     leans: bool
     """It leans on the sentence before it in its paragraph (``app/text/antecedents.py``)."""
     has_example: bool = False
     """It introduces a code example it is cited with (``app/text/documents/examples.py``)."""
+
+    @property
+    def lines(self) -> LineRange:
+        """Its line range in the source, made when a fact cites it (not for every passage)."""
+        return LineRange(first=self.first_line, last=self.last_line)
 
     @property
     def usable(self) -> bool:
@@ -171,7 +177,8 @@ def passages_of(
                 terms=own,
                 headings=headings,
                 context=own | headings | title,
-                lines=LineRange(first=first, last=last),
+                first_line=first,
+                last_line=last,
                 leans=leans,
                 has_example=code_example(document, sentence, media_type) is not None,
             )
