@@ -61,11 +61,12 @@ class CorpusIndex:
         if topic:  # among sentences on the query's topic, those about the topic first
             boost = np.asarray(self.retriever.get_scores(sorted(topic)))
             scores = scores * (1 + boost / max(float(boost.max()), 1e-9))
-        order = sorted(range(len(self.usable)), key=lambda at: (-float(scores[at]), at))
+        scored = np.flatnonzero(scores > 0)
+        order = scored[np.lexsort((scored, -scores[scored]))]  # best first, then in order
+        usable, indexed = self.usable, self.indexed
         return [
-            (self.usable[at], round(float(scores[at]), 6), self.indexed[at])
-            for at in order
-            if scores[at] > 0
+            (usable[at], round(score, 6), indexed[at])
+            for at, score in zip(order.tolist(), scores[order].tolist(), strict=True)
         ]
 
     def addressing(self, text: str, limit: int, *, together: bool) -> list[tuple[int, float]]:
@@ -79,12 +80,18 @@ class CorpusIndex:
             return []
         needed = 1 if self.widen else min(self.min_shared_terms, len(query))
         candidates = self.best(query)
-        addressing = [
-            (round(self.rarity.coverage(query, self.passages[index].context), 2), score, index)
-            for index, score, found in candidates
-            if len(found & query) >= needed
-            and self.rarity.addresses(query, self.passages[index].context)
-        ]
+        judged: dict[frozenset[str], tuple[float, bool]] = {}
+        addressing = []
+        for index, score, found in candidates:
+            if len(found & query) < needed:
+                continue
+            shared = self.passages[index].context & query  # all the rule looks at
+            verdict = judged.get(shared)
+            if verdict is None:
+                coverage = round(self.rarity.coverage(query, shared), 2)
+                verdict = judged[shared] = (coverage, self.rarity.addresses(query, shared))
+            if verdict[1]:
+                addressing.append((verdict[0], score, index))
         addressing.sort(key=lambda item: (-item[0], -item[1], item[2]))  # best answer first
         hits = [(index, score) for _, score, index in addressing[:limit]]
         if together and not hits:

@@ -282,12 +282,13 @@ class OfflineResearchAgent(ReadsSources):
     ) -> list[str]:
         if not claim_terms:
             return []
-        agreeing = {
-            other.source.id
-            for other in passages
-            if other.source.id != source_id
-            and len(claim_terms & other.terms) / len(claim_terms) >= CORROBORATION_OVERLAP
-        }
+        agreeing: set[str] = set()
+        for other in passages:
+            found = other.source.id
+            if found == source_id or found in agreeing:
+                continue  # one sentence of a source is enough
+            if len(claim_terms & other.terms) / len(claim_terms) >= CORROBORATION_OVERLAP:
+                agreeing.add(found)
         return sorted(agreeing, key=lambda other: int(other.removeprefix("src-")))
 
     def _failed(
