@@ -18,6 +18,9 @@ Reuse never changes what research finds, nor what it can prove:
 * with ``HANDOFF_ENCRYPTION_KEY`` an entry (which tells what the source says) is sealed
   under the key like an artifact blob (``app.storage.encryption``); an entry that does not
   open under the keys at hand, or one kept in the clear, is ignored.
+
+The index research builds over a whole corpus is kept beside them, by the corpus's
+fingerprint (``app/agents/kept_index.py``), in the same sealed form.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -52,17 +56,22 @@ def _reader_modules() -> list[Path]:
     return [*sorted(folder.glob("*.py")), *text, passages, Path(graphs.markdown.__file__)]
 
 
-def reader_version() -> str:
-    """Hash of the reader's and the key terms' source files, and their libraries' versions."""
-    digest = hashlib.sha256(f"format {FORMAT}\0".encode())
-    for module in _reader_modules():
+def code_version(label: str, modules: Iterable[Path], distributions: Iterable[str]) -> str:
+    """Hash of a label, these source files and these distributions' versions."""
+    digest = hashlib.sha256(f"{label}\0".encode())
+    for module in modules:
         digest.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")
-    for name in PARSERS:
+    for name in distributions:
         try:
             digest.update(f"{name}=={metadata.version(name)}\0".encode())
         except metadata.PackageNotFoundError:
             digest.update(f"{name} missing\0".encode())
     return digest.hexdigest()
+
+
+def reader_version() -> str:
+    """Hash of the reader's and the key terms' source files, and their libraries' versions."""
+    return code_version(f"format {FORMAT}", _reader_modules(), PARSERS)
 
 
 READER_VERSION = reader_version()
@@ -147,6 +156,9 @@ class ParsedDocuments:
     folder: Path
     keys: KeyRing | None = None
     version: str = READER_VERSION
+    indexes: bool = True
+    """Whether research keeps each corpus's index here too (``app/agents/kept_index.py``);
+    False keeps documents only."""
 
     def key(self, sha256: str, media_type: str) -> str:
         """An entry's name: the bytes read, their media type, the reader."""
@@ -176,17 +188,7 @@ class ParsedDocuments:
     def load(self, text: str, sha256: str, media_type: str) -> Parsed | None:
         """The kept document of ``text``, or None when there is none to trust."""
         try:
-            stored = self.path(sha256, media_type).read_bytes()
-        except OSError:
-            return None
-        if self.keys is not None and not stored.startswith(MAGIC):
-            return None  # kept in the clear, or damaged: not trusted under a key
-        plain = open_blob(self.keys, stored)
-        digest, _, payload = plain.partition(b"\n")
-        if hashlib.sha256(payload).hexdigest().encode() != digest:
-            return None
-        try:
-            entry = json.loads(payload)
+            entry = json.loads(read_kept(self.path(sha256, media_type), self.keys))
             if (entry["sha256"], entry["media_type"], entry["reader"]) != (
                 sha256,
                 media_type,
@@ -194,7 +196,7 @@ class ParsedDocuments:
             ):
                 return None
             return _decode(text, entry["document"])
-        except (ValueError, KeyError, TypeError, IndexError):
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
     def save(self, parsed: Parsed, sha256: str, media_type: str) -> None:
@@ -206,14 +208,34 @@ class ParsedDocuments:
             "document": _encode(parsed),
         }
         payload = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
-        plain = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
-        target = self.path(sha256, media_type)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(seal_blob(self.keys, plain))
-            os.replace(name, target)
-        except BaseException:
-            Path(name).unlink(missing_ok=True)
-            raise
+        write_kept(self.path(sha256, media_type), self.keys, payload)
+
+
+def read_kept(path: Path, keys: KeyRing | None) -> bytes:
+    """What a kept file holds, once it checks out.
+
+    OSError when there is none; ValueError when it does not check out: kept in the clear
+    while a key is set, or its bytes not those it was written with (damaged, or sealed
+    under a key not at hand).
+    """
+    stored = path.read_bytes()
+    if keys is not None and not stored.startswith(MAGIC):
+        raise ValueError("it is kept in the clear while an encryption key is set")
+    digest, _, payload = open_blob(keys, stored).partition(b"\n")
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        raise ValueError("its bytes do not match its sha256 (damaged, or sealed under another key)")
+    return payload
+
+
+def write_kept(target: Path, keys: KeyRing | None, payload: bytes) -> None:
+    """Keep ``payload`` at ``target`` with its sha256, sealed under ``keys``: whole, or not."""
+    plain = hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(seal_blob(keys, plain))
+        os.replace(name, target)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise

@@ -7,7 +7,7 @@ corpus does not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import bm25s
 import numpy as np
@@ -33,19 +33,25 @@ class CorpusIndex:
     rarity: Rarity
     min_shared_terms: int
     widen: bool = False
+    kept: InitVar[tuple[list[int], bm25s.BM25 | None] | None] = None
+    """The usable passages and their BM25 index as kept for this corpus
+    (``app/agents/kept_index.py``); None works them out."""
     usable: list[int] = field(init=False)
     indexed: list[frozenset[str]] = field(init=False)
     retriever: bm25s.BM25 | None = field(init=False, default=None)
 
-    def __post_init__(self) -> None:
-        self.usable = [index for index, passage in enumerate(self.passages) if passage.usable]
+    def __post_init__(self, kept: tuple[list[int], bm25s.BM25 | None] | None) -> None:
+        passages = self.passages
+        if kept is None:
+            self.usable = [index for index, passage in enumerate(passages) if passage.usable]
+        else:
+            self.usable, self.retriever = kept
+        # a passage's context holds its terms and its headings' (and its document title's)
         self.indexed = [
-            self.passages[index].terms
-            | self.passages[index].headings
-            | (self.passages[index].context if self.widen else frozenset())
-            for index in self.usable
+            passages[at].context if self.widen else passages[at].terms | passages[at].headings
+            for at in self.usable
         ]
-        if self.usable:
+        if self.usable and kept is None:
             self.retriever = bm25s.BM25()
             self.retriever.index(
                 [sorted(found) or ["\x00"] for found in self.indexed], show_progress=False

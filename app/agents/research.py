@@ -21,16 +21,10 @@ from datetime import datetime
 from pathlib import Path
 
 from app.agents.corpus_search import search_questions
+from app.agents.kept_index import index_corpus
 from app.agents.parsed_documents import ParsedDocuments
-from app.agents.passages import (
-    Passage,
-    Retrieval,
-    claim_id,
-    example_of,
-    passages_of,
-    source_number,
-)
-from app.agents.ranking import CorpusIndex, rank_passages
+from app.agents.passages import Passage, Retrieval, claim_id, example_of, source_number
+from app.agents.ranking import rank_passages
 from app.agents.research_notes import research_notes
 from app.agents.source_reading import (
     ReadsSources,
@@ -41,8 +35,6 @@ from app.agents.source_reading import (
 )
 from app.corpus.discovery import discover
 from app.corpus.reading import CorpusNotFound, CorpusPolicy
-from app.text.key_terms import heading_keys
-from app.text.relevance import Rarity
 from contracts import (
     ErrorCode,
     ErrorDetail,
@@ -76,8 +68,9 @@ class OfflineResearchAgent(ReadsSources):
     max_facts: int = 12
     min_shared_terms: int = 2
     parsed_documents: ParsedDocuments | None = None
-    """Where parsed corpus files are kept by content (``app/agents/parsed_documents.py``);
-    None parses every file on every read."""
+    """Where parsed corpus files are kept by content (``app/agents/parsed_documents.py``),
+    and each corpus's index by its fingerprint (``app/agents/kept_index.py``); None parses
+    every file and builds the index on every run."""
 
     def locations(self, task: TaskSpec) -> list[Path]:
         """Where this task's corpus is: its own locations, else the default corpus."""
@@ -136,20 +129,13 @@ class OfflineResearchAgent(ReadsSources):
         if questions[0] is not every[0]:
             sections = []  # ranked under the objective's topic: its branch covers them
         documents, errors = affordable(documents, step.tool_calls_left, searches=len(questions))
-        sources, parsed, read_errors = read_sources(
-            documents, toolbox, self.clock, self.parsed_documents
+        reads, read_errors = read_sources(documents, toolbox, self.clock)
+        sources, index = index_corpus(
+            reads,
+            self.parsed_documents,
+            widen=step.widen,
+            min_shared_terms=self.min_shared_terms,
         )
-        passages = [
-            passage for source in sources for passage in passages_of(source, *parsed[source.id])
-        ]
-        by_source: dict[str, set[str]] = {}
-        for passage in passages:  # one set per source, grown in place: linear in the passages
-            by_source.setdefault(passage.source.id, set()).update(passage.context)
-        titles = [heading_keys((), source.title) for source in sources]  # else the file name
-        rarity = Rarity.of(
-            (passage.terms for passage in passages), map(frozenset, by_source.values()), titles
-        )
-        index = CorpusIndex(passages, rarity, self.min_shared_terms, widen=step.widen)
         per_query = 2 * self.max_facts  # candidates; facts are taken round-robin
         searched, search_errors = search_questions(
             questions, every[0], index, toolbox, per_query=per_query
@@ -160,12 +146,12 @@ class OfflineResearchAgent(ReadsSources):
         return Retrieval(
             questions=questions,
             sources=sources,
-            texts={source_id: read.document.text for source_id, read in parsed.items()},
-            passages=passages,
+            texts={read.document.source_id: read.output.text for read in reads},
+            passages=index.passages,
             ranked={question.id: ranked[question.id] for question in questions},
             all_ranked=ranked,
             sections=by_section,
-            rarity=rarity,
+            rarity=index.rarity,
             errors=errors + read_errors + search_errors,
             receipts=[] if request.tools else toolbox.receipts,
             tool_calls=0 if request.tools else toolbox.spent,

@@ -5,8 +5,8 @@ means new research.
 
 Each file is read through the declared ``read_source`` tool (``graphs.tools.corpus``), so
 the boundary checks, bounds and receipts it: the bytes read are stored as the source's
-snapshot (what the Reviewer walks quotes back to), hashed, and parsed as a document once;
-a file that cannot be read is an error detail, not the end of the run.
+snapshot (what the Reviewer walks quotes back to) and hashed; a file that cannot be read is
+an error detail, not the end of the run.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
-from app.agents.parsed_documents import Parsed, ParsedDocuments, parse
 from app.corpus.discovery import CorpusDocument, discover
 from app.corpus.reading import CorpusNotFound, CorpusPolicy, decode, sha256_of
 from contracts import ErrorCode, ErrorDetail, ReadSourceInput, ReadSourceOutput, Source
@@ -98,20 +98,34 @@ def affordable(
     return documents[:reads], [error]
 
 
-def read_sources(
-    documents: list[CorpusDocument],
-    tools: Toolbox,
-    clock: Callable[[], datetime],
-    parsed_documents: ParsedDocuments | None = None,
-) -> tuple[list[Source], dict[str, Parsed], list[ErrorDetail]]:
-    """The sources read through the ``read_source`` tool, their parsed documents, errors.
+class SourceRead(NamedTuple):
+    """A corpus file read through ``read_source``: the document asked for, the answer, when."""
 
-    Each file is read through the tool whatever is kept; with ``parsed_documents`` the
-    document of the bytes read is taken from there when kept (same sha256, media type and
-    reader), else parsed and kept.
+    document: CorpusDocument
+    output: ReadSourceOutput
+    retrieved_at: datetime
+
+    def source(self, title: str | None) -> Source:
+        """The source it is, titled by its document's title, else by its file name."""
+        return Source(
+            id=self.document.source_id,
+            uri=self.document.path.as_uri(),
+            title=(title or self.document.path.stem)[:300],
+            retrieved_at=self.retrieved_at,
+            sha256=self.output.sha256,
+            snapshot=self.output.snapshot,
+        )
+
+
+def read_sources(
+    documents: list[CorpusDocument], tools: Toolbox, clock: Callable[[], datetime]
+) -> tuple[list[SourceRead], list[ErrorDetail]]:
+    """The files read through the ``read_source`` tool, and an error for each that was not.
+
+    Every file is read through the tool whatever research keeps: what it finds is the
+    bytes read now, snapshotted and receipted.
     """
-    sources: list[Source] = []
-    parsed: dict[str, Parsed] = {}
+    reads: list[SourceRead] = []
     errors: list[ErrorDetail] = []
     for document in documents:
         args = ReadSourceInput(
@@ -131,22 +145,8 @@ def read_sources(
                 )
             )
             continue
-        read: ReadSourceOutput = answer.output
-        if parsed_documents is None:
-            document_read = parse(read.text, document.media_type)
-        else:
-            document_read = parsed_documents.read(read.text, read.sha256, document.media_type)
-        source = Source(
-            id=document.source_id,
-            uri=document.path.as_uri(),
-            title=(document_read.document.title or document.path.stem)[:300],
-            retrieved_at=clock(),
-            sha256=read.sha256,
-            snapshot=read.snapshot,
-        )
-        sources.append(source)
-        parsed[source.id] = document_read
-    return sources, parsed, errors
+        reads.append(SourceRead(document, answer.output, clock()))
+    return reads, errors
 
 
 def corpus_fingerprint(locations: list[Path], policy: CorpusPolicy) -> str:
