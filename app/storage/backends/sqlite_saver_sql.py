@@ -51,7 +51,9 @@ CREATE TABLE IF NOT EXISTS {BLOBS_TABLE} (
     type TEXT NOT NULL,
     blob BLOB,
     PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-)"""
+) WITHOUT ROWID"""
+"""Its rows are keys and a digest or a short value: kept in the key's own b-tree, not in a
+table beside an index that repeats the key (a file made before keeps its table as it is)."""
 CREATE_TABLES = (CREATE_BLOBS, CREATE_VALUES)
 """The tables the saver adds to SqliteSaver's."""
 BLOBS_PRESENT = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{BLOBS_TABLE}'"

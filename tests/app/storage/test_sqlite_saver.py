@@ -124,6 +124,8 @@ def test_a_value_is_stored_once_however_many_checkpoints_carry_it(tmp_path: Path
     [(largest,)] = rows(path, "SELECT MAX(LENGTH(checkpoint)) FROM checkpoints")
     assert largest < 1_000, "the rows keep versions, not the text"
     assert owned_tables() == (BLOBS_TABLE, VALUES_TABLE, "checkpoints", "writes")
+    index = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
+    assert rows(path, index, BLOBS_TABLE) == [], "blob rows live in their key's b-tree"
 
 
 def test_the_async_saver_stores_what_the_sync_one_reads_and_the_other_way_round(
