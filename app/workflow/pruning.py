@@ -83,22 +83,40 @@ class Pruner:
             try:
                 for thread_id, ended in self._due(threads, now - older_than, keep_last):
                     try:
-                        with backend.writing(thread_id):
-                            if self._ended_at(thread_id) != ended:
-                                continue  # gone, or moved on since it was listed
-                            self.runner.refuse_if_held(thread_id, "it was not pruned")
-                            size = rows.size(thread_id) + blobs.freed_by(thread_id)
-                            if not dry_run:
-                                self._remove(thread_id, blobs.owned(thread_id), rows)
-                                swept |= blobs.named_by(thread_id)
+                        size = self._take(thread_id, ended, rows, blobs, None if dry_run else swept)
                     except ThreadBusy as busy:
                         kept.append((thread_id, busy.message))
                         continue
-                    pruned.append(PrunedThread(thread_id, now - ended, size))
+                    if size is not None:
+                        pruned.append(PrunedThread(thread_id, now - ended, size))
             finally:
                 if swept:
                     backend.store.sweep(swept)
         return PruneReport(dry_run, tuple(pruned), tuple(kept))
+
+    def _take(
+        self,
+        thread_id: str,
+        ended: datetime,
+        rows: ThreadRows,
+        blobs: Blobs,
+        swept: set[str] | None,
+    ) -> int | None:
+        """The thread's bytes, and the thread removed unless ``swept`` is None (a dry run).
+
+        Under the thread's lock: ThreadBusy (or the guard's ThreadQueued) if it is held
+        elsewhere; None if it is gone or moved on since it was listed. Its blobs join
+        ``swept`` before anything is removed.
+        """
+        with self.opened.backend.writing(thread_id):
+            if self._ended_at(thread_id) != ended:
+                return None
+            self.runner.refuse_if_held(thread_id, "it was not pruned")
+            size = rows.size(thread_id) + blobs.freed_by(thread_id)
+            if swept is not None:
+                swept |= blobs.named_by(thread_id)
+                self._remove(thread_id, blobs.owned(thread_id), rows)
+            return size
 
     def _ended_at(self, thread_id: str) -> datetime | None:
         """When the thread's latest checkpoint was written, if the thread has ended."""

@@ -164,7 +164,7 @@ class FilesystemArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[None]
             with self._locked(check_id(artifact_id)):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(f"{self._dir('refs')}/{artifact_id}.json")
-                with contextlib.suppress(FileNotFoundError):  # held: nobody else holds it
+                with contextlib.suppress(FileNotFoundError):  # its thread is locked: no put waits
                     os.unlink(f"{self._dir('locks')}/{artifact_id}.lock")
         with contextlib.suppress(FileNotFoundError):
             files.fsync(self._dir("refs"))
