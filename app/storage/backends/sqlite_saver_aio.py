@@ -55,10 +55,13 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
         self._blobs_tried = False
 
     async def setup(self) -> None:
-        """AsyncSqliteSaver's tables, then the saver's own (not on a read-only file)."""
+        """The saver's own tables first, as the sync saver makes them, then AsyncSqliteSaver's."""
+        if not self._blobs_tried:
+            await self._own_tables()
         await super().setup()
-        if self._blobs_tried:
-            return
+
+    async def _own_tables(self) -> None:
+        """``sql.CREATE_TABLES``, once; a read-only file is left as it is."""
         async with self.lock:
             if self._blobs_tried:
                 return

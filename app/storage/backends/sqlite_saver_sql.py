@@ -54,8 +54,24 @@ CREATE TABLE IF NOT EXISTS {BLOBS_TABLE} (
 ) WITHOUT ROWID"""
 """Its rows are keys and a digest or a short value: kept in the key's own b-tree, not in a
 table beside an index that repeats the key (a file made before keeps its table as it is)."""
-CREATE_TABLES = (CREATE_BLOBS, CREATE_VALUES)
-"""The tables the saver adds to SqliteSaver's."""
+CREATE_WRITES = """
+CREATE TABLE IF NOT EXISTS writes (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    task_path TEXT NOT NULL DEFAULT '',
+    idx INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    type TEXT,
+    value BLOB,
+    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+) WITHOUT ROWID"""
+"""SqliteSaver's ``writes`` (its columns and key), made before its setup runs so that a new
+file has it WITHOUT ROWID too: with large values shared, a write row is mostly its key.
+SqliteSaver's setup then finds the table and leaves it; a file made before keeps its own."""
+CREATE_TABLES = (CREATE_WRITES, CREATE_BLOBS, CREATE_VALUES)
+"""The tables the saver makes before SqliteSaver's setup, which adds ``checkpoints``."""
 BLOBS_PRESENT = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{BLOBS_TABLE}'"
 READ_TABLES = ("checkpoints", "writes")
 """The tables a file needs for its threads to be read: a file from before

@@ -125,7 +125,28 @@ def test_a_value_is_stored_once_however_many_checkpoints_carry_it(tmp_path: Path
     assert largest < 1_000, "the rows keep versions, not the text"
     assert owned_tables() == (BLOBS_TABLE, VALUES_TABLE, "checkpoints", "writes")
     index = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
-    assert rows(path, index, BLOBS_TABLE) == [], "blob rows live in their key's b-tree"
+    for table in (BLOBS_TABLE, "writes"):
+        assert rows(path, index, table) == [], f"{table} rows live in their key's b-tree"
+
+
+def test_the_writes_table_has_sqlite_savers_columns_and_key_sync_and_async(
+    tmp_path: Path,
+) -> None:
+    with sync_saver(tmp_path / "stock.db", SqliteSaver):
+        pass
+    with counted_both_ways(tmp_path / "both.db", "async", "sync"):
+        pass
+
+    async def made_async() -> None:
+        async with async_saver(tmp_path / "async.db") as saver:
+            await saver.setup()
+
+    asyncio.run(made_async())
+    columns = "SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info('writes')"
+    stock = rows(tmp_path / "stock.db", columns)
+    assert rows(tmp_path / "both.db", columns) == rows(tmp_path / "async.db", columns) == stock
+    no_rowid = "SELECT sql LIKE '%WITHOUT ROWID' FROM sqlite_master WHERE name = 'writes'"
+    assert rows(tmp_path / "async.db", no_rowid) == [(1,)] == rows(tmp_path / "both.db", no_rowid)
 
 
 def test_the_async_saver_stores_what_the_sync_one_reads_and_the_other_way_round(
