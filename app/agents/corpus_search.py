@@ -67,25 +67,33 @@ def search_questions(
     only by a sentence that addresses it on its own.
     """
     tools.provide(SEARCH_CORPUS.name, CorpusSearch(index))
-    where = {
-        (passage.source.id, passage.sentence.start): at for at, passage in enumerate(index.passages)
-    }
-    ranked: Ranked = {}
+    found: dict[str, SearchCorpusOutput] = {}
     errors: list[ErrorDetail] = []
     for question in questions:
         together = question.id == objective.id
         args = SearchCorpusInput(query=question.text, limit=per_query, together=together)
         answer = tools.call(SEARCH_CORPUS.name, args, call_id=f"search-{question.id}")
-        if answer.error is not None:
-            errors.append(
-                ErrorDetail(
-                    code=ERROR_CODES.get(answer.error.code, ErrorCode.INTERNAL),
-                    detail=f"could not search for {question.id}: {answer.error.message}"[:2000],
-                    field=answer.error.field,
-                )
-            )
-            ranked[question.id] = []
+        if answer.error is None:
+            found[question.id] = answer.output
             continue
-        found: SearchCorpusOutput = answer.output
-        ranked[question.id] = [(where[hit.source_id, hit.start], hit.score) for hit in found.hits]
+        errors.append(
+            ErrorDetail(
+                code=ERROR_CODES.get(answer.error.code, ErrorCode.INTERNAL),
+                detail=f"could not search for {question.id}: {answer.error.message}"[:2000],
+                field=answer.error.field,
+            )
+        )
+    hit = {item.source_id for output in found.values() for item in output.hits}
+    where = {  # only the sources hit: a big corpus's every sentence would cost more
+        (passage.source.id, passage.sentence.start): at
+        for at, passage in enumerate(index.passages)
+        if passage.source.id in hit
+    }
+    ranked: Ranked = {
+        question.id: [
+            (where[item.source_id, item.start], item.score)
+            for item in (found[question.id].hits if question.id in found else [])
+        ]
+        for question in questions
+    }
     return ranked, errors

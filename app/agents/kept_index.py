@@ -26,15 +26,12 @@ without validating each again.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import io
 import json
 import logging
 import zipfile
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,20 +81,19 @@ def index_corpus(
     Without ``kept`` every file is parsed and the index built; with it, documents and the
     index are kept there (``kept.indexes`` False: documents only).
     """
-    with _no_cycle_collection():
-        if kept is None or not kept.indexes:
-            return build_index(reads, kept, widen=widen, min_shared_terms=min_shared_terms)
-        path = kept.folder / INDEX_FOLDER / f"{_digest(reads, f'widen {widen}')}.npz"
-        built_from = _digest(reads, f"{INDEX_VERSION}\0{kept.version}\0{widen}", hashes=True)
-        found = _load(path, kept, built_from, reads, widen=widen, min_shared_terms=min_shared_terms)
-        if found is not None:
-            return found
-        sources, index = build_index(reads, kept, widen=widen, min_shared_terms=min_shared_terms)
-        try:
-            write_kept(path, kept.keys, _encode(built_from, sources, index))
-        except OSError as error:
-            log.warning("could not keep index %s (%s): the next run builds it again", path, error)
-        return sources, index
+    if kept is None or not kept.indexes:
+        return build_index(reads, kept, widen=widen, min_shared_terms=min_shared_terms)
+    path = kept.folder / INDEX_FOLDER / f"{_digest(reads, f'widen {widen}')}.npz"
+    built_from = _digest(reads, f"{INDEX_VERSION}\0{kept.version}\0{widen}", hashes=True)
+    found = _load(path, kept, built_from, reads, widen=widen, min_shared_terms=min_shared_terms)
+    if found is not None:
+        return found
+    sources, index = build_index(reads, kept, widen=widen, min_shared_terms=min_shared_terms)
+    try:
+        write_kept(path, kept.keys, _encode(built_from, sources, index))
+    except OSError as error:
+        log.warning("could not keep index %s (%s): the next run builds it again", path, error)
+    return sources, index
 
 
 def _load(
@@ -121,23 +117,6 @@ def _load(
     except (OSError, *_DAMAGE) as error:
         log.warning("kept index %s does not check out (%s); building it again", path, error)
         return None
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Pause Python's cycle collector while an index is built or loaded.
-
-    Either makes a few objects per passage and frees none of them; the collector would
-    walk the growing heap again and again for garbage that is not there (on 200,000
-    passages it tripled the time of a load). Reference counting still frees as usual.
-    """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _digest(reads: list[SourceRead], head: str, *, hashes: bool = False) -> str:

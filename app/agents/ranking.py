@@ -37,43 +37,49 @@ class CorpusIndex:
     """The usable passages and their BM25 index as kept for this corpus
     (``app/agents/kept_index.py``); None works them out."""
     usable: list[int] = field(init=False)
-    indexed: list[frozenset[str]] = field(init=False)
     retriever: bm25s.BM25 | None = field(init=False, default=None)
 
     def __post_init__(self, kept: tuple[list[int], bm25s.BM25 | None] | None) -> None:
-        passages = self.passages
-        if kept is None:
-            self.usable = [index for index, passage in enumerate(passages) if passage.usable]
-        else:
+        if kept is not None:
             self.usable, self.retriever = kept
-        # a passage's context holds its terms and its headings' (and its document title's)
-        self.indexed = [
-            passages[at].context if self.widen else passages[at].terms | passages[at].headings
-            for at in self.usable
-        ]
-        if self.usable and kept is None:
+            return
+        self.usable = [index for index, passage in enumerate(self.passages) if passage.usable]
+        if self.usable:
             self.retriever = bm25s.BM25()
             self.retriever.index(
-                [sorted(found) or ["\x00"] for found in self.indexed], show_progress=False
+                [sorted(self.indexed(at)) or ["\x00"] for at in self.usable], show_progress=False
             )
+
+    def indexed(self, index: int) -> frozenset[str]:
+        """The terms a passage is indexed under: its own and its headings'.
+
+        Widened, its context, which holds those and its document title's.
+        """
+        passage = self.passages[index]
+        return passage.context if self.widen else passage.terms | passage.headings
 
     def best(
         self, query: frozenset[str], topic: frozenset[str] = frozenset()
     ) -> list[tuple[int, float, frozenset[str]]]:
         """Every passage BM25 scores above zero for ``query``: (index, score, its terms)."""
+        return [
+            (index, round(score, 6), self.indexed(index))
+            for index, score in zip(*self._scored(query, topic), strict=True)
+        ]
+
+    def _scored(
+        self, query: frozenset[str], topic: frozenset[str] = frozenset()
+    ) -> tuple[list[int], list[float]]:
+        """The passages BM25 scores above zero, best first (then in order), and the scores."""
         if self.retriever is None:
-            return []
+            return [], []
         scores = np.asarray(self.retriever.get_scores(sorted(query)))
         if topic:  # among sentences on the query's topic, those about the topic first
             boost = np.asarray(self.retriever.get_scores(sorted(topic)))
             scores = scores * (1 + boost / max(float(boost.max()), 1e-9))
         scored = np.flatnonzero(scores > 0)
-        order = scored[np.lexsort((scored, -scores[scored]))]  # best first, then in order
-        usable, indexed = self.usable, self.indexed
-        return [
-            (usable[at], round(score, 6), indexed[at])
-            for at, score in zip(order.tolist(), scores[order].tolist(), strict=True)
-        ]
+        order = scored[np.lexsort((scored, -scores[scored]))]
+        return np.asarray(self.usable)[order].tolist(), scores[order].tolist()
 
     def addressing(self, text: str, limit: int, *, together: bool) -> list[tuple[int, float]]:
         """The passages that address ``text``, best answer first (by coverage, then BM25).
@@ -85,11 +91,10 @@ class CorpusIndex:
         if not query:
             return []
         needed = 1 if self.widen else min(self.min_shared_terms, len(query))
-        candidates = self.best(query)
         judged: dict[frozenset[str], tuple[float, bool]] = {}
         addressing = []
-        for index, score, found in candidates:
-            if len(found & query) < needed:
+        for index, score in zip(*self._scored(query), strict=True):  # no tuple per candidate
+            if len(self.indexed(index) & query) < needed:
                 continue
             shared = self.passages[index].context & query  # all the rule looks at
             verdict = judged.get(shared)
@@ -97,11 +102,11 @@ class CorpusIndex:
                 coverage = round(self.rarity.coverage(query, shared), 2)
                 verdict = judged[shared] = (coverage, self.rarity.addresses(query, shared))
             if verdict[1]:
-                addressing.append((verdict[0], score, index))
+                addressing.append((verdict[0], round(score, 6), index))
         addressing.sort(key=lambda item: (-item[0], -item[1], item[2]))  # best answer first
         hits = [(index, score) for _, score, index in addressing[:limit]]
         if together and not hits:
-            return _together(query, candidates, self.passages, self.rarity)
+            return _together(query, self.best(query), self.passages, self.rarity)
         return hits
 
 

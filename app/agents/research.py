@@ -15,7 +15,9 @@ gets the sentences on its topic. A sentence that leans on the one before it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -54,6 +56,24 @@ CORROBORATION_OVERLAP = 0.5
 """Share of a claim's content terms another source's sentence must contain to agree."""
 
 
+@contextmanager
+def _paused_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while research runs (a decorator, or a ``with``).
+
+    Research makes a few objects per sentence of the corpus (a passage, its sentence, its
+    key terms) and none of them in a cycle; the collector would walk them all, several
+    times, for garbage that is not there (on 200,000 passages, a third of a later run).
+    Reference counting frees them as usual when research is done.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 @dataclass
 class OfflineResearchAgent(ReadsSources):
     """Deterministic research: same corpus and task, same bundle, byte for byte.
@@ -84,6 +104,7 @@ class OfflineResearchAgent(ReadsSources):
         """
         return corpus_fingerprint(self.locations(task), self.policy)
 
+    @_paused_cycle_collection()
     def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
         """Read every source, rank sentences per question, keep the best as facts."""
         task, store, step = request.task, request.store, request.step
@@ -97,6 +118,7 @@ class OfflineResearchAgent(ReadsSources):
         usage = Usage(tool_calls=found.tool_calls)
         return AgentOutput(bundle, usage=usage, receipts=found.receipts)
 
+    @_paused_cycle_collection()
     def retrieve(self, request: ResearchRequest) -> Retrieval:
         """The deterministic part of research: read, split into passages, rank with BM25.
 

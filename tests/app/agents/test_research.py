@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -312,3 +313,24 @@ def test_a_sentence_introducing_a_code_example_is_a_fact_with_its_example(
         9,
     )
     assert all(fact.example is None for fact in bundle.facts if fact not in introducing)
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector on", "collector off"])
+def test_research_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    seen: list[bool] = []
+    retrieve = OfflineResearchAgent.retrieve
+
+    def watched(self: OfflineResearchAgent, request: ResearchRequest) -> object:
+        seen.append(gc.isenabled())
+        return retrieve(self, request)
+
+    monkeypatch.setattr(OfflineResearchAgent, "retrieve", watched)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        _run(tmp_path, TaskSpec(task_id="t", objective=OBJECTIVE))
+        assert seen == [False]  # paused while research ran
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
