@@ -32,6 +32,7 @@ from app.settings import Settings
 from app.storage.backends import sqlite_path
 from app.storage.backends.sqlite_saver_sql import blob_values, named_blobs
 from app.storage.backends.sqlite_steps import run
+from app.storage.backends.sqlite_values import unpacked
 from app.storage.serde import contract_serializer
 from app.workflow import Workflow
 from bench._common import (
@@ -96,7 +97,7 @@ def checkpoint_bytes(database: Path, thread_id: str) -> tuple[int, int]:
             (thread_id,),
         ).fetchall()
         for namespace, kind, data in rows:
-            keys = named_blobs(serde.loads_typed((kind, data)))
+            keys = named_blobs(serde.loads_typed(unpacked(kind, data)))
             values = run(conn.cursor(), blob_values(thread_id, namespace, keys))
             sizes.append(len(data) + sum(len(value or b"") for _, _, value in values))
     return len(sizes), max(sizes)
