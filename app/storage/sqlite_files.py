@@ -207,19 +207,27 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+PAGE_SIZE = 8192
+"""Bytes per page of a new file, as PostgreSQL's. The rows here are a few KB each (a
+finished attempt's audit row and its compressed update, a compressed envelope): 4 KiB
+pages hold one or two and leave the rest empty (the ledger's rows fill 60 % of its pages'
+bytes in bench P9), 8 KiB pages pack them (86 %). A file made before keeps its page size."""
+
+
 def _create(path: Path) -> None:
     """Make a new database whole: under a temporary name, then linked into place.
 
     ``sqlite3.connect`` would create a 0-byte file that another process could take for an
     emptied store until the first write. The WAL switch writes the header, so the file
     appears with its header or not at all; if another process linked its file first,
-    that one is used.
+    that one is used. Its pages are :data:`PAGE_SIZE` bytes.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     name = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
     os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))  # as SQLite would
     try:
         with contextlib.closing(sqlite3.connect(name)) as conn:
+            conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # fixed once the header is written
             conn.execute("PRAGMA journal_mode=WAL")
         with contextlib.suppress(FileExistsError):
             os.link(name, path)
