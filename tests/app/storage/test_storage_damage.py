@@ -158,6 +158,12 @@ def test_a_fresh_start_with_no_file_works(tmp_path: Path) -> None:
     assert threads.stdout == ""
 
 
+def test_a_new_database_is_made_with_its_pages_of_page_size(tmp_path: Path) -> None:
+    database = tmp_path / "data" / "handoff.db"
+    sqlite_files.connect(database).close()
+    assert int.from_bytes(database.read_bytes()[16:18], "big") == sqlite_files.PAGE_SIZE != PAGE
+
+
 def _open_at_once(db: Path, artifacts: Path, barrier: Barrier, failures: Queue[str]) -> None:
     barrier.wait()
     try:
