@@ -190,6 +190,8 @@ def _encode(built_from: str, sources: list[Source], index: CorpusIndex) -> bytes
         [words.setdefault(term, len(words)), count]
         for term, count in sorted(index.rarity.documents.items())
     ]
+    postings = sorted(index.rarity.postings.items())
+    posted = [words.setdefault(term, len(words)) for term, _ in postings]
     tokens: list[str] = []
     scores: dict[str, Any] = {}
     if index.retriever is not None:
@@ -217,6 +219,8 @@ def _encode(built_from: str, sources: list[Source], index: CorpusIndex) -> bytes
         **_ragged("headings", heading_ids),
         "usable": _integers(index.usable),
         "documents": _integers(documents).reshape(-1, 2),
+        "posted": _integers(posted),
+        **_ragged("postings", [sorted(where) for _, where in postings]),
         **{f"bm25_{name}": array for name, array in scores.items()},
     }
     buffer = io.BytesIO()
@@ -305,7 +309,7 @@ def _decode(
                 has_example=bool(flags[1]),
             )
         )
-    rarity = _rarity(passages, terms, terms_at, words, arrays["documents"], titles)
+    rarity = _rarity(arrays, len(passages), words, titles)
     usable = arrays["usable"]
     if len(usable) and not (0 <= usable.min() and usable.max() < len(passages)):
         raise ValueError("a usable passage that is not one")
@@ -314,17 +318,15 @@ def _decode(
     return sources, index
 
 
-def _rows(
-    name: str, arrays: NpzFile, count: int | None, words: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """A ragged array of word ids, checked to be one: rows in order, ids of known words."""
+def _rows(name: str, arrays: NpzFile, count: int | None, ids: int) -> tuple[np.ndarray, np.ndarray]:
+    """A ragged array, checked to be one: ``count`` rows in order, ids below ``ids``."""
     flat, starts = arrays[name], arrays[f"{name}_at"]
     if count is not None and len(starts) != count + 1:
-        raise ValueError(f"{name}: not one row per passage")
+        raise ValueError(f"{name}: not {count} rows")
     if starts[0] != 0 or starts[-1] != len(flat) or np.any(np.diff(starts) < 0):
         raise ValueError(f"{name}: rows out of order")
-    if len(flat) and not (0 <= flat.min() and flat.max() < words):
-        raise ValueError(f"{name}: an id of no word")
+    if len(flat) and not (0 <= flat.min() and flat.max() < ids):
+        raise ValueError(f"{name}: an id out of range")
     return flat, starts
 
 
@@ -344,30 +346,25 @@ def _check_rows(rows: np.ndarray, sizes: list[int], sections: int, headings: int
 
 
 def _rarity(
-    passages: list[Passage],
-    terms: np.ndarray,
-    terms_at: np.ndarray,
-    words: np.ndarray,
-    documents: np.ndarray,
-    titles: list[frozenset[str]],
+    arrays: NpzFile, passages: int, words: np.ndarray, titles: list[frozenset[str]]
 ) -> Rarity:
-    """The rarity ``Rarity.of`` works out over these passages, from their kept term ids."""
-    owner = np.repeat(np.arange(len(passages)), np.diff(terms_at))
-    order = np.argsort(terms, kind="stable")
-    ordered, owners = terms[order], owner[order].tolist()
-    found, starts = np.unique(ordered, return_index=True)
-    ends = [*starts[1:].tolist(), len(ordered)]
-    postings = {
-        word: frozenset(owners[start:end])
-        for word, start, end in zip(words[found].tolist(), starts.tolist(), ends, strict=True)
-    }
-    frequency = Counter({word: len(where) for word, where in postings.items()})
+    """The rarity of the key terms over these passages, as ``Rarity.of`` worked it out."""
+    posted, documents = arrays["posted"], arrays["documents"]
+    flat, starts = _rows("postings", arrays, len(posted), passages)
+    if len(posted) and not (0 <= posted.min() and posted.max() < len(words)):
+        raise ValueError("postings: an id of no word")
     if documents.ndim != 2 or len(documents) and not documents[:, 0].max() < len(words):
         raise ValueError("documents: an id of no word")
+    where, bounds = flat.tolist(), starts.tolist()
+    postings = {
+        word: frozenset(where[bounds[row] : bounds[row + 1]])
+        for row, word in enumerate(words[posted].tolist())
+    }
+    frequency = Counter({word: len(found) for word, found in postings.items()})
     in_documents = Counter(
         dict(zip(words[documents[:, 0]].tolist(), documents[:, 1].tolist(), strict=True))
     )
-    return Rarity(len(passages), frequency, in_documents, frozenset().union(*titles), postings)
+    return Rarity(passages, frequency, in_documents, frozenset().union(*titles), postings)
 
 
 def _retriever(arrays: NpzFile, tokens: list[str], documents: int) -> bm25s.BM25 | None:
