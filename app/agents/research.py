@@ -16,6 +16,7 @@ gets the sentences on its topic. A sentence that leans on the one before it
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,22 +57,34 @@ CORROBORATION_OVERLAP = 0.5
 """Share of a claim's content terms another source's sentence must contain to agree."""
 
 
+_PAUSING = threading.Lock()
+_paused_by: list[bool] = []
+"""One entry per research now running with the collector paused: whether the collector
+was on when the first of them began (the last to end turns it back on then)."""
+
+
 @contextmanager
-def _paused_cycle_collection() -> Iterator[None]:
+def paused_cycle_collection() -> Iterator[None]:
     """Python's cycle collector paused while research runs (a decorator, or a ``with``).
 
     Research makes a few objects per sentence of the corpus (a passage, its sentence, its
     key terms) and none of them in a cycle; the collector would walk them all, several
     times, for garbage that is not there (on 200,000 passages, a third of a later run).
-    Reference counting frees them as usual when research is done.
+    Reference counting frees them as usual when research is done. Research branches run
+    at once in threads, and the switch is the process's: they count under one lock, so
+    the collector is paused from the first to begin until the last ends, then left as
+    the first found it (never off for good because two of them crossed).
     """
-    paused = gc.isenabled()
-    gc.disable()
+    with _PAUSING:
+        _paused_by.append(_paused_by[0] if _paused_by else gc.isenabled())
+        gc.disable()
     try:
         yield
     finally:
-        if paused:
-            gc.enable()
+        with _PAUSING:
+            was_on = _paused_by.pop()
+            if not _paused_by and was_on:
+                gc.enable()
 
 
 @dataclass
@@ -104,7 +117,7 @@ class OfflineResearchAgent(ReadsSources):
         """
         return corpus_fingerprint(self.locations(task), self.policy)
 
-    @_paused_cycle_collection()
+    @paused_cycle_collection()
     def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
         """Read every source, rank sentences per question, keep the best as facts."""
         task, store, step = request.task, request.store, request.step
@@ -118,7 +131,7 @@ class OfflineResearchAgent(ReadsSources):
         usage = Usage(tool_calls=found.tool_calls)
         return AgentOutput(bundle, usage=usage, receipts=found.receipts)
 
-    @_paused_cycle_collection()
+    @paused_cycle_collection()
     def retrieve(self, request: ResearchRequest) -> Retrieval:
         """The deterministic part of research: read, split into passages, rank with BM25.
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.agents import OfflineResearchAgent
+from app.agents.research import paused_cycle_collection
 from app.settings import BUNDLED_CORPUS, Settings
 from app.storage.artifacts import FilesystemArtifactStore
 from app.text.primitives import terms
@@ -332,5 +333,21 @@ def test_research_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(
         _run(tmp_path, TaskSpec(task_id="t", objective=OBJECTIVE))
         assert seen == [False]  # paused while research ran
         assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+
+
+def test_research_branches_that_cross_leave_the_cycle_collector_on() -> None:
+    """Branches run research at once in threads: the first may end while the second runs,
+    and the second end after it; the collector stays paused until the last ends, then on."""
+    gc.enable()
+    first, second = paused_cycle_collection(), paused_cycle_collection()
+    try:
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert not gc.isenabled(), "still paused: the second branch runs"
+        second.__exit__(None, None, None)
+        assert gc.isenabled()
     finally:
         gc.enable()
