@@ -18,7 +18,6 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-import rjieba
 import snowballstemmer
 
 from app.text.primitives import CJK_RUN, terms
@@ -131,8 +130,11 @@ def _words(run: str) -> list[str]:
     """Dictionary words of a CJK run, single characters joined.
 
     A name the dictionary does not know comes out one character at a time; joined, its
-    character pairs are terms again.
+    character pairs are terms again. The segmenter is imported on the first CJK run: its
+    dictionary takes half a second to load, which every command would pay at start.
     """
+    import rjieba
+
     if _KANA.search(run):  # Japanese: the words are what the hiragana leave between them
         return [word for word in _KANA.split(run) if word]
     words: list[str] = []

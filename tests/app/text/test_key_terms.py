@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from app.text.key_terms import keys, query_keys
 
 
@@ -49,3 +55,27 @@ def test_threads_stem_alike_each_with_its_own_stemmer() -> None:
 def test_the_quantity_word_of_a_how_question_is_not_a_key_term() -> None:
     assert query_keys("How far do foragers fly?") == keys("foragers fly")
     assert query_keys("How many eggs can a queen lay?") == keys("eggs queen lay")
+
+
+LAZY_SEGMENTER = """
+import sys
+import app.cli
+from app.text.key_terms import query_keys
+query_keys("How was the Rosetta Stone deciphered?")
+assert "rjieba" not in sys.modules, "a command loaded the segmenter with no CJK to cut"
+query_keys("罗塞塔石碑是哪一年发现的？")
+assert "rjieba" in sys.modules
+"""
+
+
+@pytest.mark.e2e
+def test_the_chinese_segmenter_loads_only_when_a_text_has_chinese_to_cut() -> None:
+    """Its dictionary takes half a second to load: every command would pay it at start."""
+    result = subprocess.run(
+        [sys.executable, "-c", LAZY_SEGMENTER],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
