@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from app.durations import describe_duration
@@ -76,7 +77,9 @@ async def _work(fleet: Fleet, concurrency: int, burst: bool) -> None:
         for number in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(number, stop)
         fleet.watching.watch = watch
-        recovery = asyncio.create_task(_recover_stalled(fleet, heartbeat, watch))
+        recovery = asyncio.create_task(
+            _recover_stalled(fleet, heartbeat, watch, lambda: worker.worker_id)
+        )
         pruning = asyncio.create_task(prune_every(fleet.settings, RETENTION_SECONDS))
         await asyncio.sleep(0)  # the first prune is under way, even for a burst with no job
         try:
@@ -92,13 +95,17 @@ async def _work(fleet: Fleet, concurrency: int, burst: bool) -> None:
             WORKFLOWS.close_all()
 
 
-async def _recover_stalled(fleet: Fleet, heartbeat: float, watch: OutageWatch) -> None:
+async def _recover_stalled(
+    fleet: Fleet, heartbeat: float, watch: OutageWatch, own: Callable[[], int | None]
+) -> None:
     """Put back in the queue the jobs of workers that stopped sending heartbeats.
 
     A worker killed mid-job leaves its job ``doing``; once its heartbeat is three
     intervals old, any live worker re-queues the job, and the thread resumes from its
     last checkpoint on whichever worker takes it. Right after an outage every worker's
-    heartbeat is old, so none is judged until three intervals after it ended.
+    heartbeat is old, so none is judged until three intervals after it ended, and a
+    worker never judges its own jobs (``own``: its id): it is alive, whatever its
+    heartbeat's age says while it recovers from an outage.
     """
     manager = fleet.app.job_manager
     while True:
@@ -107,7 +114,8 @@ async def _recover_stalled(fleet: Fleet, heartbeat: float, watch: OutageWatch) -
             continue
         stalled = await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=3 * heartbeat)
         for job in stalled:
-            await requeue(manager, job)
+            if job.worker_id is None or job.worker_id != own():
+                await requeue(manager, job)
 
 
 async def prune_every(settings: Settings, seconds: float) -> None:
