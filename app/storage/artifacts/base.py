@@ -22,7 +22,7 @@ from app.storage.artifacts.records import (
     sha256_hex,
 )
 from contracts import ArtifactKind, ArtifactRef
-from graphs.errors import ArtifactNotFound, IntegrityError
+from graphs.errors import ArtifactNotFound, IntegrityError, UsageError
 
 Session = TypeVar("Session")
 """What one read holds open: nothing for files, a connection for a database."""
@@ -60,11 +60,14 @@ class ArtifactStoreBase(ABC, Generic[Session]):
     def ids(self) -> list[str]:
         """Every stored artifact id, sorted."""
 
-    @abstractmethod
     def forget(self, artifact_ids: Collection[str]) -> None:
-        """Delete the histories of ``artifact_ids``; their blobs stay until :meth:`sweep`."""
+        """Delete the histories of ``artifact_ids``; their blobs stay until :meth:`sweep`.
 
-    @abstractmethod
+        Only retention (``handoff prune``) calls it: a store of one's own runs without it,
+        and a prune on it is refused, naming what to write, before a thread is removed.
+        """
+        raise self._keeps_everything()
+
     def sweep(self, sha256s: Collection[str]) -> set[str]:
         """Delete each of these blobs that no recorded revision names; the ones deleted.
 
@@ -72,6 +75,15 @@ class ArtifactStoreBase(ABC, Generic[Session]):
         the last revision naming it. A put running meanwhile keeps the blob it records:
         each store excludes it for the check and the delete (see each ``sweep``).
         """
+        if not sha256s:
+            return set()
+        raise self._keeps_everything()
+
+    def _keeps_everything(self) -> UsageError:
+        return UsageError(
+            f"the artifact store {type(self).__name__} keeps every artifact: handoff prune "
+            "needs its forget() and sweep() (see ArtifactStoreBase and the folder store's)"
+        )
 
     def blobs_by_artifact(self) -> dict[str, dict[str, int]]:
         """Each artifact id, with the sha256 and size of every blob its revisions name."""
