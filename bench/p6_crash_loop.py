@@ -51,11 +51,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Protocol
 
 from app.exit_codes import ExitCode
 from app.settings import Settings
@@ -208,7 +209,57 @@ class Exit:
     stderr: str
 
 
-def launch(settings: Settings, args: Sequence[str], kill_at: float | None) -> Exit:
+class Running(Protocol):
+    """A started ``handoff`` process, as ``launch`` watches it."""
+
+    pid: int
+
+    def ended(self) -> tuple[int, float] | None:
+        """Its exit code and the CPU seconds it used, once it has ended; None before."""
+
+
+Start = Callable[[Sequence[str], dict[str, str], Path, IO[str]], Running]
+"""How a ``handoff`` process is started: arguments, environment, folder, stderr."""
+
+
+@dataclass
+class Spawned:
+    """``handoff`` started from its script, a new interpreter, as a person starts it."""
+
+    process: subprocess.Popen[str]
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def ended(self) -> tuple[int, float] | None:
+        # os.wait4, not Popen.wait: it also says what CPU the process used
+        pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
+        if not pid:
+            return None
+        self.process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        return self.process.returncode, usage.ru_utime + usage.ru_stime
+
+
+def spawn(args: Sequence[str], env: dict[str, str], cwd: Path, stderr: IO[str]) -> Spawned:
+    """Start ``handoff *args`` from the installed script (``python -m app.cli`` without it)."""
+    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
+    return Spawned(
+        subprocess.Popen(
+            [*command, *args],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            text=True,
+        )
+    )
+
+
+def launch(
+    settings: Settings, args: Sequence[str], kill_at: float | None, start: Start = spawn
+) -> Exit:
     """Run ``handoff *args`` on the settings' stores; SIGKILL it once it has used
     ``kill_at`` seconds of CPU.
 
@@ -218,38 +269,28 @@ def launch(settings: Settings, args: Sequence[str], kill_at: float | None) -> Ex
     the CPU a run needs hardly moves. The process runs in the store's folder, so no
     ``.env`` of the caller's reaches it.
     """
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + PROCESS_TIMEOUT
     with tempfile.TemporaryFile("w+") as stderr:
-        process = subprocess.Popen(
-            [*command, *args],
-            env=cli_env(settings),
-            cwd=settings.data_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            text=True,
-        )
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            # os.kill, not Popen.kill: that one reaps an ended child, and wait4 is ours.
+        process = start(args, cli_env(settings), settings.data_dir, stderr)
+        while (ended := process.ended()) is None:
             if kill_at is not None and cpu_seconds(process.pid) >= kill_at:
-                os.kill(process.pid, signal.SIGKILL)
+                kill(process.pid)
             elif time.monotonic() > deadline:
-                os.kill(process.pid, signal.SIGKILL)
+                kill(process.pid)
                 raise RuntimeError(f"handoff {' '.join(args)} hung for {PROCESS_TIMEOUT:.0f} s")
             time.sleep(POLL)
-        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        code, cpu = ended
         stderr.seek(0)
-        return Exit(
-            process.returncode,
-            process.returncode == -signal.SIGKILL,
-            usage.ru_utime + usage.ru_stime,
-            stderr.read(),
-        )
+        return Exit(code, code == -signal.SIGKILL, cpu, stderr.read())
+
+
+def kill(pid: int) -> None:
+    """SIGKILL a process that may have ended and been reaped since its last look."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:  # it ended on its own: ``ended`` says how, next look
+        pass
 
 
 def cpu_seconds(pid: int) -> float:
@@ -283,10 +324,12 @@ def footprint(settings: Settings) -> tuple[bool, int, int, int]:
         )
 
 
-def reference_run(backend: str, root: Path, name: str, server: str | None) -> Reference:
+def reference_run(
+    backend: str, root: Path, name: str, server: str | None, start: Start = spawn
+) -> Reference:
     """One uninterrupted run on a fresh store: its article, nodes and wall time."""
     with fresh_store(backend, root, name, server) as settings:
-        ended = launch(settings, ["run", *TASK, "--thread", THREAD], None)
+        ended = launch(settings, ["run", *TASK, "--thread", THREAD], None, start)
         if ended.code != ExitCode.COMPLETED:
             raise RuntimeError(f"P6 reference run on {backend} exited {ended.code}: {ended.stderr}")
         with Workflow(settings) as workflow:
@@ -297,12 +340,12 @@ def reference_run(backend: str, root: Path, name: str, server: str | None) -> Re
 
 
 def measure_reference(
-    backend: str, root: Path, server: str | None, pool: ThreadPoolExecutor
+    backend: str, root: Path, server: str | None, pool: ThreadPoolExecutor, start: Start = spawn
 ) -> Reference:
     """``REFERENCE_RUNS`` uninterrupted runs on the pool; the span is their median."""
     runs = list(
         pool.map(
-            lambda n: reference_run(backend, root, f"reference-{n}", server),
+            lambda n: reference_run(backend, root, f"reference-{n}", server, start),
             range(REFERENCE_RUNS),
         )
     )
@@ -367,13 +410,14 @@ def run_trial(
     root: Path,
     server: str | None,
     max_kills: int = MAX_KILLS,
+    start: Start = spawn,
 ) -> Trial:
     """Kill and resume one fresh thread at random moments until it ends; then check it."""
     rng = random.Random(f"{seed}:{index}")
     trial = Trial(index)
     with fresh_store(backend, root, f"trial-{index:03d}", server) as settings:
         try:
-            ended = kill_until_done(trial, settings, rng, reference.span, max_kills)
+            ended = kill_until_done(trial, settings, rng, reference.span, max_kills, start)
             check(trial, settings, reference, ended)
         except Exception as error:  # a trial that cannot even be judged is reported, with its seed
             trial.problems.append(f"{type(error).__name__}: {error}")
@@ -381,7 +425,12 @@ def run_trial(
 
 
 def kill_until_done(
-    trial: Trial, settings: Settings, rng: random.Random, span: float, max_kills: int
+    trial: Trial,
+    settings: Settings,
+    rng: random.Random,
+    span: float,
+    max_kills: int,
+    start: Start = spawn,
 ) -> Exit:
     """Start the thread, then resume it, killing each process at a random moment in
     ``span`` until one ends on its own (the one after ``max_kills`` kills always may)."""
@@ -390,7 +439,7 @@ def kill_until_done(
     while True:
         args = ["resume", THREAD] if started else ["run", *TASK, "--thread", THREAD]
         kill_at = rng.random() * span if trial.kills < max_kills else None
-        ended = launch(settings, args, kill_at)
+        ended = launch(settings, args, kill_at, start)
         if ended.code == ExitCode.THREAD_BUSY and trial.busy < BUSY_RETRIES:
             trial.busy += 1
             time.sleep(BUSY_PAUSE)
@@ -416,17 +465,24 @@ def crash_loop(
     max_kills: int = MAX_KILLS,
     server: str | None = None,
     root: Path | None = None,
+    start: Start = spawn,
 ) -> Summary:
-    """Measure the reference, then run ``trials`` trials ``jobs`` at a time."""
+    """Measure the reference, then run ``trials`` trials ``jobs`` at a time.
+
+    ``start`` starts each ``handoff`` process: from its script (``spawn``) unless a
+    caller has a faster way to a fresh process running the same CLI.
+    """
     if trials < 1 or jobs < 1 or max_kills < 0:
         raise ValueError("trials and jobs must be at least 1, max_kills at least 0")
     with scratch_dir("p6") if root is None else nullcontext(root) as folder:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            reference = measure_reference(backend, folder, server, pool)
+            reference = measure_reference(backend, folder, server, pool, start)
             began = time.perf_counter()
             done = list(
                 pool.map(
-                    lambda n: run_trial(backend, n, seed, reference, folder, server, max_kills),
+                    lambda n: run_trial(
+                        backend, n, seed, reference, folder, server, max_kills, start
+                    ),
                     range(trials),
                 )
             )

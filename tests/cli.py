@@ -1,4 +1,8 @@
-"""The ``handoff`` command in a fresh process, for tests that judge what a user sees."""
+"""The ``handoff`` command in a fresh process, for tests that judge what a user sees.
+
+The process is forked from a warm one (``tests.forked``): the same entry point, streams,
+environment and exit status as the installed script, without two seconds of imports.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests import forked
 
 HANDOFF = Path(sys.executable).parent / "handoff"
 
@@ -21,10 +27,7 @@ def handoff(
     if data_dir is not None:
         variables["HANDOFF_DATA_DIR"] = str(data_dir)
     variables.update(env or {})
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.run(
-        [*command, *args], env=variables, capture_output=True, text=True, timeout=120
-    )
+    return forked.run(args, env=variables)
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:

@@ -5,22 +5,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from app.exit_codes import ExitCode
-from tests.cli import HANDOFF
+from tests import forked
 from tests.conftest import OBJECTIVE
 
 
 def handoff(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.run(
-        [*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    return forked.run(args, env=env, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

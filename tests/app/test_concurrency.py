@@ -12,8 +12,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -31,8 +29,8 @@ from app.faults.points import with_faults
 from app.settings import Settings
 from app.storage.postgres import advisory_key
 from app.workflow import Workflow
+from tests import forked
 from tests.backends import backend_env, backend_settings
-from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 WORKERS = 4
@@ -310,15 +308,8 @@ def test_a_busy_thread_is_refused_exit_7_from_the_cli_and_changes_nothing(
     interrupted_thread(backend, "t-held")
     with Workflow(backend) as workflow:
         before = (workflow.checkpoint_count("t-held"), workflow.history("t-held"))
-        command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
         with workflow.backend.lock.hold("t-held"):
-            resumed = subprocess.run(
-                [*command, "resume", "t-held"],
-                env=backend_env(backend),
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            resumed = forked.run(["resume", "t-held"], env=backend_env(backend))
             with Workflow(backend) as other, pytest.raises(ThreadBusy, match="'t-held' is busy"):
                 other.run(OBJECTIVE, "t-held")
         assert resumed.returncode == ExitCode.THREAD_BUSY, resumed.stderr

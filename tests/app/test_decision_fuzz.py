@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing
@@ -46,9 +44,9 @@ from graphs.boundary import describe_validation_error
 from graphs.decision_schema import decision_schema
 from graphs.errors import ExitCode, HandoffError
 from graphs.human import as_decision, bound_id
+from tests import forked
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env, sqlite_settings
-from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 GRAPH_EXAMPLES = 1_000
@@ -550,15 +548,8 @@ def test_handoff_resume_refuses_bad_decision_files_with_exit_2_and_one_line(
         (["--decision-file", str(tmp_path / "x.json"), "--approve"], "cannot be combined"),
     ]
     env = backend_env(waiting.workflow.settings)
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
     for args, expected in cases:
-        result = subprocess.run(
-            [*command, "resume", waiting.thread_id, *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = forked.run(["resume", waiting.thread_id, *args], env=env)
         assert result.returncode == ExitCode.USAGE, (args, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and expected in lines[0], (args, result.stderr)

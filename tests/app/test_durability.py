@@ -18,6 +18,7 @@ from app.settings import Settings
 from app.workflow import Workflow
 from bench._common import QUESTIONS
 from graphs import WIRING
+from tests import forked
 from tests.backends import backend_env
 from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
@@ -62,8 +63,7 @@ def handoff(
         env["HANDOFF_DATA_DIR"] = str(where)
     if fault:
         env["HANDOFF_FAULT"] = fault
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=120)
+    return forked.run(args, env=env)
 
 
 def open_workflow(where: Path | Settings) -> Workflow:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
@@ -30,9 +29,9 @@ from app.workflow import Workflow, check_decision
 from app.workflow import running as workflow_running
 from contracts import ErrorCode, HumanRequest, TaskState
 from graphs import WriteRequest
+from tests import forked
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env
-from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE, nodes_run, passes
 
 validate_resume = langgraph_types._validate_resume
@@ -42,10 +41,7 @@ QUESTIONS = ["Who found the Rosetta Stone in 1799?", "What did Champollion eat f
 
 def handoff(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI in its own process, on the same backend as the test's settings."""
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.run(
-        [*command, *args], env=backend_env(settings), capture_output=True, text=True, timeout=120
-    )
+    return forked.run(args, env=backend_env(settings))
 
 
 def paused(workflow: Workflow, thread_id: str, **task: Any) -> HumanRequest:

@@ -12,7 +12,6 @@ The served graph's ways (``langgraph dev``) are proven in
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,8 +27,8 @@ from app.fleet import Queue
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import TaskState
+from tests import forked
 from tests.backends import backend_env
-from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 THREAD = "t-rules"
@@ -64,10 +63,7 @@ def seen(workflow: Workflow) -> Seen:
 
 
 def cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.run(
-        [*command, *args], env=backend_env(settings), capture_output=True, text=True, timeout=120
-    )
+    return forked.run(args, env=backend_env(settings))
 
 
 def a2a_message(part: object) -> Message:

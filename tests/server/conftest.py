@@ -34,8 +34,8 @@ from app.settings import BUNDLED_CORPUS, Settings
 from app.storage.backends import artifact_store_for
 from app.workflow import Workflow
 from contracts import HumanDecision, HumanRequest, RunOutcome, TaskSpec
+from tests import forked
 from tests.backends import BACKENDS, postgres_schema
-from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -253,18 +253,8 @@ async def cli_resume(folder: Path, thread_id: str, *decision: str) -> tuple[int,
 async def cli_in(folder: Path, *args: str) -> tuple[int, str]:
     """``handoff ARGS`` where the server runs (same .env, database): exit code, output."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        *args,
-        cwd=folder,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
-    assert process.returncode is not None
-    return process.returncode, (out + err).decode()
+    ran = await asyncio.to_thread(forked.run, args, env=env, cwd=folder)
+    return ran.returncode, ran.stdout + ran.stderr
 
 
 async def writing(workflow: Workflow, thread_id: str) -> None:

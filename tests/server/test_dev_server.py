@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from app.workflow import Workflow
 from contracts import Handoff, HumanRequest, RunOutcome, TaskState
 from graphs import workflow_channels
 from graphs.boundary import validate_channel
-from tests.cli import HANDOFF
+from tests import forked
 from tests.server.conftest import RunningServer, approval, check_article, start, waiting
 
 pytestmark = pytest.mark.server
@@ -43,10 +42,7 @@ def validated_state(values: dict[str, Any]) -> dict[str, Any]:
 def handoff_cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI, run where the server runs: it reads the same .env, so the same database."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.run(
-        [*command, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=60
-    )
+    return forked.run(args, env=env, cwd=folder, timeout=60)
 
 
 def test_run_interrupt_and_resume_through_the_sdk(dev_server: RunningServer) -> None:

@@ -14,7 +14,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,8 +25,8 @@ from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from contracts import ErrorCode, ResearchBundle, RunOutcome, TaskState
 from graphs.errors import ExitCode, SourceRefused
+from tests import forked
 from tests.backends import backend_env, sqlite_settings
-from tests.cli import HANDOFF
 from tests.cli import handoff as handoff_cli
 from tests.conftest import OBJECTIVE, write_corpus
 
@@ -313,15 +312,7 @@ def test_a_thread_whose_corpus_left_the_roots_is_refused_on_resume_and_goes_on_o
 
 
 def handoff(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    command = [str(HANDOFF)] if HANDOFF.exists() else [sys.executable, "-m", "app.cli"]
-    return subprocess.run(
-        [*command, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SUBPROCESS_SECONDS,
-    )
+    return forked.run(args, env=env, cwd=cwd, timeout=SUBPROCESS_SECONDS)
 
 
 @pytest.mark.e2e
