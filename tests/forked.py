@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -254,6 +255,9 @@ def become_cli(request: dict[str, object], fds: list[int], channel: socket.socke
     assert isinstance(args, list)
     sys.argv = [str(arg) for arg in args]
     sys.path[0] = str(SCRIPT.parent)  # where the script's interpreter looks first
+    script = types.ModuleType("__main__")  # click names the program from __main__
+    script.__file__ = str(SCRIPT)
+    sys.modules["__main__"] = script
     from app.cli import main
 
     sys.exit(main())  # up through serve and out of the interpreter, as the script ends

@@ -26,6 +26,7 @@ from app.fleet.worker import requeue
 from app.settings import BUNDLED_CORPUS, Settings
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
+from tests import forked
 from tests.backends import admin, postgres_schema, sqlite_settings
 from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
@@ -176,12 +177,8 @@ def test_two_workers_finish_twenty_threads_when_one_is_killed_inside_a_node(
                         assert job is not None and job.label == "succeeded", (
                             f"{thread} waits for a person, yet its job is {job}"
                         )
-                        result = subprocess.run(
-                            [str(HANDOFF), "submit", "--resume", thread, "--approve"],
-                            env=fleet_env,
-                            capture_output=True,
-                            text=True,
-                            timeout=60,
+                        result = forked.run(
+                            ["submit", "--resume", thread, "--approve"], env=fleet_env, timeout=60
                         )
                         assert result.returncode == 0, result.stderr
                         decided.add(thread)
@@ -237,9 +234,7 @@ def test_submit_refuses_what_it_cannot_queue_and_queues_nothing(
     fleet_env: dict[str, str],
 ) -> None:
     def submit(*args: str, env: dict[str, str] = fleet_env) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(HANDOFF), "submit", *args], env=env, capture_output=True, text=True, timeout=60
-        )
+        return forked.run(["submit", *args], env=env, timeout=60)
 
     first = submit(OBJECTIVE, "--thread", "q-1")
     assert first.returncode == 0 and first.stdout.strip() == "q-1", first.stderr
@@ -255,20 +250,12 @@ def test_submit_refuses_what_it_cannot_queue_and_queues_nothing(
     sqlite = {k: v for k, v in fleet_env.items() if k != "HANDOFF_DATABASE_URL"}
     embedded = submit(OBJECTIVE, env=sqlite)
     assert embedded.returncode == ExitCode.USAGE and "PostgreSQL" in embedded.stderr
-    status = subprocess.run(
-        [str(HANDOFF), "status", "q-1"], env=fleet_env, capture_output=True, text=True
-    )
+    status = forked.run(["status", "q-1"], env=fleet_env)
     assert status.returncode == 0 and "queued" in status.stdout, status.stderr
-    listed = subprocess.run(
-        [str(HANDOFF), "threads"], env=fleet_env, capture_output=True, text=True
-    )
+    listed = forked.run(["threads"], env=fleet_env)
     assert listed.returncode == 0 and "q-1" in listed.stdout and "QUEUED" in listed.stdout
-    waits = subprocess.run(
-        [str(HANDOFF), "run", OBJECTIVE, "--thread", "q-wait", "--require-approval"],
-        env=fleet_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    waits = forked.run(
+        ["run", OBJECTIVE, "--thread", "q-wait", "--require-approval"], env=fleet_env
     )
     assert waits.returncode == ExitCode.WAITING_FOR_HUMAN, waits.stderr
     with Workflow(settings_of(fleet_env)) as workflow:
@@ -289,11 +276,9 @@ def test_a_job_killed_before_its_first_step_was_saved_continues_its_thread(
     whose state holds no task yet: the job's retry continues it, not refuses it."""
     url = fleet_env["HANDOFF_DATABASE_URL"]
     thread = "killed-early"
-    killed = subprocess.run(
-        [str(HANDOFF), "run", OBJECTIVE, "--thread", thread],
+    killed = forked.run(
+        ["run", OBJECTIVE, "--thread", thread],
         env={**fleet_env, "HANDOFF_FAULT": "kill:research:start"},
-        capture_output=True,
-        timeout=120,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     with admin() as conn:  # the state such a kill leaves: only the input checkpoint
@@ -327,8 +312,7 @@ def test_a_worker_prints_one_line_per_job_with_its_thread_outcome_and_time(
     fleet_env: dict[str, str],
 ) -> None:
     def handoff(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [str(HANDOFF), *args]
-        return subprocess.run(command, env=fleet_env, capture_output=True, text=True, timeout=240)
+        return forked.run(args, env=fleet_env, timeout=240)
 
     assert handoff("submit", OBJECTIVE, "--thread", "j-done").returncode == 0
     assert handoff("submit", OBJECTIVE, "--thread", "j-asks", "--require-approval").returncode == 0

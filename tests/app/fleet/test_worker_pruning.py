@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +17,8 @@ from app.fleet.worker import prune, prune_every
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import TaskSpec, TaskState
+from tests import forked
 from tests.backends import backend_env, backend_settings
-from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 pytestmark = pytest.mark.postgres
@@ -89,9 +88,7 @@ def test_handoff_worker_prunes_as_it_starts_even_in_a_burst_with_no_job(
 ) -> None:
     ended(settings, "old")
     env = backend_env(settings) | {"HANDOFF_RETENTION_OLDER_THAN": "0s"}
-    worker = subprocess.run(
-        [str(HANDOFF), "worker", "--burst"], env=env, capture_output=True, text=True, timeout=120
-    )
+    worker = forked.run(["worker", "--burst"], env=env)
     assert worker.returncode == 0, worker.stderr
     assert "worker: prune: 1 threads older than 0s" in worker.stderr, worker.stderr
     assert threads(settings) == []
