@@ -297,7 +297,7 @@ def cpu_seconds(pid: int) -> float:
     """CPU seconds (user + system) a running process has used, from /proc."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except FileNotFoundError:  # ended between the two calls: wait4 reaps it next
+    except (FileNotFoundError, ProcessLookupError):  # ended (and reaped) between two looks
         return 0.0
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 

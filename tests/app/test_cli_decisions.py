@@ -20,8 +20,9 @@ from app.workflow import Workflow
 from contracts import HumanRequest, Question
 from graphs.human import bound_id, pause_request
 from graphs.ports import StepInfo
-from tests.app.test_human_in_the_loop import HANDOFF, handoff
+from tests.app.test_human_in_the_loop import handoff
 from tests.backends import backend_env
+from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
 
 
