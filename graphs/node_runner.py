@@ -453,8 +453,10 @@ def reuse(visit: Visit) -> dict[str, Any] | None:
     if stored is None:
         return None
     update = visit.validate(json.loads(stored))
-    made: Handoff | None = update.pop("handoff", None)
-    update = visit.hand_over(NodeResult(update, receipts=made.tool_receipts if made else []))
+    made: Handoff | None = update.pop("handoff", None)  # rows stored by earlier code hold it
+    origin = worked_run(visit)
+    receipts = made.tool_receipts if made else origin.tool_receipts if origin else []
+    update = visit.hand_over(NodeResult(update, receipts=receipts))
     Attempt(visit, visit.step).finish(reused=True)
     return update
 
@@ -617,7 +619,8 @@ class Attempt:
                 or (reuse_note(self.visit) if reused else self.why),
             }
         )
-        stored = None if update is None else _dump(update)
+        # The envelope is left out: a reuse derives it again, for the task version then.
+        stored = None if update is None else _dump(update, leave_out="handoff")
         try:
             self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
         finally:  # the span ends (and stops being current) even if the row cannot be written
@@ -634,12 +637,13 @@ class Attempt:
             self.span.ended(final)
 
 
-def _dump(update: dict[str, Any]) -> str:
+def _dump(update: dict[str, Any], *, leave_out: str) -> str:
     """The update as one JSON object (contracts serialised by pydantic, not re-walked)."""
     members = ",".join(
         f"{json.dumps(channel)}:"
         + (value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value))
         for channel, value in sorted(update.items())
+        if channel != leave_out
     )
     return "{" + members + "}"
 
@@ -687,8 +691,14 @@ def sealed_by(runs: list[NodeRun]) -> str | None:
 
 def reuse_note(visit: Visit) -> str | None:
     """The task version whose pass recorded the result being reused."""
+    origin = worked_run(visit)
+    return reused_from(origin.task_version) if origin else None
+
+
+def worked_run(visit: Visit) -> NodeRun | None:
+    """The attempt that did the work a reuse replays: its version and its tool calls."""
     origin = [run for run in _own_runs(visit) if run.input_hash == visit.key and _worked(run)]
-    return reused_from(origin[-1].task_version) if origin else None
+    return origin[-1] if origin else None
 
 
 def reused_from(version: int) -> str:

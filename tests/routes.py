@@ -91,3 +91,13 @@ def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
             edges.add((handoff.from_node, ran_next))
     WALKED.update(edges)
     return edges
+
+
+def handed_on_by(workflow: Workflow, thread: str, node: str) -> Handoff:
+    """The envelope ``node`` last handed on, from the thread's checkpoint history."""
+    for snapshot in workflow.graph.get_state_history(workflow.config(thread)):
+        handed = snapshot.values.get("handoff")
+        handoff = None if handed is None else Handoff.model_validate(handed)
+        if handoff is not None and handoff.from_node == node:
+            return handoff
+    raise AssertionError(f"{node} never handed anything on in thread {thread!r}")

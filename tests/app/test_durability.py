@@ -22,6 +22,7 @@ from tests import forked
 from tests.backends import backend_env
 from tests.cli import HANDOFF
 from tests.conftest import OBJECTIVE
+from tests.routes import handed_on_by
 
 TASK = [OBJECTIVE, *(arg for question in QUESTIONS for arg in ("--question", question))]
 """The objective and two sub-questions: research runs three branches (q-1, q-2, q-3)."""
@@ -113,6 +114,12 @@ def test_sigkill_at_any_point_resumes_to_the_same_article_without_repeating_work
         if point.endswith("before_return"):
             node = point.split(":")[0].partition("[")[0]
             assert any(run.reused and run.node_id == node for run in runs)
+            # a replayed result hands on the tool calls of the work it replays
+            joined = handed_on_by(workflow, "t-crash", "join_research")
+            called = [r for run in runs if run.node_id == "research" for r in run.tool_receipts]
+            assert sorted(r.call_id for r in joined.tool_receipts) == sorted(
+                r.call_id for r in called
+            )
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ had to stop ends the run with its own error. Omissions fail when the graph is bu
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from collections.abc import Mapping
@@ -28,7 +27,7 @@ from tests.extension_quote_check import (
     route_after_join_quotes,
     source_keys,
 )
-from tests.routes import check_handoffs_follow_the_route
+from tests.routes import check_handoffs_follow_the_route, handed_on_by
 
 QUESTIONS = ["Who found the Rosetta Stone?", "What scripts does the stone carry?"]
 JOIN_RESEARCH = next(spec for spec, _ in WIRING if spec.name == "join_research")
@@ -40,10 +39,8 @@ def task(thread: str) -> TaskSpec:
 
 
 def joined_handoff(workflow: Workflow, thread: str, join: str) -> Handoff:
-    """The envelope the join recorded (the ledger keeps each finished node's update)."""
-    stored = workflow.context.ledger.latest_result(thread, join)
-    assert stored is not None, f"{join} never finished"
-    return Handoff.model_validate(json.loads(stored)["handoff"])
+    """The envelope the join handed on, as the thread's checkpoints hold it."""
+    return handed_on_by(workflow, thread, join)
 
 
 def completed(workflow: Workflow, thread: str) -> tuple[ResearchBundle, list[str]]:

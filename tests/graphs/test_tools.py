@@ -31,7 +31,7 @@ from tests.extension_tools import (
     ProbeOutput,
     ToolProbe,
 )
-from tests.routes import check_handoffs_follow_the_route
+from tests.routes import check_handoffs_follow_the_route, handed_on_by
 
 
 def run_probe(
@@ -51,11 +51,9 @@ def run_probe(
 
 
 def probe_handoff(workflow: Workflow, thread: str) -> Handoff:
-    """The envelope ``probe`` handed on (the ledger keeps each finished node's update)."""
+    """The envelope ``probe`` handed on, as the thread's checkpoints hold it."""
     with workflow:
-        stored = workflow.context.ledger.latest_result(thread, "probe")
-    assert stored is not None, "probe never finished"
-    return Handoff.model_validate(json.loads(stored)["handoff"])
+        return handed_on_by(workflow, thread, "probe")
 
 
 def receipts_of(runs: list[NodeRun], node_id: str = "probe") -> list[ToolReceipt]:
@@ -216,9 +214,11 @@ def test_research_reads_and_searches_the_corpus_through_the_boundary_with_its_re
     with Workflow(settings) as workflow:
         workflow.run(TaskSpec(task_id="t-reads", objective=OBJECTIVE), "t-reads")
         runs = [run for run in workflow.history("t-reads") if run.node_id == "research"]
+        joined = handed_on_by(workflow, "t-reads", "join_research")
         stored = workflow.context.ledger.latest_result("t-reads", "join_research")
         check_handoffs_follow_the_route(workflow)
     assert runs and stored is not None
+    assert "handoff" not in json.loads(stored), "a replay derives its envelope again"
     for run in runs:  # one branch per question: each read charged, then its one search
         reads = [r for r in run.tool_receipts if r.tool == "read_source"]
         searches = [r for r in run.tool_receipts if r.tool == "search_corpus"]
@@ -230,7 +230,6 @@ def test_research_reads_and_searches_the_corpus_through_the_boundary_with_its_re
         assert searches[0].input_summary.startswith(OBJECTIVE)
         assert run.tool_receipts[-1] == searches[0]  # it searches what it has read
         assert run.usage.tool_calls == len(run.tool_receipts)
-    joined = Handoff.model_validate(json.loads(stored)["handoff"])
     assert joined.tool_receipts == [receipt for run in runs for receipt in run.tool_receipts]
 
 
@@ -254,8 +253,6 @@ def test_a_tool_the_wiring_gives_a_shipped_agent_node_reaches_its_agent_and_is_r
     with Workflow(settings, context=context, wiring=wiring) as workflow:
         assert workflow.run(OBJECTIVE, "t-writer-tool").result_status == "completed"
         runs = workflow.history("t-writer-tool")
-        stored = workflow.context.ledger.latest_result("t-writer-tool", "join_research")
+        handed = handed_on_by(workflow, "t-writer-tool", "join_research")
     assert [receipt.tool for receipt in receipts_of(runs, "writer")] == ["echo"]
-    assert stored is not None
-    handed = Handoff.model_validate(json.loads(stored)["handoff"])
     assert (handed.next_allowed_action, handed.allowed_tools) == ("writer", ["echo"])
