@@ -45,6 +45,9 @@ class _Workflows:
         way into its thread, the one the guard leaves every thread to.
         """
         workflow: Workflow | None = getattr(self._local, "workflow", None)
+        with self._lock:  # close_all closed it: the next job opens one on today's settings
+            if workflow is not None and workflow not in self._opened:
+                workflow = None
         if workflow is None:
             workflow = Workflow(Settings())
             workflow.open()
