@@ -25,9 +25,11 @@ fingerprint (``app/agents/kept_index.py``), in the same sealed form.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -199,6 +201,23 @@ class ParsedDocuments:
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
+    def unused_since(self, cutoff: float) -> list[tuple[Path, int]]:
+        """Each kept file, document or index, not read or written since ``cutoff``.
+
+        ``cutoff`` is a Unix time; each file comes with its size. A file being written
+        (``.*.tmp``) is never one.
+        """
+        found = []
+        for path in sorted(self.folder.rglob("*")) if self.folder.is_dir() else []:
+            try:
+                info = path.stat()
+            except FileNotFoundError:  # removed since it was listed
+                continue
+            if stat.S_ISREG(info.st_mode) and not path.name.startswith("."):
+                if info.st_mtime < cutoff:
+                    found.append((path, info.st_size))
+        return found
+
     def save(self, parsed: Parsed, sha256: str, media_type: str) -> None:
         """Keep the document of the bytes hashing to ``sha256``, written whole or not at all."""
         entry = {
@@ -224,7 +243,21 @@ def read_kept(path: Path, keys: KeyRing | None) -> bytes:
     digest, _, payload = open_blob(keys, stored).partition(b"\n")
     if hashlib.sha256(payload).hexdigest().encode() != digest:
         raise ValueError("its bytes do not match its sha256 (damaged, or sealed under another key)")
+    used(path)
     return payload
+
+
+def used(path: Path) -> None:
+    """Mark a kept file read now (its modification time): a prune keeps what is in use.
+
+    A folder this process may only read is left as it is: no prune from it removes
+    anything either.
+    """
+    try:
+        os.utime(path)
+    except OSError as error:
+        if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
 
 
 def write_kept(target: Path, keys: KeyRing | None, payload: bytes) -> None:

@@ -53,6 +53,12 @@ def prune(
         out.print(line, markup=False)
     for thread_id, reason in report.kept:
         out.print(visible(f"kept {thread_id}: {reason}"), markup=False)
+    if report.unused_files:
+        out.print(
+            f"{verb} {report.unused_files} parsed documents and indexes research has not read "
+            f"for {describe_duration(age)}, {report.unused_bytes} bytes",
+            markup=False,
+        )
     note = " (dry run: nothing was changed)" if dry_run else ""
     out.print(
         f"total: {len(report.pruned)} threads, {report.total_bytes} bytes{note}", markup=False
@@ -69,4 +75,5 @@ def as_dict(report: PruneReport) -> dict[str, object]:
         ],
         "kept": [{"thread_id": thread_id, "reason": why} for thread_id, why in report.kept],
         "total_bytes": report.total_bytes,
+        "unused_cache": {"files": report.unused_files, "bytes": report.unused_bytes},
     }

@@ -11,6 +11,10 @@ mid-run: its outcome is not terminal), one whose lock another process holds, and
 Workflow's guard says is held (the worker fleet's queued or running jobs). Each thread is
 removed holding its lock, its state read again under it, so no run can start on it
 meanwhile.
+
+Research's cache goes too: the parsed documents and corpus indexes it kept under the data
+folder and has not read for the same age (a read marks a file used; one removed is parsed
+again when a corpus holds those bytes again).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from app.agents.selection import parsed_documents
 from app.errors import ThreadBusy, ThreadNotFound
 from app.storage.thread_rows import ThreadRows, thread_rows
 from app.workflow.opened import Opened
@@ -47,6 +52,9 @@ class PruneReport:
     pruned: tuple[PrunedThread, ...]
     kept: tuple[tuple[str, str], ...]
     """Threads old enough that stay: (thread id, why: its lock is held, or its job queued)."""
+    unused_files: int = 0
+    """Parsed documents and corpus indexes research kept and has not read for the age."""
+    unused_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
@@ -92,7 +100,17 @@ class Pruner:
             finally:
                 if swept:
                     backend.store.sweep(swept)
-        return PruneReport(dry_run, tuple(pruned), tuple(kept))
+        unused = parsed_documents(self.opened.settings).unused_since((now - older_than).timestamp())
+        if not dry_run:
+            for path, _ in unused:
+                path.unlink(missing_ok=True)
+        return PruneReport(
+            dry_run,
+            tuple(pruned),
+            tuple(kept),
+            unused_files=len(unused),
+            unused_bytes=sum(size for _, size in unused),
+        )
 
     def _take(
         self,

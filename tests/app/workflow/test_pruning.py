@@ -7,12 +7,15 @@ another thread names is still there.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from app.agents.selection import parsed_documents
 from app.durations import InvalidDuration
 from app.settings import Settings
 from app.storage.thread_rows import (
@@ -181,6 +184,35 @@ def test_only_threads_that_ended_longer_ago_than_the_duration_go(
         ("earlier", now - first)
     ]
     assert workflow.threads() == ["later"]
+
+
+def test_research_kept_files_unread_for_the_age_go_and_what_a_run_read_since_stays(
+    opened: tuple[Workflow, Holding],
+) -> None:
+    """Parsed documents and corpus indexes are research's cache, kept while runs read them."""
+    workflow, _ = opened
+    ended(workflow, "cached")
+    files = [path for path, _ in parsed_documents(workflow.settings).unused_since(float("inf"))]
+    assert files, "research kept what it parsed and indexed"
+    long_ago = time.time() - 3 * 86400
+    for path in files:
+        os.utime(path, (long_ago, long_ago))
+
+    dry = workflow.prune("2d", dry_run=True)
+    assert (dry.unused_files, dry.unused_bytes) == (
+        len(files),
+        sum(path.stat().st_size for path in files),
+    )
+    assert all(path.exists() for path in files), "a dry run removes nothing"
+
+    ended(workflow, "again")  # reads what research kept: marks it used
+    read = {path for path in files if path.stat().st_mtime > long_ago + 60}
+    assert read, "the second run read what research kept"
+    report = workflow.prune("2d")
+    assert report.unused_files == len(files) - len(read)
+    assert all(path.exists() == (path in read) for path in files)
+    assert workflow.threads() == ["again", "cached"], "threads that ended now stay"
+    ended(workflow, "after")  # what went is parsed again
 
 
 def test_a_bad_duration_or_count_is_refused_naming_it_and_nothing_is_pruned(
