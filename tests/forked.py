@@ -35,7 +35,7 @@ import tempfile
 import time
 import types
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -67,7 +67,6 @@ class Forked:
     returncode: int | None = None
     cpu: float = 0.0
     """CPU seconds (user + system) the process used, known once it has ended."""
-    _files: list[IO[bytes]] = field(default_factory=list)
 
     def poll(self) -> int | None:
         """The exit code (``-N`` for signal N, as ``subprocess`` says it), or None if running."""

@@ -213,9 +213,9 @@ class ParsedDocuments:
                 info = path.stat()
             except FileNotFoundError:  # removed since it was listed
                 continue
-            if stat.S_ISREG(info.st_mode) and not path.name.startswith("."):
-                if info.st_mtime < cutoff:
-                    found.append((path, info.st_size))
+            kept = stat.S_ISREG(info.st_mode) and not path.name.startswith(".")
+            if kept and info.st_mtime < cutoff:
+                found.append((path, info.st_size))
         return found
 
     def save(self, parsed: Parsed, sha256: str, media_type: str) -> None:
