@@ -32,6 +32,8 @@ outage = outages.outage  # the role-and-schema sandbox fixture
 Outage = outages.Outage
 THREADS = 6
 DOWN = 8.5
+OUTAGE_CAUSES = ("not permitted to log in", "terminating connection due to administrator command")
+"""What PostgreSQL says to a role shut out by ``Outage.begin``: its sessions end, logins fail."""
 """Seconds the database stays away: longer than the eight that used to end a worker."""
 
 
@@ -113,7 +115,10 @@ def test_a_worker_outlives_an_outage_and_finishes_every_queued_job(
     assert finished == set(threads), f"one line per job, each thread's run finished:\n{text}"
     assert len(said) == 1, f"expected one line about the outage:\n{text}"
     assert said[0].startswith("worker: database unavailable at postgresql://"), text
-    assert "not permitted to log in" in said[0] and "retrying with backoff" in said[0], text
+    assert "retrying with backoff" in said[0], text
+    # Which face of the outage the worker meets first is a race: a session ended under it
+    # or a login refused. Either way the line names the cause the server gave.
+    assert any(cause in said[0] for cause in OUTAGE_CAUSES), text
     assert {job["status"] for job in jobs(outage.url)} == {"succeeded"}
     assert len(jobs(outage.url)) == THREADS
     assert any(int(str(job["attempts"])) > 1 for job in jobs(outage.url)), (
