@@ -23,7 +23,12 @@ the Reviewer's verdict, which is what this harness keeps honest):
   a case with anything unanswerable ends paused or ``partial``, never ``completed``; one
   with nothing unanswerable ends ``completed``.
 
-Any miss is a defect; ``handoff eval`` exits non-zero when there is one.
+- **answers against gold** (``app/evaluation/gold.py``): answer recall and precision on
+  the gold sentence of each answerable question, beside the top BM25 sentences under the
+  same word limit, per case and per corpus.
+
+Any miss is a defect; ``handoff eval`` exits non-zero when there is one. The answers'
+per-corpus verdicts are printed under the table.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.evaluation.gold import Gold, read_evidence
 from app.settings import PROJECT_ROOT
 from contracts import ErrorCode
 from graphs.errors import ExitCode, HandoffError
@@ -52,6 +53,17 @@ class Case(BaseModel):
     """Questions (or the objective) whose answer is a code example, shown after its sentence."""
     expect: str = Field(pattern=r"^(completed|open)$")
     notes: str = ""
+    gold: Gold = Field(default_factory=dict)
+    """Per answerable question (or covered required section), the passages that answer it;
+    from ``evidence.json`` beside the cases file when the case gives none."""
+
+    def asked(self) -> list[str]:
+        """The questions research is given: the objective first, then the others."""
+        return [self.objective, *(text for text in self.questions if text != self.objective)]
+
+    def answerable(self) -> list[str]:
+        """The questions the corpus answers, which the article should."""
+        return [text for text in self.asked() if text not in self.unanswerable]
 
 
 def load_cases(path: Path = DEFAULT_CASES) -> list[tuple[Case, Path]]:
@@ -67,6 +79,10 @@ def load_cases(path: Path = DEFAULT_CASES) -> list[tuple[Case, Path]]:
         ) from None
     if not isinstance(raw, list):
         raise InvalidCases(f"{path}: expected a JSON list of cases, got {type(raw).__name__}")
+    try:
+        evidence = read_evidence(path)
+    except ValueError as error:
+        raise InvalidCases(str(error)) from None
     cases: list[tuple[Case, Path]] = []
     for index, item in enumerate(raw):
         try:
@@ -84,6 +100,15 @@ def load_cases(path: Path = DEFAULT_CASES) -> list[tuple[Case, Path]]:
         corpus = (path.parent / case.corpus).resolve()
         if not corpus.is_dir():
             raise InvalidCases(f"{path}: case {case.id!r} corpus {case.corpus!r} is not a folder")
+        if not case.gold and case.id in evidence:
+            case = case.model_copy(update={"gold": evidence[case.id]})
+        asked = {*case.asked(), *case.required_sections}
+        stray = [key for key in case.gold if key not in asked]
+        if stray:
+            raise InvalidCases(
+                f"{path}: case {case.id!r} gold answer for {stray[0]!r}, which is neither the "
+                "objective, one of its questions nor a required section"
+            )
         cases.append((case, corpus))
     ids = [case.id for case, _ in cases]
     if len(ids) != len(set(ids)):

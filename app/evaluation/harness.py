@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app.evaluation.cases import BUNDLED_CORPORA, Case
-from app.evaluation.measures import CaseResult, check_answerability, check_article
+from app.evaluation.measures import CaseResult, check_answerability, check_article, check_gold
 from app.settings import Settings
 from contracts import DraftArticle, ResearchBundle, RunOutcome, TaskState
 
@@ -99,6 +99,7 @@ def _run_case(workflow: Any, case: Case, corpus: Path) -> CaseResult:
         check_article(result, case, bundle, body, store)
     elif case.expect == "completed":
         result.defects.append("no article was written")
+    check_gold(result, case, corpus, bundle if isinstance(bundle, ResearchBundle) else None)
     return result
 
 

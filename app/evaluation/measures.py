@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from app.agents.article_layout import Layout
 from app.evaluation.cases import Case
+from app.evaluation.gold import Answers, CorpusText, GoldIndex, baseline
 from app.text.documents import MARKDOWN, Document, read_document
 from app.text.documents.examples import shown_code
 from app.text.primitives import CITATION
@@ -38,6 +40,12 @@ class CaseResult:
     words: int = 0
     sections_ok: int = 0
     defects: list[str] = field(default_factory=list)
+    cited_ids: list[str] = field(default_factory=list)
+    """The claims the article cites, each once, in the order it first cites them."""
+    answers: Answers | None = None
+    """What the article gave of the case's gold answers (None: the case has none)."""
+    baseline: Answers | None = None
+    """The same of the top BM25 sentences under the same word limit."""
 
     @property
     def coverage(self) -> float:
@@ -94,11 +102,12 @@ def check_article(
         else:
             result.defects.append(f"uncited sentence: {sentence.plain[:80]!r}")
     result.cited = len(cited_ids)
+    result.cited_ids = cited_ids
     for claim_id in cited_ids:
         fact = bundle.fact(claim_id)
         if fact is not None and fact.example is not None and claim_id not in examples:
             result.defects.append(f"{claim_id}: its code example is not shown after its sentence")
-    questions = [case.objective, *(text for text in case.questions if text != case.objective)]
+    questions = case.asked()
     for question in case.code_answers:
         question_id = f"q-{questions.index(question) + 1}"
         if not any(
@@ -137,6 +146,25 @@ def check_article(
             result.defects.append(f"required section {title!r} off topic ({on}/{len(sentences)})")
         else:
             result.sections_ok += 1
+
+
+def check_gold(result: CaseResult, case: Case, corpus: Path, bundle: ResearchBundle | None) -> None:
+    """Answer recall and precision of the article and of the baseline, on the case's gold.
+
+    A gold sentence the corpus does not hold is a defect of the case, not of the run.
+    """
+    if not case.gold:
+        return
+    text = CorpusText.read(corpus)
+    try:
+        gold = GoldIndex.of(text, case.gold, case.answerable())
+    except ValueError as error:
+        result.defects.append(str(error))
+        return
+    cited = text.cited(bundle, result.cited_ids) if bundle is not None else []
+    result.answers = gold.measure(cited)
+    words = case.max_words if case.max_words is not None else result.words
+    result.baseline = gold.measure(baseline(text, case.asked(), words))
 
 
 def _examples_shown(article: Document, bundle: ResearchBundle) -> dict[str, int]:

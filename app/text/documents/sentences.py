@@ -19,6 +19,9 @@ from graphs.markdown import CJK
 _CJK_CHAR = re.compile(f"[{CJK}]")
 _KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
 _LETTER = re.compile(r"[^\W\d_]")
+_CJK_STOP = re.compile(r"[。！？](?:[」』”’）)】]*)(?=[^\s」』”’）)】。！？…])")
+"""A full-width stop (and its closing quotes) with text right after it: a sentence end
+sentencex misses when what follows is a digit or a Latin letter ("。2009年，…")."""
 
 
 def _language(plain: str) -> str:
@@ -44,7 +47,10 @@ def _segments(plain: str, language: str) -> list[tuple[int, int]]:
     """
     cursor = 0
     spans: list[tuple[int, int]] = []
-    for piece in sentencex.segment(language, plain):
+    pieces = sentencex.segment(language, plain)
+    if language in ("zh", "ja"):
+        pieces = (part for piece in pieces for part in _after_stops(piece))
+    for piece in pieces:
         at = cursor if plain.startswith(piece, cursor) else plain.find(piece, cursor)
         if at < 0:
             continue
@@ -67,6 +73,12 @@ def _segments(plain: str, language: str) -> list[tuple[int, int]]:
         else:
             found.append((start, end))
     return found
+
+
+def _after_stops(piece: str) -> list[str]:
+    """A piece cut after each full-width stop that has text right after it."""
+    cuts = [match.end() for match in _CJK_STOP.finditer(piece)]
+    return [piece[start:end] for start, end in zip([0, *cuts], [*cuts, len(piece)], strict=True)]
 
 
 def _joined(plain: str, end: int, start: int) -> bool:

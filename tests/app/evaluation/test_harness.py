@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.evaluation import DEFAULT_CASES, evaluate, load_cases, table
+from app.evaluation.gold import by_corpus
+from app.evaluation.report import MIN_RECALL, answer_verdicts
 from app.settings import Settings
 from graphs.errors import ExitCode
 from tests.cli import handoff, one_line_error
@@ -21,6 +23,22 @@ def test_the_offline_agents_keep_every_task_of_the_set(tmp_path: Path) -> None:
         unresolved = result.case.unanswerable or result.case.uncovered_sections
         assert result.status in (("paused", "partial") if unresolved else ("completed",))
     assert "0 defects" in table(results)
+
+
+def test_the_offline_articles_cite_the_gold_answers_and_the_table_sets_them_beside_bm25(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    results = evaluate(load_cases(), settings.with_overrides(model="offline", fault=None))
+    measured = [result for result in results if result.case.gold]
+    assert all(result.answers and result.baseline for result in measured)
+    overall = by_corpus(
+        (result.case.corpus, result.answers) for result in measured if result.answers
+    )
+    assert overall[""].recall >= MIN_RECALL
+    rows = answer_verdicts(results)
+    assert [row[0] for row in rows] == [*dict.fromkeys(r.case.corpus for r in measured), "all"]
+    assert "| corpus | questions | recall | precision | baseline recall |" in table(results)
 
 
 @pytest.mark.e2e

@@ -41,6 +41,20 @@ def test_chinese_sentences_split_at_full_width_stops() -> None:
     assert_exact(document)
 
 
+def test_a_full_width_stop_ends_a_sentence_before_a_digit_or_a_latin_word() -> None:
+    sentences = [
+        "宣纸因当地唐代属于宣州而得名。",
+        "2009年，宣纸传统制作技艺被列入名录。",
+        "CSS 样式表也能这样写！",
+        "「这是引文。」",
+        "它后面是 3.5 厘米的纸。",
+    ]
+    document = read_document("# 宣纸\n\n" + "".join(sentences) + "\n")
+
+    assert texts(document) == sentences
+    assert_exact(document)
+
+
 def test_a_stop_with_no_space_after_it_ends_no_sentence() -> None:
     text = "# T\n\nA task that raises `ferrule.Reject` fails at once. See example.com for more.\n"
     assert [s.text for s in read_document(text).sentences] == [
