@@ -10,6 +10,7 @@ Sources (``app/agents/apparatus.py``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from app.agents.apparatus import open_questions
@@ -29,6 +30,7 @@ from contracts import (
     ReviewResult,
     TaskSpec,
     Usage,
+    research_questions,
 )
 from graphs import AgentOutput, WriteRequest
 from graphs.markdown import apparatus_heading
@@ -162,10 +164,12 @@ class OfflineWriterAgent:
     ) -> tuple[str, list[str]]:
         """Choose facts within the word limit, then lay them out section by section.
 
-        First each required section's best fact, then one fact for each question answered
-        and not yet covered (the most confident; of those, one shown with a code example
-        first, since a how-to's answer is its example; then the shortest), then the rest
-        round-robin. A fact comes with the facts it leans on, and only if they all fit.
+        First each required section's best fact, then each answered question's most direct
+        answer (one shown with a code example first, since a how-to's answer is its example;
+        then the sentence holding most of what was asked, and of those, for "what is", the
+        one that defines its subject; then the most confident; then the shortest), unless a
+        fact as direct is in already; then the rest round-robin. A fact comes with the facts
+        it leans on, and only if they all fit.
         """
         chosen: dict[str, str | None] = {}  # claim id -> its group's heading
         used = 0
@@ -193,12 +197,15 @@ class OfflineWriterAgent:
         answered = {
             question_id for bundle_fact in bundle.facts for question_id in bundle_fact.answers
         }
+        asked = {question.id: question.text for question in research_questions(task)}
         for question_id in sorted(answered, key=_question_number):
+            wanted = asked.get(question_id, "")
             candidates = sorted(
                 (
                     (
-                        _CONFIDENCE_ORDER[fact.confidence],
                         fact.example is None,  # a how-to's answer is its example
+                        _weakness(fact, wanted),
+                        _CONFIDENCE_ORDER[fact.confidence],
                         word_count(written(fact)),
                         index,
                         heading,
@@ -207,10 +214,15 @@ class OfflineWriterAgent:
                     for index, fact in enumerate(facts)
                     if question_id in fact.answers
                 ),
-                key=lambda item: item[:4],
+                key=lambda item: item[:5],
             )
+            best = candidates[0][1] if candidates else (0.0, True)
             for *_, index, heading in candidates:
-                if any(question_id in _fact(bundle, claim).answers for claim in chosen):
+                if any(
+                    question_id in _fact(bundle, claim).answers
+                    and _weakness(_fact(bundle, claim), wanted) <= best
+                    for claim in chosen
+                ):
                     break
                 group = next(facts for title, facts in groups if title == heading)
                 take(group[index], heading)
@@ -230,6 +242,36 @@ class OfflineWriterAgent:
             for paragraph in _paragraphs(facts):
                 lines += [join_sentences([cite(fact) for fact in paragraph]), ""]
         return draft_markdown("\n".join(lines).rstrip() + "\n", bundle, still_open)
+
+
+def _weakness(fact: Fact, question: str) -> tuple[float, bool]:
+    """How far a fact's own sentence is from answering a question directly: least first.
+
+    First the share of the question's key terms it lacks, then, for a question asking what
+    something is or does, whether it fails to define that subject. A sentence that restates
+    the subject and a term or two ("stackconf needs Python") is a weaker answer than one
+    holding what was asked ("… defaults to config.toml"); of two that hold as much, the one
+    that says what the subject *is* ("A ferrule worker is a long-running process …")
+    answers "what is" and "describe what" best.
+    """
+    wanted = query_keys(question)
+    if not wanted:
+        return 0.0, True
+    statement = strip_citations(fact.statement)
+    lacking = round(1 - len(keys(statement) & wanted) / len(wanted), 2)
+    subject = _DEFINES.match(statement) if _ASKS_WHAT.match(question) else None
+    named = keys(subject.group(1)) if subject else frozenset()
+    return lacking, not (named and named <= wanted)
+
+
+_ASKS_WHAT = re.compile(
+    r"\W*(?:what\s+(?:is|are|was|were|does|do)|who\s+(?:is|was|were)|describe|summari[sz]e"
+    r"|explain\s+what|introduce)\b",
+    re.IGNORECASE,
+)
+"""A question asking what its subject is or does, which a definition of it answers."""
+_DEFINES = re.compile(r"(?:(?:an?|the)\s+)?(.{1,60}?)\s+(?:is|are|was|were)\s", re.IGNORECASE)
+"""A sentence opening with its subject and a copula: "A ferrule worker is …"."""
 
 
 def _layers(fact: Fact, bundle: ResearchBundle) -> tuple[frozenset[str], ...]:

@@ -54,10 +54,13 @@ def step(node: str) -> StepInfo:
     return StepInfo(thread_id="t", node=node, step=1, task_version=1)
 
 
-def research_and_write(folder: Path, max_words: int | None = None) -> Written:
-    corpus = write_corpus(folder / "corpus", {"kiln.md": HOWTO})
+def research_and_write(
+    folder: Path, max_words: int | None = None, *, text: str = HOWTO, question: str = QUESTION
+) -> Written:
+    """The offline research and writer on a one-file corpus (``text``) for ``question``."""
+    corpus = write_corpus(folder / "corpus", {"kiln.md": text})
     constraints = {"max_words": max_words} if max_words else {}
-    task = TaskSpec(task_id="t", objective=QUESTION, corpus=[str(corpus)], constraints=constraints)
+    task = TaskSpec(task_id="t", objective=question, corpus=[str(corpus)], constraints=constraints)
     store = FilesystemArtifactStore(folder / "artifacts")
     research = OfflineResearchAgent(
         default_corpus=[corpus],

@@ -1,4 +1,5 @@
-"""The writer shows a fact's code example as a fenced block right after its sentence."""
+"""The writer shows a fact's code example right after its sentence, and answers "what is"
+with the sentence that says what its subject is."""
 
 from __future__ import annotations
 
@@ -58,3 +59,25 @@ def test_a_models_sentence_gets_its_example_after_it_and_the_rest_of_its_paragra
         f"```sh [{fact.id}]\n{CODE}\n```\n\nThe end [claim-1001].\n"
     )
     assert with_examples(shown, written.bundle) == shown
+
+
+FERRULE = """\
+# ferrule
+
+The command ferrule worker starts a worker that keeps running until it is stopped.
+A ferrule worker is a long-running process that claims one task at a time from the queue.
+"""
+
+
+def _cited(written_text: str, sentence_start: str, tmp_path: Path, question: str) -> None:
+    written = research_and_write(tmp_path, max_words=20, text=written_text, question=question)
+    [cited] = written.draft.cited_claim_ids  # one sentence fits
+    answers = [fact for fact in written.bundle.facts if fact.id == cited]
+    assert len(written.bundle.facts) == 2, "both sentences address the question"
+    assert answers[0].statement.startswith(sentence_start), written.body
+
+
+def test_asked_what_a_thing_does_the_writer_gives_the_sentence_that_says_what_it_is(
+    tmp_path: Path,
+) -> None:
+    _cited(FERRULE, "A ferrule worker is", tmp_path, "Describe what a ferrule worker does")

@@ -32,10 +32,11 @@ def test_the_offline_articles_cite_the_gold_answers_and_the_table_sets_them_besi
     results = evaluate(load_cases(), settings.with_overrides(model="offline", fault=None))
     measured = [result for result in results if result.case.gold]
     assert all(result.answers and result.baseline for result in measured)
-    overall = by_corpus(
+    answers = by_corpus(
         (result.case.corpus, result.answers) for result in measured if result.answers
     )
-    assert overall[""].recall >= MIN_RECALL
+    below = {corpus or "all": found.recall for corpus, found in answers.items()}
+    assert {corpus: recall for corpus, recall in below.items() if recall < MIN_RECALL} == {}
     rows = answer_verdicts(results)
     assert [row[0] for row in rows] == [*dict.fromkeys(r.case.corpus for r in measured), "all"]
     assert "| corpus | questions | recall | precision | baseline recall |" in table(results)
