@@ -364,7 +364,9 @@ def _rarity(
     in_documents = Counter(
         dict(zip(words[documents[:, 0]].tolist(), documents[:, 1].tolist(), strict=True))
     )
-    return Rarity(passages, frequency, in_documents, frozenset().union(*titles), postings)
+    return Rarity(
+        passages, frequency, in_documents, frozenset().union(*titles), postings, len(titles)
+    )
 
 
 def _retriever(arrays: NpzFile, tokens: list[str], documents: int) -> bm25s.BM25 | None:

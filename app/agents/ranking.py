@@ -7,16 +7,23 @@ corpus does not.
 
 from __future__ import annotations
 
+import re
 from dataclasses import InitVar, dataclass, field
 
 import bm25s
 import numpy as np
 
 from app.agents.passages import Passage
-from app.text.key_terms import query_keys
+from app.text.answer_types import asked_type, holds
+from app.text.key_terms import keys, query_keys
 from app.text.relevance import Rarity, on_topic
 from contracts import Question
 
+DEFINES = re.compile(
+    r"\W*(?:(?:an?|the)\s+)?([^\W\d][\w.-]*(?:\s+[\w.-]+){0,3}?)\s+(?:is|are)\s+(?:an?|the|one)\s",
+    re.IGNORECASE,
+)
+"""A sentence that says what its subject is: "quern is a small log shipper: …"."""
 Ranked = dict[str, list[tuple[int, float]]]
 """Per question id (or section title): passage indexes with BM25 scores, best first."""
 
@@ -38,6 +45,8 @@ class CorpusIndex:
     (``app/agents/kept_index.py``); None works them out."""
     usable: list[int] = field(init=False)
     retriever: bm25s.BM25 | None = field(init=False, default=None)
+    _documents: dict[str, set[str]] = field(init=False, default_factory=dict, repr=False)
+    """Each document's key terms, gathered on first need (``_named``)."""
 
     def __post_init__(self, kept: tuple[list[int], bm25s.BM25 | None] | None) -> None:
         if kept is not None:
@@ -57,6 +66,13 @@ class CorpusIndex:
         """
         passage = self.passages[index]
         return passage.context if self.widen else passage.terms | passage.headings
+
+    def _named(self, source_id: str) -> frozenset[str]:
+        """Every key term of one document's passages (their sentences, headings, title)."""
+        if not self._documents:
+            for passage in self.passages:
+                self._documents.setdefault(passage.source.id, set()).update(passage.context)
+        return frozenset(self._documents.get(source_id, ()))
 
     def best(
         self, query: frozenset[str], topic: frozenset[str] = frozenset()
@@ -84,30 +100,63 @@ class CorpusIndex:
     def addressing(self, text: str, limit: int, *, together: bool) -> list[tuple[int, float]]:
         """The passages that address ``text``, best answer first (by coverage, then BM25).
 
+        A question asking for a number, a date, a person or a place is addressed only by a
+        sentence holding one (``app/text/answer_types.py``).
+
         ``together``: when no single sentence addresses it, the few sentences of one source
         that address it together.
         """
         query = query_keys(text)
         if not query:
             return []
+        kind = asked_type(text)  # a number, a year, a person…: only a sentence holding one,
+        subject = self.rarity.rarest(query) if kind else []  # about what was asked
         needed = 1 if self.widen else min(self.min_shared_terms, len(query))
         judged: dict[frozenset[str], tuple[float, bool]] = {}
         addressing = []
         for index, score in zip(*self._scored(query), strict=True):  # no tuple per candidate
             if len(self.indexed(index) & query) < needed:
                 continue
-            shared = self.passages[index].context & query  # all the rule looks at
-            verdict = judged.get(shared)
+            passage = self.passages[index]
+            shared = passage.context & query  # all the rule looks at
+            named = self._named(passage.source.id) & query if kind else frozenset()
+            verdict = judged.get(shared | named)
             if verdict is None:
                 coverage = round(self.rarity.coverage(query, shared), 2)
-                verdict = judged[shared] = (coverage, self.rarity.addresses(query, shared))
-            if verdict[1]:
+                verdict = judged[shared | named] = (
+                    coverage,
+                    self.rarity.addresses(query, shared, named),
+                )
+            typed = all(unit & passage.context for unit in subject)
+            if verdict[1] and typed and holds(kind, passage.sentence.plain, text):
                 addressing.append((verdict[0], round(score, 6), index))
         addressing.sort(key=lambda item: (-item[0], -item[1], item[2]))  # best answer first
         hits = [(index, score) for _, score, index in addressing[:limit]]
         if together and not hits:
-            return _together(query, self.best(query), self.passages, self.rarity)
+            found = _together(query, self.best(query), self.passages, self.rarity)
+            typed = any(holds(kind, self.passages[at].sentence.plain, text) for at, _ in found)
+            hits = found if typed else []
+        if together and hits:  # the objective: what its subject is comes first
+            defining = self.defining(self.rarity.titled & query)
+            hits = [*defining, *(hit for hit in hits if hit not in defining)][:limit]
         return hits
+
+    def defining(self, subject: frozenset[str]) -> list[tuple[int, float]]:
+        """The first passage saying what ``subject`` is ("quern is a small log shipper: …").
+
+        ``subject``: the objective's terms that title documents. An article explaining a
+        subject tells what it is: the objective is addressed by its subject's definition,
+        once the objective is addressed at all.
+        """
+        if not subject:
+            return []
+        found = []
+        for index in self.usable:
+            opening = DEFINES.match(self.passages[index].sentence.plain)
+            named = keys(opening.group(1)) if opening else frozenset()
+            if named and named <= subject:
+                found.append((index, 0.0))
+        return found[:1]
 
 
 def rank_passages(

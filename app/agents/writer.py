@@ -10,7 +10,10 @@ Sources (``app/agents/apparatus.py``).
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.agents.apparatus import open_questions
@@ -198,13 +201,14 @@ class OfflineWriterAgent:
             question_id for bundle_fact in bundle.facts for question_id in bundle_fact.answers
         }
         asked = {question.id: question.text for question in research_questions(task)}
+        weight = _rarity(bundle.facts)
         for question_id in sorted(answered, key=_question_number):
             wanted = asked.get(question_id, "")
             candidates = sorted(
                 (
                     (
                         fact.example is None,  # a how-to's answer is its example
-                        _weakness(fact, wanted),
+                        _weakness(fact, wanted, weight),
                         _CONFIDENCE_ORDER[fact.confidence],
                         word_count(written(fact)),
                         index,
@@ -220,7 +224,7 @@ class OfflineWriterAgent:
             for *_, index, heading in candidates:
                 if any(
                     question_id in _fact(bundle, claim).answers
-                    and _weakness(_fact(bundle, claim), wanted) <= best
+                    and _weakness(_fact(bundle, claim), wanted, weight) <= best
                     for claim in chosen
                 ):
                     break
@@ -244,24 +248,34 @@ class OfflineWriterAgent:
         return draft_markdown("\n".join(lines).rstrip() + "\n", bundle, still_open)
 
 
-def _weakness(fact: Fact, question: str) -> tuple[float, bool]:
+def _weakness(fact: Fact, question: str, weight: Callable[[str], float]) -> tuple[float, bool]:
     """How far a fact's own sentence is from answering a question directly: least first.
 
-    First the share of the question's key terms it lacks, then, for a question asking what
-    something is or does, whether it fails to define that subject. A sentence that restates
-    the subject and a term or two ("stackconf needs Python") is a weaker answer than one
-    holding what was asked ("… defaults to config.toml"); of two that hold as much, the one
-    that says what the subject *is* ("A ferrule worker is a long-running process …")
-    answers "what is" and "describe what" best.
+    First the share of the question's key terms it lacks, each weighed by how rare it is
+    among the bundle's facts (``weight``), then, for a question asking what something is or
+    does, whether it fails to define that subject. A sentence that restates the subject and
+    a term or two ("stackconf needs Python") is a weaker answer than one holding what was
+    asked ("… defaults to config.toml"); "killed" in "What happens to a task when the worker
+    running it is killed?" weighs more than "task" and "worker", which every fact names; of
+    two that hold as much, the one that says what the subject *is* ("A ferrule worker is a
+    long-running process …") answers "what is" and "describe what" best.
     """
     wanted = query_keys(question)
-    if not wanted:
+    total = sum(weight(key) for key in wanted)
+    if not total:
         return 0.0, True
     statement = strip_citations(fact.statement)
-    lacking = round(1 - len(keys(statement) & wanted) / len(wanted), 2)
+    held = sum(weight(key) for key in keys(statement) & wanted)
+    lacking = round(1 - held / total, 2)
     subject = _DEFINES.match(statement) if _ASKS_WHAT.match(question) else None
     named = keys(subject.group(1)) if subject else frozenset()
     return lacking, not (named and named <= wanted)
+
+
+def _rarity(facts: list[Fact]) -> Callable[[str], float]:
+    """A key term's weight among these facts: inverse fact frequency, as research weighs."""
+    counts = Counter(key for fact in facts for key in keys(strip_citations(fact.statement)))
+    return lambda key: math.log(1 + len(facts) / (1 + counts[key]))
 
 
 _ASKS_WHAT = re.compile(

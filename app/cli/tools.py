@@ -139,7 +139,7 @@ def evaluate(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Run the evaluation set on the agents in force; exit 1 on any defect."""
+    """Run the evaluation set on the agents in force; exit 1 on a defect or a missed threshold."""
     from app import evaluation
 
     chosen = evaluation.load_cases(cases or evaluation.DEFAULT_CASES)
@@ -166,7 +166,7 @@ def evaluate(
         out.print_json(json.dumps([evaluation.as_json(result) for result in results]))
     else:
         sys.stdout.write(visible(evaluation.table(results)) + "\n")
-    if any(result.defects for result in results):
+    if evaluation.failed(results):
         raise typer.Exit(ExitCode.FAILED)
 
 

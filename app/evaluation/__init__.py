@@ -27,8 +27,9 @@ the Reviewer's verdict, which is what this harness keeps honest):
   the gold sentence of each answerable question, beside the top BM25 sentences under the
   same word limit, per case and per corpus.
 
-Any miss is a defect; ``handoff eval`` exits non-zero when there is one. The answers'
-per-corpus verdicts are printed under the table.
+Any miss is a defect; ``handoff eval`` exits non-zero when there is one, or when a corpus
+(or the whole set) misses an answer threshold: recall below 0.8 or below the baseline's,
+precision not above the baseline's. The per-corpus verdicts are printed under the table.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from __future__ import annotations
 from app.evaluation.cases import DEFAULT_CASES, Case, InvalidCases, UnknownCase, load_cases
 from app.evaluation.harness import evaluate
 from app.evaluation.measures import CaseResult
-from app.evaluation.report import COLUMNS, as_json, table
+from app.evaluation.report import COLUMNS, as_json, failed, table
 
 __all__ = [
     "COLUMNS",
@@ -47,6 +48,7 @@ __all__ = [
     "UnknownCase",
     "as_json",
     "evaluate",
+    "failed",
     "load_cases",
     "table",
 ]

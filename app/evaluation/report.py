@@ -120,6 +120,13 @@ def _baseline_cell(answers: Answers | None) -> str:
     return "-" if answers is None else " ".join(_cells(answers))
 
 
+def failed(results: list[CaseResult]) -> bool:
+    """Whether ``handoff eval`` fails: a case's defect, or a corpus below a threshold."""
+    return any(result.defects for result in results) or any(
+        row[-1] != "PASS" for row in answer_verdicts(results)
+    )
+
+
 def answer_verdicts(results: list[CaseResult]) -> list[list[str]]:
     """Per corpus, then overall: recall and precision beside the baseline's, and the verdict.
 

@@ -11,11 +11,15 @@ term the corpus never uses weighs as much as one it uses once). A sentence
 section headings and document title as its own, carry at least ``ANSWER_COVERAGE`` of the
 question's weight. So "What did von Frisch eat for lunch?" is not answered by a sentence
 about von Frisch: "eat" and "lunch" carry most of the question's weight and no sentence
-has them. The sentence must also name what the question is about: the question's term
-that titles a document and is found in the fewest ("Typer" in "how Typer builds command
-line interfaces"),
-so a sentence about another tool's command line does not answer it. A question no
+has them. The sentence must also name what the question is about, or stand in a document
+that does: the question's term that titles a document and is found in the fewest ("Typer"
+in "how Typer builds command line interfaces"), so a sentence about another tool's command
+line does not answer it. A question no
 sentence addresses stays open.
+
+**The kind of answer asked** (a number, a year, a person, a place:
+``app/text/answer_types.py``) is checked where research ranks what addresses a question
+(``app/agents/ranking.py``), with the question's rarest terms (``Rarity.rarest``).
 
 **The objective** is a topic to explain rather than a question with one answer: it is
 also addressed when up to ``TOGETHER`` sentences of one document together carry that share
@@ -56,6 +60,8 @@ class Rarity:
     """Key terms of the documents' titles: the topics the corpus is about."""
     postings: dict[str, frozenset[int]] = field(default_factory=dict)
     """The sentences (by position) each key term appears in."""
+    document_count: int = 0
+    """How many documents were read."""
     _units: dict[frozenset[str], list[frozenset[str]]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -86,7 +92,8 @@ class Rarity:
         for found in document_keys:
             documents.update(found)
         frozen = {key: frozenset(where) for key, where in postings.items()}
-        return cls(count, frequency, documents, frozenset().union(*titles), frozen)
+        titled = list(titles)
+        return cls(count, frequency, documents, frozenset().union(*titled), frozen, len(titled))
 
     def units(self, question: frozenset[str]) -> list[frozenset[str]]:
         """The question's terms, those that always occur together counted as one.
@@ -127,6 +134,20 @@ class Rarity:
         fewest = min(present.values())
         return frozenset(key for key, count in present.items() if count == fewest)
 
+    def rarest(self, question: frozenset[str]) -> list[frozenset[str]]:
+        """The question's most specific terms the corpus uses: its rarest units, all tied.
+
+        What a typed answer must be about: a year in a sentence without "Fabriano" is not
+        the year of Fabriano's first workshop. Empty when the corpus uses none of its terms.
+        """
+        seen = {
+            unit: min(self.frequency[key] for key in unit if self.frequency[key])
+            for unit in self.units(question)
+            if any(self.frequency[key] for key in unit)
+        }
+        fewest = min(seen.values(), default=0)
+        return [unit for unit, count in seen.items() if count == fewest]
+
     def weight(self, key: str) -> float:
         """Inverse sentence frequency; an unseen term weighs as a term seen once."""
         seen = max(1, self.frequency.get(key, 0))
@@ -148,15 +169,28 @@ class Rarity:
             return 0.0
         return sum(weight for weight, covered in weighed if covered) / total
 
-    def addresses(self, question: frozenset[str], context: frozenset[str]) -> bool:
+    def addresses(
+        self,
+        question: frozenset[str],
+        context: frozenset[str],
+        document: frozenset[str] = frozenset(),
+    ) -> bool:
         """Whether a sentence with this context (its terms and its headings') addresses it.
 
         It must carry enough of the question's weight, and name what the question is about.
+        What every document of the corpus names tells no document apart: a sentence of a
+        document that names it too (``document``: the key terms of its sentences, headings
+        and title) need not repeat it. So on every page of the kestrel manual, "A new bucket
+        allows 60 requests per minute" is about kestrel; where other documents are about
+        other tools, a sentence must name its own.
         """
         if not question or self.coverage(question, context) < ANSWER_COVERAGE:
             return False
         anchors = self.anchors(question)
-        return not anchors or bool(anchors & context)
+        everywhere = {
+            key for key in anchors & document if self.documents[key] >= self.document_count > 1
+        }
+        return not anchors or bool(anchors & context) or bool(everywhere)
 
     def together(self, question: frozenset[str], contexts: list[frozenset[str]]) -> list[int]:
         """The few sentences (indexes into ``contexts``) that address it together, or none.

@@ -16,6 +16,7 @@ from app.text.primitives import terms
 from contracts import ErrorCode, TaskSpec
 from graphs import ResearchRequest, StepInfo
 from graphs.errors import SourceRefused
+from tests.app.agents.howto import research_and_write
 from tests.conftest import OBJECTIVE, write_corpus
 
 FIXED = datetime(2026, 1, 1, tzinfo=UTC)
@@ -351,3 +352,47 @@ def test_research_branches_that_cross_leave_the_cycle_collector_on() -> None:
         assert gc.isenabled()
     finally:
         gc.enable()
+
+
+KILN_HISTORY = """\
+# kiln
+
+kiln was first released as a command line tool for batch image jobs.
+Its first release could only make thumbnails, and later releases added recipes.
+"""
+
+
+def test_a_question_asking_a_year_stays_open_when_no_sentence_on_its_subject_holds_one(
+    tmp_path: Path,
+) -> None:
+    question = "In which year was kiln first released?"
+    undated = research_and_write(tmp_path / "undated", text=KILN_HISTORY, question=question)
+    dated_text = KILN_HISTORY.replace("image jobs.", "image jobs in 2019.")
+    dated = research_and_write(tmp_path / "dated", text=dated_text, question=question)
+
+    assert [item.text for item in undated.bundle.open_questions] == [question]
+    assert dated.bundle.open_questions == []
+    assert any("2019" in fact.quote for fact in dated.bundle.facts)
+
+
+KILN_GUIDE = """\
+# kiln
+
+kiln is a small tool that runs batch jobs on folders of images.
+
+## Starting jobs
+
+To start a kiln job on a folder, run the kiln start command with a recipe name.
+A started job runs in the background until every image of the folder is done.
+"""
+
+
+def test_the_objective_is_answered_with_what_its_subject_is_when_the_corpus_says_it(
+    tmp_path: Path,
+) -> None:
+    objective = "Explain how to start kiln jobs"
+    written = research_and_write(tmp_path, text=KILN_GUIDE, question=objective)
+
+    [defining] = [fact for fact in written.bundle.facts if fact.quote.startswith("kiln is a")]
+    assert "q-1" in defining.answers
+    assert defining.id in written.draft.cited_claim_ids

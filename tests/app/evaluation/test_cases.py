@@ -9,15 +9,19 @@ import pytest
 
 from app.evaluation.cases import InvalidCases, load_cases
 from app.exit_codes import ExitCode
+from app.text.answer_types import asked_type
 from tests.cli import handoff, one_line_error
 from tests.conftest import OBJECTIVE
 
 
 def test_the_set_has_the_cases_the_issue_asks_for() -> None:
     cases = [case for case, _ in load_cases()]
-    assert len(cases) >= 12
-    assert len({case.corpus for case in cases}) >= 3
-    assert sum(len(case.unanswerable) for case in cases) >= 3
+    assert len(cases) >= 40
+    assert len({case.corpus for case in cases}) >= 6
+    unanswerable = [question for case in cases for question in case.unanswerable]
+    assert len(unanswerable) >= 10
+    typed = [question for question in unanswerable if asked_type(question) is not None]
+    assert len(typed) >= 6, "subject present, asked number, year or person absent"
     assert sum(bool(case.required_sections) for case in cases) >= 3
     assert any("chinese" in case.corpus for case in cases)
     assert any(question.startswith("How do I") for case in cases for question in case.code_answers)

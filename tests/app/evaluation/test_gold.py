@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from app.evaluation.cases import InvalidCases, load_cases
-from app.evaluation.gold import CorpusText, GoldIndex, GoldPassage, baseline, same_sentence
+from app.evaluation.gold import (
+    Answers,
+    CorpusText,
+    GoldIndex,
+    GoldPassage,
+    baseline,
+    same_sentence,
+)
+from app.evaluation.measures import CaseResult
+from app.evaluation.report import answer_verdicts, failed
 from graphs.markdown import word_count
 
 WORKER = "A worker claims one task at a time from the queue and runs it."
@@ -152,3 +161,24 @@ def test_the_shipped_set_has_gold_answers_for_every_answerable_question() -> Non
         assert set(asked) <= set(case.gold), case.id
         if case.gold:
             GoldIndex.of(CorpusText.read(corpus), case.gold, case.answerable())
+
+
+def test_eval_fails_a_corpus_below_the_recall_floor_or_the_baseline(tmp_path: Path) -> None:
+    path = _cases(tmp_path, {})
+    [(case, _)] = load_cases(path)
+
+    def result(answered: int, relevant: int, base_answered: int, base_relevant: int) -> CaseResult:
+        found = CaseResult(case)
+        found.answers = Answers([f"q{n}" for n in range(answered)], ["q"] * (5 - answered))
+        found.answers.relevant, found.answers.cited = relevant, 10
+        found.baseline = Answers([f"q{n}" for n in range(base_answered)])
+        found.baseline.missed = ["q"] * (5 - base_answered)
+        found.baseline.relevant, found.baseline.cited = base_relevant, 10
+        return found
+
+    assert not failed([result(5, 8, 5, 4)])
+    assert answer_verdicts([result(5, 8, 5, 4)])[-1][-1] == "PASS"
+    assert answer_verdicts([result(3, 8, 3, 4)])[-1][-1] == "recall < 0.8"
+    assert answer_verdicts([result(4, 8, 5, 4)])[-1][-1] == "recall < baseline"
+    assert answer_verdicts([result(5, 4, 5, 4)])[-1][-1] == "precision <= baseline"
+    assert failed([result(4, 8, 5, 4)])

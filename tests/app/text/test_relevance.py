@@ -48,3 +48,21 @@ def test_terms_that_always_occur_together_count_once() -> None:
     assert wife == keys("von Frisch wife"), "'name' asks for an answer, it is not a term"
     assert frozenset(keys("von Frisch")) in RARITY.units(wife)
     assert not any(RARITY.addresses(wife, sentence) for sentence in SENTENCES)
+
+
+def test_the_rarest_units_are_the_question_s_most_specific_terms_the_corpus_uses() -> None:
+    prize = query_keys("When did von Frisch win the Nobel Prize?")
+    assert RARITY.rarest(prize) == [frozenset(keys("Nobel Prize"))], "win: not in the corpus"
+    assert RARITY.rarest(query_keys("When did the moon rise?")) == []
+
+
+def test_what_every_document_names_need_not_be_repeated_by_a_sentence_of_one_of_them() -> None:
+    bees = [keys("Bees dance"), keys("A waggle run lasts one second"), keys("Bees sleep")]
+    documents = [bees[0] | bees[1], bees[2]]
+    everywhere = Rarity.of(bees, documents, [keys("Bees"), keys("Bees at night")])
+    duration = query_keys("How long does a bee waggle run last?")
+    assert not everywhere.addresses(duration, bees[1]), "the anchor, bees, is not named"
+    assert everywhere.addresses(duration, bees[1], documents[0]), "its document names it"
+    assert not RARITY.addresses(
+        query_keys("What colour are drones?"), SENTENCES[3], DOCUMENTS[0]
+    ), "drones are one document's subject, not every document's"
