@@ -33,8 +33,18 @@ def check_sections(
     layout: Layout,
     changes: list[RequiredChange],
 ) -> None:
-    """Each required section is there, says something, and says it about its title."""
+    """Each required section is there, says something, and says it about its title.
+
+    No other heading stands over nothing either.
+    """
     present = {title.casefold(): title for title in layout.titles}
+    asked = {title.casefold() for title in task.constraints.required_sections}
+    for title in layout.titles:
+        if title.casefold() in asked or apparatus_heading(f"## {title}"):
+            continue
+        if not cited_by_section.get(title):
+            reason = f"section {title!r} has a heading and no cited sentence under it"
+            changes.append(required(ErrorCode.EMPTY_SECTION, reason, section=title))
     for title in task.constraints.required_sections:
         found = present.get(title.casefold())
         if found is None:

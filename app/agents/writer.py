@@ -241,8 +241,8 @@ class OfflineWriterAgent:
                 (fact for fact in bundle.facts if chosen.get(fact.id, "\0") == heading),
                 key=_reading_order,
             )
-            if heading is not None:
-                lines += [f"## {heading}", ""]
+            if heading is not None and (facts or heading in required):
+                lines += [f"## {heading}", ""]  # no heading over nothing, unless required
             for paragraph in _paragraphs(facts):
                 lines += [join_sentences([cite(fact) for fact in paragraph]), ""]
         return draft_markdown("\n".join(lines).rstrip() + "\n", bundle, still_open)

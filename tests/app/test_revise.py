@@ -6,11 +6,14 @@ re-run have their own modules (``test_revise_race.py``, ``test_revise_crash.py``
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
+from app.agents.apparatus import without_apparatus
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
+from app.text.primitives import CITATION
 from app.workflow import Workflow
 from app.workflow.progress import step_summary
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
@@ -394,3 +397,15 @@ def test_a_thread_that_found_too_little_ends_again_without_research_on_a_word_li
         "the revision keeps the research that found too little, and concludes again"
     )
     check_handoffs_follow_the_route(workflow)
+
+
+def test_a_revision_to_a_tighter_limit_leaves_no_heading_without_content(
+    workflow: Workflow,
+) -> None:
+    workflow.run(workflow.task(OBJECTIVE), "t-tighter")
+    for limit in (150, 60, 40):
+        outcome = workflow.revise("t-tighter", {"max_words": limit, "reason": "shorter"})
+        assert outcome.result_status == "completed", outcome
+        article = without_apparatus(workflow.artifact("t-tighter", "article").decode())
+        sections = re.split(r"^## .+\n", article, flags=re.M)[1:]
+        assert all(CITATION.search(text) for text in sections), f"{limit}: {article}"

@@ -78,6 +78,11 @@ def rebuild(opening: str, by_title: dict[str, str]) -> str:
     return opening + "".join(f"## {title}\n{text}" for title, text in by_title.items())
 
 
+def empty_heading(body: str, request: WriteRequest) -> str:
+    """A heading with nothing under it, of a section no task asked for."""
+    return relisted(without_apparatus(body).rstrip() + "\n\n## Further reading\n", request)
+
+
 def rename_section(body: str, request: WriteRequest) -> str:
     return body.replace("## The Stone\n", "## A stone\n")
 
@@ -154,6 +159,7 @@ YOUNG = (
 CASES: list[tuple[ErrorCode, Defect, dict[str, Any]]] = [
     (ErrorCode.MISSING_SECTION, rename_section, {"required_sections": ["The Stone"]}),
     (ErrorCode.EMPTY_SECTION, empty_section, {"required_sections": ["The Stone"]}),
+    (ErrorCode.EMPTY_SECTION, empty_heading, {}),
     (ErrorCode.OFF_TOPIC_SECTION, off_topic_section, {"required_sections": ["Coptic"]}),
     (ErrorCode.CONSTRAINT_VIOLATED, over_the_limit, {"max_words": 80}),
     (ErrorCode.QUESTION_NOT_ADDRESSED, unlisted_open_question, {}),
@@ -167,7 +173,7 @@ CASES: list[tuple[ErrorCode, Defect, dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(
-    ("code", "defect", "constraints"), CASES, ids=[code.value for code, *_ in CASES]
+    ("code", "defect", "constraints"), CASES, ids=[defect.__name__ for _, defect, _ in CASES]
 )
 def test_a_defect_is_requested_by_its_code_and_ends_the_run_partial_naming_it(
     tmp_path: Path,
