@@ -11,6 +11,7 @@ import re
 
 from app.agents.article_layout import Layout
 from app.agents.citation_checks import required
+from app.text.answer_types import asked_type, holds
 from app.text.primitives import word_count
 from app.text.relevance import off_topic
 from contracts import ErrorCode, RequiredChange, ResearchBundle, TaskSpec
@@ -74,7 +75,11 @@ def check_questions(
     layout: Layout,
     changes: list[RequiredChange],
 ) -> None:
-    """Each of the task's questions is answered by a cited fact, or listed as open."""
+    """Each of the task's questions is answered by a cited fact, or listed as open.
+
+    A question asking for a number, a year, a person or a place is answered only by a
+    cited fact that holds one (``app/text/answer_types.py``).
+    """
     open_ids = {question.id for question in bundle.open_questions}
     listed = layout.text_of(OPEN_QUESTIONS_HEADING)
     answered = {
@@ -98,6 +103,23 @@ def check_questions(
                 "cites no fact research found for it"
             )
             changes.append(required(ErrorCode.QUESTION_NOT_ADDRESSED, reason))
+        elif not _typed_answer(text, question_id, bundle, cited_ids):
+            kind = asked_type(text)
+            reason = (
+                f"{question_id} {text[:120]!r} asks for a {kind.value if kind else 'kind'}; "
+                "no cited fact answering it holds one"
+            )
+            changes.append(required(ErrorCode.WRONG_ANSWER_TYPE, reason))
+
+
+def _typed_answer(text: str, question_id: str, bundle: ResearchBundle, cited: list[str]) -> bool:
+    """Whether a cited fact answering the question holds the kind of answer it asks for."""
+    kind = asked_type(text)
+    return any(
+        holds(kind, fact.statement, text)
+        for fact in map(bundle.fact, cited)
+        if fact is not None and question_id in fact.answers
+    )
 
 
 def check_apparatus(unbuilt: list[str], changes: list[RequiredChange]) -> None:

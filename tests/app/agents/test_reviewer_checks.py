@@ -351,3 +351,58 @@ def test_a_line_of_the_example_quoted_as_a_sentence_is_non_prose(tmp_path: Path)
 def _with_fact(bundle: ResearchBundle, fact: Fact) -> ResearchBundle:
     facts = [fact if item.id == fact.id else item for item in bundle.facts]
     return bundle.model_copy(update={"facts": facts})
+
+
+KILN_RELEASE = """\
+# kiln
+
+kiln is a small tool that runs batch jobs on folders of images.
+kiln was first released as a command line tool for batch image jobs.
+"""
+YEAR_QUESTION = "In which year was kiln first released?"
+
+
+@dataclass
+class LinksAnUndatedFact:
+    """Research as a model might do it: the year question linked to a fact with no year."""
+
+    real: Any
+
+    def fingerprint(self, task: TaskSpec) -> str:
+        return str(self.real.fingerprint(task))
+
+    def run(self, request: Any) -> AgentOutput[ResearchBundle]:
+        output = self.real.run(request)
+        bundle: ResearchBundle = output.result
+        facts = [
+            fact.model_copy(update={"also_answers": [*fact.also_answers, "q-2"]})
+            if "first released" in fact.quote and "q-2" not in fact.answers
+            else fact
+            for fact in bundle.facts
+        ]
+        still_open = [question for question in bundle.open_questions if question.id != "q-2"]
+        status = "completed" if facts else bundle.result_status
+        changed = {"facts": facts, "open_questions": still_open, "result_status": status}
+        return AgentOutput(bundle.model_copy(update=changed), output.usage, output.receipts)
+
+
+def test_a_question_answered_by_a_fact_of_the_wrong_kind_is_a_wrong_answer_type(
+    tmp_path: Path, workflow: Workflow
+) -> None:
+    corpus = write_corpus(tmp_path / "kiln", {"kiln.md": KILN_RELEASE})
+    research = LinksAnUndatedFact(workflow.context.agents["research"])
+    writer = DefectWriter(lambda body, request: body)
+    context = workflow.context.with_agent("research", research).with_agent("writer", writer)
+    with Workflow(workflow.settings, context=context) as stand_in:
+        task = stand_in.task(
+            "Explain what kiln is",
+            questions=[YEAR_QUESTION],
+            corpus=[str(corpus)],
+            budget={"max_review_rounds": 2},
+        )
+        outcome = stand_in.run(task, "t-year")
+    [review] = writer.reviews
+    assert {change.code for change in review.required_changes} == {ErrorCode.WRONG_ANSWER_TYPE}
+    assert "asks for a year" in review.required_changes[0].reason
+    assert outcome.result_status == "partial"
+    assert ErrorCode.WRONG_ANSWER_TYPE in {error.code for error in outcome.errors}
