@@ -15,6 +15,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
+from urllib.parse import urlparse
 
 from app.agents.apparatus import open_questions
 from app.agents.article_text import draft_markdown, fenced
@@ -127,17 +129,16 @@ class OfflineWriterAgent:
         title's key terms in the sentence itself, then in it with its own heading, then in
         its whole context (section path and document title). A fact on no section's topic
         is never put under one. Without required sections, facts are grouped by their
-        source's title.
+        source's title (``_topic``), those of no title opening the article.
         """
         required = [
             title for title in task.constraints.required_sections if not _is_apparatus(title)
         ]
         if not required:
-            grouped: dict[str, list[Fact]] = {}
+            grouped: dict[str | None, list[Fact]] = {None: []}
             for fact in facts:
-                source = bundle.source(fact.source_id)
-                grouped.setdefault(source.title if source else fact.source_id, []).append(fact)
-            return list(grouped.items())
+                grouped.setdefault(_topic(fact, bundle), []).append(fact)
+            return [(title, found) for title, found in grouped.items() if found]
         title_keys = [query_keys(title) for title in required]
         opening: list[Fact] = []
         placed: list[list[tuple[tuple[float, ...], int, Fact]]] = [[] for _ in required]
@@ -286,6 +287,18 @@ _ASKS_WHAT = re.compile(
 """A question asking what its subject is or does, which a definition of it answers."""
 _DEFINES = re.compile(r"(?:(?:an?|the)\s+)?(.{1,60}?)\s+(?:is|are|was|were)\s", re.IGNORECASE)
 """A sentence opening with its subject and a copula: "A ferrule worker is …"."""
+
+
+def _topic(fact: Fact, bundle: ResearchBundle) -> str | None:
+    """The heading a fact goes under without required sections: its document's title.
+
+    A document with no title of its own is titled by its file name, which is no topic: its
+    facts go under their own section's heading, else into the opening text.
+    """
+    source = bundle.source(fact.source_id)
+    if source is not None and source.title != PurePosixPath(urlparse(source.uri).path).stem:
+        return source.title
+    return fact.section[-1] if fact.section else None
 
 
 def _layers(fact: Fact, bundle: ResearchBundle) -> tuple[frozenset[str], ...]:

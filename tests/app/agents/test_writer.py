@@ -81,3 +81,16 @@ def test_asked_what_a_thing_does_the_writer_gives_the_sentence_that_says_what_it
     tmp_path: Path,
 ) -> None:
     _cited(FERRULE, "A ferrule worker is", tmp_path, "Describe what a ferrule worker does")
+
+
+def test_a_document_without_a_title_lends_no_file_name_as_a_heading(tmp_path: Path) -> None:
+    untitled = (
+        "A ferrule worker is a long-running process that claims one task at a time.\n\n"
+        "## Leases\n\nA worker renews the lease of its task every ten seconds.\n"
+    )
+    written = research_and_write(
+        tmp_path, text=untitled, question="Describe what a ferrule worker does and its leases"
+    )
+    headings = [line for line in written.body.splitlines() if line.startswith("## ")]
+    assert "## kiln" not in headings, "kiln.md's file name is no topic"
+    assert written.body.split("\n## ")[0].count("[claim-") >= 1, "the untitled text opens it"
