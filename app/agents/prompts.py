@@ -44,7 +44,11 @@ From the passages below, propose claims that help answer the questions.
 
 WRITER_SYSTEM = """You are the Writer of a research -> write -> review workflow.
 Write a markdown article that meets the objective, from the facts listed only.
-- Start with a '# ' title; put sections under '## ' headings.
+- Start with a '# ' title, then one paragraph that answers the objective (q-1) directly,
+  before any heading; put the rest in sections under '## ' headings titled by their topic,
+  and write no heading with nothing under it.
+- Answer a question that asks for a number, a year, a person or a place with a fact that
+  holds one, or leave it unanswered.
 - End every sentence with the ids of the facts that support it, before the full stop:
   "The stone was found in 1799 [claim-3]." Cite only ids from the list.
 - Say only what the cited facts say; add no outside knowledge.

@@ -112,6 +112,29 @@ def check_questions(
             changes.append(required(ErrorCode.WRONG_ANSWER_TYPE, reason))
 
 
+def check_opening(
+    bundle: ResearchBundle,
+    cited_ids: list[str],
+    cited_by_section: dict[str | None, list[list[str]]],
+    changes: list[RequiredChange],
+) -> None:
+    """An article whose objective (q-1) is answered opens with that answer.
+
+    The text before the first section heading cites a fact answering q-1: a reader learns
+    what was asked first, then the detail.
+    """
+    answers = {
+        claim for claim in cited_ids if (fact := bundle.fact(claim)) and "q-1" in fact.answers
+    }
+    opening = {claim for sentence in cited_by_section.get(None, []) for claim in sentence}
+    if answers and not answers & opening:
+        reason = (
+            "the article does not open with the answer to the objective (q-1): the text "
+            f"before its first section cites none of {', '.join(sorted(answers))}"
+        )
+        changes.append(required(ErrorCode.NO_DIRECT_ANSWER, reason))
+
+
 def _typed_answer(text: str, question_id: str, bundle: ResearchBundle, cited: list[str]) -> bool:
     """Whether a cited fact answering the question holds the kind of answer it asks for."""
     kind = asked_type(text)

@@ -194,6 +194,7 @@ class OfflineWriterAgent:
             return True
 
         required = set(task.constraints.required_sections)
+        lead: str | None = None  # the objective's most direct answer, which opens the article
         for heading, facts in groups:  # each required section's best fact that fits
             for fact in facts if heading in required else []:
                 if take(fact, heading):
@@ -201,6 +202,12 @@ class OfflineWriterAgent:
         answered = {
             question_id for bundle_fact in bundle.facts for question_id in bundle_fact.answers
         }
+
+        def covers(claim: str, question_id: str, wanted: str, best: tuple[float, bool]) -> bool:
+            """Whether a chosen fact answers the question as directly as its best answer."""
+            fact = _fact(bundle, claim)
+            return question_id in fact.answers and _weakness(fact, wanted, weight) <= best
+
         asked = {question.id: question.text for question in research_questions(task)}
         weight = _rarity(bundle.facts)
         for question_id in sorted(answered, key=_question_number):
@@ -223,23 +230,30 @@ class OfflineWriterAgent:
             )
             best = candidates[0][1] if candidates else (0.0, True)
             for *_, index, heading in candidates:
-                if any(
-                    question_id in _fact(bundle, claim).answers
-                    and _weakness(_fact(bundle, claim), wanted, weight) <= best
-                    for claim in chosen
-                ):
+                if any(covers(claim, question_id, wanted, best) for claim in chosen):
                     break
                 group = next(facts for title, facts in groups if title == heading)
                 take(group[index], heading)
+            if question_id == "q-1":
+                lead = next(
+                    (claim for claim in chosen if covers(claim, question_id, wanted, best)), None
+                )
         depth = max((len(facts) for _, facts in groups), default=0)
         for position in range(depth):
             for heading, facts in groups:
                 if position < len(facts):
                     take(facts[position], heading)
         lines = [f"# {strip_citations(task.objective).rstrip('.?!' + FULL_STOPS)}", ""]
+        opening = _opening(lead, chosen, required, bundle)
+        for paragraph in _paragraphs(opening):
+            lines += [join_sentences([cite(fact) for fact in paragraph]), ""]
         for heading, _ in groups:
             facts = sorted(
-                (fact for fact in bundle.facts if chosen.get(fact.id, "\0") == heading),
+                (
+                    fact
+                    for fact in bundle.facts
+                    if chosen.get(fact.id, "\0") == heading and fact not in opening
+                ),
                 key=_reading_order,
             )
             if heading is not None and (facts or heading in required):
@@ -287,6 +301,34 @@ _ASKS_WHAT = re.compile(
 """A question asking what its subject is or does, which a definition of it answers."""
 _DEFINES = re.compile(r"(?:(?:an?|the)\s+)?(.{1,60}?)\s+(?:is|are|was|were)\s", re.IGNORECASE)
 """A sentence opening with its subject and a copula: "A ferrule worker is …"."""
+
+
+def _opening(
+    lead: str | None, chosen: dict[str, str | None], required: set[str], bundle: ResearchBundle
+) -> list[Fact]:
+    """The paragraph the article opens with: the objective's most direct answer.
+
+    With the facts it leans on and those that lean on it, taken from the section they
+    were chosen for, unless that would leave a required section with nothing.
+    """
+    if lead is None:
+        return []
+    chain = _chain(_fact(bundle, lead), bundle)
+    heading = chosen.get(lead)
+    rest = [claim for claim, under in chosen.items() if under == heading]
+    if heading in required and len(rest) <= len(chain):
+        return []
+    ids = {fact.id for fact in chain}
+    grown = True
+    while grown:  # the sentences that refer back to it come along, or would lose it
+        leaning = [
+            claim for claim in chosen if claim not in ids and _fact(bundle, claim).leans_on in ids
+        ]
+        ids.update(leaning)
+        grown = bool(leaning)
+    if heading in required and len(rest) <= len(ids):
+        return []
+    return sorted((_fact(bundle, claim) for claim in ids), key=_reading_order)
 
 
 def _topic(fact: Fact, bundle: ResearchBundle) -> str | None:

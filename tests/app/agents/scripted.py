@@ -104,19 +104,21 @@ MOON = {
     "source_id": "src-4",
     "quote": "The Rosetta Stone was carried to the moon in 1850.",
 }
-GROUNDED = (STONE, LETTRE, YOUNG)
+GROUNDED = (YOUNG, STONE, LETTRE)
 """The claims the bundled corpus quotes verbatim, in the order ARTICLE cites them."""
 ARTICLE = """# The Rosetta Stone and the decipherment of hieroglyphs
 
+Thomas Young and Jean-François Champollion deciphered the hieroglyphs two decades after \
+the discovery [claim-1].
+
 ## The Stone
 
-The Rosetta Stone carries the same decree in hieroglyphs, Demotic and Ancient Greek [claim-1].
+The Rosetta Stone carries the same decree in hieroglyphs, Demotic and Ancient Greek [claim-2].
 
 ## Decipherment
 
 Champollion announced the decipherment of Egyptian hieroglyphs in the Lettre à Monsieur \
-Dacier of 1822 [claim-2]. Thomas Young and Jean-François Champollion deciphered the \
-hieroglyphs two decades after the discovery [claim-3].
+Dacier of 1822 [claim-3].
 """
 APPROVE = {"verdict": "approve", "changes": []}
 

@@ -280,7 +280,7 @@ def test_the_writer_prompt_holds_contracts_only(tmp_path: Path) -> None:
     body = store.get(result.body).decode()
     text, sources = body.split("\n## Sources\n")
     assert text == only_two, "the model's text is kept as written"
-    assert sources.strip().startswith("- src-3:") and "claim-2" in sources, "then the Sources"
+    assert sources.strip().startswith("- src-4:") and "claim-2" in sources, "then the Sources"
 
 
 def test_a_writer_without_usable_facts_asks_no_model(tmp_path: Path) -> None:

@@ -83,6 +83,14 @@ def empty_heading(body: str, request: WriteRequest) -> str:
     return relisted(without_apparatus(body).rstrip() + "\n\n## Further reading\n", request)
 
 
+def answer_moved_down(body: str, request: WriteRequest) -> str:
+    """The opening paragraph, the objective's answer, moved under a last heading."""
+    opening, by_title = sections(without_apparatus(body))
+    title, answer = opening.strip().split("\n", 1)
+    by_title["Further detail"] = f"\n{answer.strip()}\n\n"
+    return relisted(rebuild(title + "\n\n", by_title), request)
+
+
 def rename_section(body: str, request: WriteRequest) -> str:
     return body.replace("## The Stone\n", "## A stone\n")
 
@@ -160,6 +168,7 @@ CASES: list[tuple[ErrorCode, Defect, dict[str, Any]]] = [
     (ErrorCode.MISSING_SECTION, rename_section, {"required_sections": ["The Stone"]}),
     (ErrorCode.EMPTY_SECTION, empty_section, {"required_sections": ["The Stone"]}),
     (ErrorCode.EMPTY_SECTION, empty_heading, {}),
+    (ErrorCode.NO_DIRECT_ANSWER, answer_moved_down, {}),
     (ErrorCode.OFF_TOPIC_SECTION, off_topic_section, {"required_sections": ["Coptic"]}),
     (ErrorCode.CONSTRAINT_VIOLATED, over_the_limit, {"max_words": 80}),
     (ErrorCode.QUESTION_NOT_ADDRESSED, unlisted_open_question, {}),

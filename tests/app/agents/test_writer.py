@@ -20,7 +20,7 @@ def test_the_example_follows_its_sentence_as_a_fenced_block_naming_its_claim(
         f"recipe name [{fact.id}]:"
     )
     fence = f"```sh [{fact.id}]\n{CODE}\n```"
-    assert f"{sentence}\n\n{fence}\n\nThe job runs" in written.body
+    assert f"{sentence}\n\n{fence}\n\n## Running kiln jobs" in written.body, "the answer opens it"
     assert written.draft.cited_claim_ids.count(fact.id) == 1
 
 
