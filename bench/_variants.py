@@ -26,7 +26,7 @@ from graphs import (
     WriteRequest,
 )
 
-_FIRST_CITATION = re.compile(r"\s*\[claim-[0-9]+\]")
+_CITATION_MARKER = re.compile(r"\s*\[claim-[0-9]+\]")
 _FILLER_LINE = (
     "- [src-{n}, chars {a}-{b}, score 1.234] The decree was inscribed three times, in "
     "hieroglyphic, Demotic and Greek, which let scholars compare the scripts line by line.\n"
@@ -85,9 +85,23 @@ class BigNotesResearch:
         return getattr(self.inner, name)
 
 
-def drop_first_citation(body: bytes) -> bytes:
-    """The draft with its first citation marker removed: one uncited sentence."""
-    return _FIRST_CITATION.sub("", body.decode(), count=1).encode()
+def drop_a_citation(body: bytes) -> bytes:
+    """The draft with one citation marker removed: one uncited sentence, nothing else amiss.
+
+    The marker is the last of the first paragraph past the opening that cites twice or
+    more, so the opening still answers the objective and no section is left uncited.
+    """
+    text = body.decode()
+    paragraphs = text.split("\n\n")
+    for at, paragraph in enumerate(paragraphs):
+        opening = at <= 1 or not any(p.startswith("## ") for p in paragraphs[:at])
+        markers = list(_CITATION_MARKER.finditer(paragraph))
+        if opening or paragraph.startswith(("#", "-", "```")) or len(markers) < 2:
+            continue
+        last = markers[-1]
+        paragraphs[at] = paragraph[: last.start()] + paragraph[last.end() :]
+        return "\n\n".join(paragraphs).encode()
+    return _CITATION_MARKER.sub("", text, count=1).encode()
 
 
 @dataclass
@@ -101,7 +115,7 @@ class StubbornWriter:
     inner: WriterAgent
 
     def run(self, request: WriteRequest) -> AgentOutput[DraftArticle]:
-        proxy = _Rewriting(request.store, "draft", drop_first_citation)
+        proxy = _Rewriting(request.store, "draft", drop_a_citation)
         output = self.inner.run(replace(request, store=proxy))
         body = request.store.get(output.result.body).decode()
         cited = list(dict.fromkeys(CITATION.findall(body)))
