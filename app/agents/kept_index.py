@@ -41,11 +41,12 @@ from numpy.lib.npyio import NpzFile
 
 from app.agents import ranking
 from app.agents.parsed_documents import ParsedDocuments, code_version, parse, read_kept, write_kept
-from app.agents.passages import MAX_QUOTE, MIN_FACT_WORDS, Passage, passages_of
+from app.agents.passages import MAX_QUOTE, Passage, passages_of
 from app.agents.ranking import CorpusIndex
 from app.agents.source_reading import SourceRead
 from app.text import relevance
 from app.text.documents import ProseSentence
+from app.text.fragments import MIN_FACT_WORDS
 from app.text.key_terms import heading_keys
 from app.text.relevance import Rarity
 from contracts import Source

@@ -53,7 +53,10 @@ PARSED_FOLDER = "parsed"
 
 def _reader_modules() -> list[Path]:
     folder = Path(documents_package.__file__).parent
-    text = [folder.parent / name for name in ("primitives.py", "key_terms.py", "antecedents.py")]
+    text = [
+        folder.parent / name
+        for name in ("primitives.py", "key_terms.py", "antecedents.py", "fragments.py")
+    ]
     passages = Path(__file__).parent / "passages.py"
     return [*sorted(folder.glob("*.py")), *text, passages, Path(graphs.markdown.__file__)]
 

@@ -19,8 +19,8 @@ from annotated_types import MaxLen
 from app.text.antecedents import leans_on_earlier
 from app.text.documents import Document, ProseSentence, read_document
 from app.text.documents.examples import example_after, introduces
+from app.text.fragments import fragment
 from app.text.key_terms import heading_keys, keys
-from app.text.primitives import word_count
 from app.text.relevance import Rarity
 from contracts import (
     CodeExample,
@@ -33,7 +33,6 @@ from contracts import (
     ToolReceipt,
 )
 
-MIN_FACT_WORDS = 4
 """Fewer words than this is a label or a fragment, not a statement worth citing."""
 MAX_QUOTE = next(
     rule.max_length for rule in Fact.model_fields["quote"].metadata if isinstance(rule, MaxLen)
@@ -79,12 +78,15 @@ class Passage:
     def usable(self) -> bool:
         """Whether it can be a fact: a statement, not a pronoun with nothing before it.
 
-        A label, a lead-in to a list or a table, and a question are no statements; a lead-in
-        to a code example is one only with its example.
+        A label, a lead-in to a list or a table, a question and a fragment
+        (``app/text/fragments.py``) are no statements; a lead-in to a code example is one
+        only with its example.
         """
         plain = self.sentence.plain
-        if plain.endswith(("?", "？")) or word_count(plain) < MIN_FACT_WORDS:
+        if plain.endswith(("?", "？")):
             return False  # it asks: no statement to cite
+        if fragment(plain, after_antecedent=True):  # too short, or a pointer elsewhere
+            return False
         if plain.endswith((":", "：")) and not self.has_example:
             return False  # it introduces what follows, which cannot be cited with it
         if len(self.sentence.text) > MAX_QUOTE:

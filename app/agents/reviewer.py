@@ -21,6 +21,7 @@ from app.agents.citation_checks import (
 from app.agents.task_checks import (
     check_apparatus,
     check_constraints,
+    check_fragments,
     check_opening,
     check_questions,
     check_sections,
@@ -101,6 +102,7 @@ class OfflineReviewerAgent:
         if cited_ids:  # an empty article answers nothing: EMPTY_ARTICLE says it all
             check_questions(task, bundle, cited_ids, layout, changes)
             check_opening(bundle, cited_ids, cited_by_section, changes)
+            check_fragments(bundle, cited_ids, changes)
         check_sources_listed(bundle, cited_ids, layout, changes)
         open_now = bundle.open_questions if still_open is None else still_open
         check_apparatus(unbuilt_apparatus_lines(body, bundle, open_now), changes)

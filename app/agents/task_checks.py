@@ -12,6 +12,7 @@ import re
 from app.agents.article_layout import Layout
 from app.agents.citation_checks import required
 from app.text.answer_types import asked_type, holds
+from app.text.fragments import fragment
 from app.text.primitives import word_count
 from app.text.relevance import off_topic
 from contracts import ErrorCode, RequiredChange, ResearchBundle, TaskSpec
@@ -133,6 +134,21 @@ def check_opening(
             f"before its first section cites none of {', '.join(sorted(answers))}"
         )
         changes.append(required(ErrorCode.NO_DIRECT_ANSWER, reason))
+
+
+def check_fragments(
+    bundle: ResearchBundle, cited_ids: list[str], changes: list[RequiredChange]
+) -> None:
+    """No cited fact is a fragment: too short, or a pointer elsewhere (``app/text/fragments``).
+
+    One that leans on an earlier sentence is DANGLING_REFERENCE's to name.
+    """
+    for claim in cited_ids:
+        fact = bundle.fact(claim)
+        reason = fragment(fact.statement, after_antecedent=True) if fact else None
+        if fact is not None and reason:
+            detail = f"{claim} {fact.statement[:80]!r} cannot stand alone: {reason}"
+            changes.append(required(ErrorCode.FRAGMENT, detail, claim_id=claim))
 
 
 def _typed_answer(text: str, question_id: str, bundle: ResearchBundle, cited: list[str]) -> bool:

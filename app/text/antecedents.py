@@ -9,6 +9,8 @@ The rule, deliberately simple and the same for every agent:
 - a sentence whose first word is a pronoun or a demonstrative (He, She, It, They, This,
   These, Those, That, Such, His, Her, Its, Their, Both, the former/latter, or in Chinese
   他, 她, 它, 其, 这, 此, 该, 那) leans on the sentence before it;
+- so does one whose subject, after an opening phrase, is a bare demonstrative ("In version
+  2 this was required …");
 - so does one that uses a singular personal pronoun (he, she, him, his, her) and names no
   one: no capitalised word but its first, and that one a common opening word ("In the
   1940s he showed…"), not a name ("Wenner did not deny…, but he claimed…").
@@ -36,10 +38,21 @@ _OPENING_WORDS = STOPWORDS | frozenset(
 _NAME = re.compile(r"(?<![\w'’])[A-Z][\w'’-]*")
 
 
+_DEMONSTRATIVE_SUBJECT = re.compile(
+    r"(?:[^,;:.]{1,40}?\s)?(?:this|these|those)\s+(?:was|is|were|are|has|have|had|can|could"
+    r"|will|would|may|must|does|did|do|became|becomes|remains?|remained)\b",
+    re.IGNORECASE,
+)
+"""A demonstrative standing as the subject after an opening phrase: "In version 2 this was
+required …", where "this" is something an earlier sentence named."""
+
+
 def leans_on_earlier(sentence: str) -> bool:
     """Whether the sentence needs the one before it to be understood."""
     text = sentence.lstrip(" \t\n\"'“‘(*_[")
     if text.startswith(_CJK_OPENERS):
+        return True
+    if _DEMONSTRATIVE_SUBJECT.match(text):
         return True
     if text.casefold().startswith(_PHRASES):
         return True

@@ -415,3 +415,37 @@ def test_a_question_answered_by_a_fact_of_the_wrong_kind_is_a_wrong_answer_type(
     assert "asks for a year" in review.required_changes[0].reason
     assert outcome.result_status == "partial"
     assert ErrorCode.WRONG_ANSWER_TYPE in {error.code for error in outcome.errors}
+
+
+@dataclass
+class ClaimsAPointer:
+    """Research as a model might do it: one fact's claim reworded into a pointer elsewhere."""
+
+    real: Any
+
+    def fingerprint(self, task: TaskSpec) -> str:
+        return str(self.real.fingerprint(task))
+
+    def run(self, request: Any) -> AgentOutput[ResearchBundle]:
+        output = self.real.run(request)
+        bundle: ResearchBundle = output.result
+        facts = list(bundle.facts)
+        for at, fact in enumerate(facts):
+            if fact.leans_on is None and "Rosetta Stone" in fact.quote:
+                facts[at] = fact.model_copy(update={"claim": "See also the Rosetta Stone."})
+                break
+        changed = bundle.model_copy(update={"facts": facts})
+        return AgentOutput(changed, output.usage, output.receipts)
+
+
+def test_a_cited_fact_that_is_a_pointer_elsewhere_is_a_fragment(workflow: Workflow) -> None:
+    research = ClaimsAPointer(workflow.context.agents["research"])
+    writer = DefectWriter(lambda body, request: body)
+    context = workflow.context.with_agent("research", research).with_agent("writer", writer)
+    with Workflow(workflow.settings, context=context) as stand_in:
+        task = stand_in.task(OBJECTIVE, budget={"max_review_rounds": 2})
+        outcome = stand_in.run(task, "t-pointer")
+    [review] = writer.reviews
+    assert {change.code for change in review.required_changes} == {ErrorCode.FRAGMENT}
+    assert "points elsewhere" in review.required_changes[0].reason
+    assert outcome.result_status == "partial"
