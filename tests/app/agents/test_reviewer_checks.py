@@ -372,34 +372,39 @@ YEAR_QUESTION = "In which year was kiln first released?"
 
 
 @dataclass
-class LinksAnUndatedFact:
-    """Research as a model might do it: the year question linked to a fact with no year."""
+class ReworkedResearch:
+    """Research as a model might do it: the offline bundle, reworked by ``rework``."""
 
     real: Any
+    rework: Callable[[ResearchBundle], ResearchBundle]
 
     def fingerprint(self, task: TaskSpec) -> str:
         return str(self.real.fingerprint(task))
 
     def run(self, request: Any) -> AgentOutput[ResearchBundle]:
         output = self.real.run(request)
-        bundle: ResearchBundle = output.result
-        facts = [
-            fact.model_copy(update={"also_answers": [*fact.also_answers, "q-2"]})
-            if "first released" in fact.quote and "q-2" not in fact.answers
-            else fact
-            for fact in bundle.facts
-        ]
-        still_open = [question for question in bundle.open_questions if question.id != "q-2"]
-        status = "completed" if facts else bundle.result_status
-        changed = {"facts": facts, "open_questions": still_open, "result_status": status}
-        return AgentOutput(bundle.model_copy(update=changed), output.usage, output.receipts)
+        return AgentOutput(self.rework(output.result), output.usage, output.receipts)
+
+
+def links_an_undated_fact(bundle: ResearchBundle) -> ResearchBundle:
+    """The year question (q-2) linked to a fact with no year."""
+    facts = [
+        fact.model_copy(update={"also_answers": [*fact.also_answers, "q-2"]})
+        if "first released" in fact.quote and "q-2" not in fact.answers
+        else fact
+        for fact in bundle.facts
+    ]
+    still_open = [question for question in bundle.open_questions if question.id != "q-2"]
+    status = "completed" if facts else bundle.result_status
+    changed = {"facts": facts, "open_questions": still_open, "result_status": status}
+    return bundle.model_copy(update=changed)
 
 
 def test_a_question_answered_by_a_fact_of_the_wrong_kind_is_a_wrong_answer_type(
     tmp_path: Path, workflow: Workflow
 ) -> None:
     corpus = write_corpus(tmp_path / "kiln", {"kiln.md": KILN_RELEASE})
-    research = LinksAnUndatedFact(workflow.context.agents["research"])
+    research = ReworkedResearch(workflow.context.agents["research"], links_an_undated_fact)
     writer = DefectWriter(lambda body, request: body)
     context = workflow.context.with_agent("research", research).with_agent("writer", writer)
     with Workflow(workflow.settings, context=context) as stand_in:
@@ -417,29 +422,16 @@ def test_a_question_answered_by_a_fact_of_the_wrong_kind_is_a_wrong_answer_type(
     assert ErrorCode.WRONG_ANSWER_TYPE in {error.code for error in outcome.errors}
 
 
-@dataclass
-class ClaimsAPointer:
-    """Research as a model might do it: one fact's claim reworded into a pointer elsewhere."""
-
-    real: Any
-
-    def fingerprint(self, task: TaskSpec) -> str:
-        return str(self.real.fingerprint(task))
-
-    def run(self, request: Any) -> AgentOutput[ResearchBundle]:
-        output = self.real.run(request)
-        bundle: ResearchBundle = output.result
-        facts = list(bundle.facts)
-        for at, fact in enumerate(facts):
-            if fact.leans_on is None and "Rosetta Stone" in fact.quote:
-                facts[at] = fact.model_copy(update={"claim": "See also the Rosetta Stone."})
-                break
-        changed = bundle.model_copy(update={"facts": facts})
-        return AgentOutput(changed, output.usage, output.receipts)
+def claims_a_pointer(bundle: ResearchBundle) -> ResearchBundle:
+    """One fact's claim reworded into a pointer elsewhere."""
+    for fact in bundle.facts:
+        if fact.leans_on is None and "Rosetta Stone" in fact.quote:
+            return _with_fact(bundle, fact.model_copy(update={"claim": "See the Rosetta Stone."}))
+    return bundle
 
 
 def test_a_cited_fact_that_is_a_pointer_elsewhere_is_a_fragment(workflow: Workflow) -> None:
-    research = ClaimsAPointer(workflow.context.agents["research"])
+    research = ReworkedResearch(workflow.context.agents["research"], claims_a_pointer)
     writer = DefectWriter(lambda body, request: body)
     context = workflow.context.with_agent("research", research).with_agent("writer", writer)
     with Workflow(workflow.settings, context=context) as stand_in:
