@@ -7,23 +7,17 @@ corpus does not.
 
 from __future__ import annotations
 
-import re
 from dataclasses import InitVar, dataclass, field
 
 import bm25s
 import numpy as np
 
 from app.agents.passages import Passage
-from app.text.answer_types import asked_type, holds
-from app.text.key_terms import keys, query_keys
+from app.text.answer_types import asked_type, defined, holds
+from app.text.key_terms import query_keys
 from app.text.relevance import Rarity, on_topic
 from contracts import Question
 
-DEFINES = re.compile(
-    r"\W*(?:(?:an?|the)\s+)?([^\W\d][\w.-]*(?:\s+[\w.-]+){0,3}?)\s+(?:is|are)\s+(?:an?|the|one)\s",
-    re.IGNORECASE,
-)
-"""A sentence that says what its subject is: "quern is a small log shipper: …"."""
 Ranked = dict[str, list[tuple[int, float]]]
 """Per question id (or section title): passage indexes with BM25 scores, best first."""
 
@@ -152,8 +146,7 @@ class CorpusIndex:
             return []
         found = []
         for index in self.usable:
-            opening = DEFINES.match(self.passages[index].sentence.plain)
-            named = keys(opening.group(1)) if opening else frozenset()
+            named = defined(self.passages[index].sentence.plain)
             if named and named <= subject:
                 found.append((index, 0.0))
         return found[:1]

@@ -104,10 +104,13 @@ def check_questions(
                 "cites no fact research found for it"
             )
             changes.append(required(ErrorCode.QUESTION_NOT_ADDRESSED, reason))
-        elif not _typed_answer(text, question_id, bundle, cited_ids):
-            kind = asked_type(text)
+        elif (kind := asked_type(text)) and not any(
+            holds(kind, fact.statement, text)
+            for fact in map(bundle.fact, cited_ids)
+            if fact is not None and question_id in fact.answers
+        ):
             reason = (
-                f"{question_id} {text[:120]!r} asks for a {kind.value if kind else 'kind'}; "
+                f"{question_id} {text[:120]!r} asks for a {kind.value}; "
                 "no cited fact answering it holds one"
             )
             changes.append(required(ErrorCode.WRONG_ANSWER_TYPE, reason))
@@ -149,16 +152,6 @@ def check_fragments(
         if fact is not None and reason:
             detail = f"{claim} {fact.statement[:80]!r} cannot stand alone: {reason}"
             changes.append(required(ErrorCode.FRAGMENT, detail, claim_id=claim))
-
-
-def _typed_answer(text: str, question_id: str, bundle: ResearchBundle, cited: list[str]) -> bool:
-    """Whether a cited fact answering the question holds the kind of answer it asks for."""
-    kind = asked_type(text)
-    return any(
-        holds(kind, fact.statement, text)
-        for fact in map(bundle.fact, cited)
-        if fact is not None and question_id in fact.answers
-    )
 
 
 def check_apparatus(unbuilt: list[str], changes: list[RequiredChange]) -> None:

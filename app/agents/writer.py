@@ -10,9 +10,6 @@ Sources (``app/agents/apparatus.py``).
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -20,11 +17,12 @@ from urllib.parse import urlparse
 
 from app.agents.apparatus import open_questions
 from app.agents.article_text import draft_markdown, fenced
+from app.text.answer_types import asks_what, defined
 from app.text.documents.examples import INTRODUCING_ENDS
 from app.text.key_terms import heading_keys, keys, query_keys
 from app.text.primitives import FULL_STOPS, join_sentences, strip_citations, word_count
 from app.text.primitives import cite as cite_claim
-from app.text.relevance import fact_context
+from app.text.relevance import Rarity, fact_context
 from contracts import (
     DraftArticle,
     ErrorCode,
@@ -282,25 +280,13 @@ def _weakness(fact: Fact, question: str, weight: Callable[[str], float]) -> tupl
     statement = strip_citations(fact.statement)
     held = sum(weight(key) for key in keys(statement) & wanted)
     lacking = round(1 - held / total, 2)
-    subject = _DEFINES.match(statement) if _ASKS_WHAT.match(question) else None
-    named = keys(subject.group(1)) if subject else frozenset()
+    named = defined(statement) if asks_what(question) else frozenset()
     return lacking, not (named and named <= wanted)
 
 
 def _rarity(facts: list[Fact]) -> Callable[[str], float]:
-    """A key term's weight among these facts: inverse fact frequency, as research weighs."""
-    counts = Counter(key for fact in facts for key in keys(strip_citations(fact.statement)))
-    return lambda key: math.log(1 + len(facts) / (1 + counts[key]))
-
-
-_ASKS_WHAT = re.compile(
-    r"\W*(?:what\s+(?:is|are|was|were|does|do)|who\s+(?:is|was|were)|describe|summari[sz]e"
-    r"|explain\s+what|introduce)\b",
-    re.IGNORECASE,
-)
-"""A question asking what its subject is or does, which a definition of it answers."""
-_DEFINES = re.compile(r"(?:(?:an?|the)\s+)?(.{1,60}?)\s+(?:is|are|was|were)\s", re.IGNORECASE)
-"""A sentence opening with its subject and a copula: "A ferrule worker is …"."""
+    """A key term's weight among these facts, as research weighs it among sentences."""
+    return Rarity.of(keys(strip_citations(fact.statement)) for fact in facts).weight
 
 
 def _opening(

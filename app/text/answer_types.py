@@ -32,7 +32,8 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from app.text.key_terms import TASK_VERBS
+from app.text.antecedents import OPENING_WORDS
+from app.text.key_terms import TASK_VERBS, keys
 
 
 class AnswerType(Enum):
@@ -128,12 +129,8 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:[-'][A-Za-z]+)*\b|\b[A-Z]\.")
-_FUNCTION_WORDS = frozenset(
-    """a an the in on at of for from by with to into after before since during when while
-    where which who what how why if then so but and or nor as this that these those it its
-    there here each every all some most many more no not one two he she they we you i his
-    her their our your early late later first last once until today yet also however""".split()
-)
+_NOT_NAMES = OPENING_WORDS | frozenset("every last many one two".split())
+"""Capitalised at a sentence's start, still no name: the words a sentence opens with."""
 _INSTITUTION = frozenset(
     """museum university college institute institution society library company corporation
     foundation academy school press office ministry department government church army navy
@@ -171,6 +168,33 @@ def asked_type(question: str) -> AnswerType | None:
     return None
 
 
+_DEFINITION = re.compile(
+    r"\W*(?:(?:an?|the)\s+)?([^\W\d][\w.-]*(?:\s+[\w.-]+){0,3}?)\s+(?:is|are|was|were)"
+    r"\s+(?:an?|the|one)\s",
+    re.IGNORECASE,
+)
+_ASKS_WHAT = re.compile(
+    r"\W*(?:what\s+(?:is|are|was|were|does|do)|who\s+(?:is|was|were)|describe|summari[sz]e"
+    r"|explain\s+what|introduce)\b",
+    re.IGNORECASE,
+)
+
+
+def defined(sentence: str) -> frozenset[str]:
+    """The key terms of what ``sentence`` says a thing is ("A ferrule worker is a …").
+
+    Empty when it defines nothing: a definition answers "what is" and "describe what",
+    and an article explaining a subject says what the subject is first.
+    """
+    subject = _DEFINITION.match(sentence)
+    return keys(subject.group(1)) if subject else frozenset()
+
+
+def asks_what(question: str) -> bool:
+    """Whether a question asks what its subject is or does, which a definition answers."""
+    return bool(_ASKS_WHAT.match(question))
+
+
 def holds(kind: AnswerType | None, sentence: str, question: str = "") -> bool:
     """Whether ``sentence`` holds an answer of ``kind`` to ``question`` (see the module)."""
     if kind is None or kind is AnswerType.YES_NO:
@@ -199,7 +223,7 @@ def _names(sentence: str, question: str) -> bool:
     words = list(_CAPITALISED.finditer(sentence))
     for at, match in enumerate(words):
         word = match.group().casefold()
-        if word in asked or word in _FUNCTION_WORDS or word in _INSTITUTION:
+        if word in asked or word in _NOT_NAMES or word in _INSTITUTION:
             continue
         run_end = at
         while run_end + 1 < len(words) and sentence[

@@ -29,7 +29,7 @@ _PHRASES = ("the former", "the latter", "the same")
 _PERSONAL = re.compile(r"\b(?:he|she|him|his|her|himself|herself)\b", re.IGNORECASE)
 _CJK_OPENERS = ("他", "她", "它", "其", "这", "此", "该", "那", "這", "該")
 _FIRST_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-_OPENING_WORDS = STOPWORDS | frozenset(
+OPENING_WORDS = STOPWORDS | frozenset(
     """after afterwards also although before by during early eventually finally first
     however in instead late later meanwhile next now once since soon still then there
     therefore though thus today when while yet""".split()
@@ -64,6 +64,6 @@ def leans_on_earlier(sentence: str) -> bool:
         return True
     if _PERSONAL.search(text) is None:
         return False
-    if word not in _OPENING_WORDS:
+    if word not in OPENING_WORDS:
         return False  # the sentence opens with a name
     return not any(_NAME.finditer(text, first.end()))
