@@ -7,6 +7,7 @@ corpus does not.
 
 from __future__ import annotations
 
+import math
 from dataclasses import InitVar, dataclass, field
 
 import bm25s
@@ -18,6 +19,8 @@ from app.text.key_terms import query_keys
 from app.text.relevance import Rarity, on_topic
 from contracts import Question
 
+SUPPORT_POOL = 100
+"""The objective's candidates (best by coverage, then BM25) that support reorders."""
 Ranked = dict[str, list[tuple[int, float]]]
 """Per question id (or section title): passage indexes with BM25 scores, best first."""
 
@@ -125,15 +128,53 @@ class CorpusIndex:
             if verdict[1] and typed and holds(kind, passage.sentence.plain, text):
                 addressing.append((verdict[0], round(score, 6), index))
         addressing.sort(key=lambda item: (-item[0], -item[1], item[2]))  # best answer first
+        if together and not kind:  # a topic to explain: what the other answers also say
+            addressing = self._supported(query, addressing)
         hits = [(index, score) for _, score, index in addressing[:limit]]
         if together and not hits:
             found = _together(query, self.best(query), self.passages, self.rarity)
             typed = any(holds(kind, self.passages[at].sentence.plain, text) for at, _ in found)
             hits = found if typed else []
-        if together and hits:  # the objective: what its subject is comes first
+        if together and hits and not kind:  # a topic to explain: what its subject is first
             defining = self.defining(self.rarity.titled & query)
             hits = [*defining, *(hit for hit in hits if hit not in defining)][:limit]
         return hits
+
+    def _supported(
+        self, query: frozenset[str], ranked: list[tuple[float, float, int]]
+    ) -> list[tuple[float, float, int]]:
+        """The objective's best candidates reordered by coverage times support.
+
+        Where every document is about the objective's subject, nearly every sentence shares
+        its terms ("In 2022, the bicentenary of the decipherment, a petition … called for
+        the return of the Rosetta Stone" names as much of "how the Rosetta Stone led to
+        the decipherment" as any). What tells an explanation from an aside is the rest
+        of the sentence: an answer's other terms (the Demotic, the Greek, the cartouches)
+        recur in the other answers found in other sections, an aside's (a petition, a
+        return) do not. A sentence's support is its similarity to the other candidates
+        outside its own section (cosine over its key terms not in the objective, each
+        weighed by its rarity), each weighed by that candidate's coverage; the first
+        ``SUPPORT_POOL`` candidates are reordered, the rest follow as they were.
+        """
+        pool, rest = ranked[:SUPPORT_POOL], ranked[SUPPORT_POOL:]
+        weight = self.rarity.weight
+        own = [self.passages[index].terms - query for *_, index in pool]
+        norms = [math.sqrt(sum(weight(key) ** 2 for key in terms)) or 1.0 for terms in own]
+        sections = [self.passages[index].sentence.section for *_, index in pool]
+        support = [0.0] * len(pool)
+        for a in range(len(pool)):
+            for b in range(a + 1, len(pool)):
+                shared = own[a] & own[b]
+                if not shared or sections[a] == sections[b]:
+                    continue
+                similarity = sum(weight(key) ** 2 for key in shared) / (norms[a] * norms[b])
+                support[a] += similarity * pool[b][0]
+                support[b] += similarity * pool[a][0]
+        order = sorted(
+            range(len(pool)),
+            key=lambda at: (-round(pool[at][0] * support[at], 6), -pool[at][0], -pool[at][1], at),
+        )
+        return [pool[at] for at in order] + rest
 
     def defining(self, subject: frozenset[str]) -> list[tuple[int, float]]:
         """The first passage saying what ``subject`` is ("quern is a small log shipper: …").

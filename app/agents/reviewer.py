@@ -24,6 +24,7 @@ from app.agents.task_checks import (
     check_fragments,
     check_opening,
     check_questions,
+    check_relevance,
     check_sections,
 )
 from app.text.documents import read_document
@@ -103,6 +104,7 @@ class OfflineReviewerAgent:
             check_questions(task, bundle, cited_ids, layout, changes)
             check_opening(bundle, cited_ids, cited_by_section, changes)
             check_fragments(bundle, cited_ids, changes)
+            check_relevance(task, bundle, cited_by_section, changes)
         check_sources_listed(bundle, cited_ids, layout, changes)
         open_now = bundle.open_questions if still_open is None else still_open
         check_apparatus(unbuilt_apparatus_lines(body, bundle, open_now), changes)

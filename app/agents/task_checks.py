@@ -14,7 +14,7 @@ from app.agents.citation_checks import required
 from app.text.answer_types import asked_type, holds
 from app.text.fragments import fragment
 from app.text.primitives import word_count
-from app.text.relevance import off_topic
+from app.text.relevance import off_topic, unrelated
 from contracts import ErrorCode, RequiredChange, ResearchBundle, TaskSpec
 from graphs.markdown import OPEN_QUESTIONS_HEADING, SOURCES_HEADING, apparatus_heading
 
@@ -152,6 +152,35 @@ def check_fragments(
         if fact is not None and reason:
             detail = f"{claim} {fact.statement[:80]!r} cannot stand alone: {reason}"
             changes.append(required(ErrorCode.FRAGMENT, detail, claim_id=claim))
+
+
+def check_relevance(
+    task: TaskSpec,
+    bundle: ResearchBundle,
+    cited_by_section: dict[str | None, list[list[str]]],
+    changes: list[RequiredChange],
+) -> None:
+    """Every cited fact is relevant to a question, or to the required section it is under.
+
+    A sentence on no question's topic is an aside, whatever the word limit leaves room
+    for (``app/text/relevance.py``: ``unrelated``).
+    """
+    asked = {title.casefold(): title for title in task.constraints.required_sections}
+    under = {
+        claim: asked.get(title.casefold()) if title else None
+        for title, sentences in cited_by_section.items()
+        for sentence in sentences
+        for claim in sentence
+    }
+    for claim in unrelated(under, bundle, task.research_questions(), under):
+        fact = bundle.fact(claim)
+        statement = fact.statement[:80] if fact else ""
+        reason = (
+            f"{claim} {statement!r} is relevant to no question of the task"
+            + (" nor to its section" if under[claim] else "")
+            + ": leave it out"
+        )
+        changes.append(required(ErrorCode.OFF_TOPIC_SENTENCE, reason, claim_id=claim))
 
 
 def check_apparatus(unbuilt: list[str], changes: list[RequiredChange]) -> None:

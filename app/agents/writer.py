@@ -1,11 +1,12 @@
 """Offline Writer: an article for a reader, built only from sourced facts, every sentence cited.
 
-Required sections get the facts on their topic (``app/text/relevance.py``), best first; each
-answered question gets at least one of its facts; a fact that leans on an earlier sentence
-comes right after it (never opening a paragraph); a fact introducing a code example is
-shown with it, its code counted in the words (``app/agents/article_text.py``); the word
-limit is counted with the Reviewer's own count; the draft ends with its Open questions and
-Sources (``app/agents/apparatus.py``).
+Only facts relevant to a question or a required section are written: an aside is left out
+however much room is left. Required sections get the facts on their topic
+(``app/text/relevance.py``), best first; each answered question gets at least one of its
+facts; a fact that leans on an earlier sentence comes right after it (never opening a
+paragraph); a fact introducing a code example is shown with it, its code counted in the
+words (``app/agents/article_text.py``); the word limit is counted with the Reviewer's own
+count; the draft ends with its Open questions and Sources (``app/agents/apparatus.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from app.text.documents.examples import INTRODUCING_ENDS
 from app.text.key_terms import heading_keys, keys, query_keys
 from app.text.primitives import FULL_STOPS, join_sentences, strip_citations, word_count
 from app.text.primitives import cite as cite_claim
-from app.text.relevance import Rarity, fact_context
+from app.text.relevance import Rarity, fact_context, unrelated
 from contracts import (
     DraftArticle,
     ErrorCode,
@@ -86,6 +87,9 @@ class OfflineWriterAgent:
         if review is not None:
             excluded |= set(review.rejected_claims)
         usable = _usable(bundle.facts, excluded)
+        topics = [*task.research_questions(), *task.constraints.required_sections]
+        aside = set(unrelated((fact.id for fact in usable), bundle, topics, {}))
+        usable = [fact for fact in usable if fact.id not in aside]  # never an aside
         limit = task.constraints.max_words or self.default_max_words
         groups = self._sections(task, bundle, usable)
         body, cited = self._compose(task, bundle, groups, limit, open_questions(request))

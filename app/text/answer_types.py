@@ -173,6 +173,11 @@ _DEFINITION = re.compile(
     r"\s+(?:an?|the|one)\s",
     re.IGNORECASE,
 )
+_HAN_DEFINITION = re.compile(
+    r"\W*([\u4e00-\u9fff]{1,8}?)(?<![于但可要若或凡总而老不还就])(?:是|は)"
+)
+"""A Chinese or Japanese sentence opening with what it defines: "蔡伦是东汉时期的宦官", not
+one whose 是 ends a conjunction or an adverb ("蔡伦于是改进…": "and so")."""
 _ASKS_WHAT = re.compile(
     r"\W*(?:what\s+(?:is|are|was|were|does|do)|who\s+(?:is|was|were)|describe|summari[sz]e"
     r"|explain\s+what|introduce)\b",
@@ -186,7 +191,7 @@ def defined(sentence: str) -> frozenset[str]:
     Empty when it defines nothing: a definition answers "what is" and "describe what",
     and an article explaining a subject says what the subject is first.
     """
-    subject = _DEFINITION.match(sentence)
+    subject = _DEFINITION.match(sentence) or _HAN_DEFINITION.match(sentence)
     return keys(subject.group(1)) if subject else frozenset()
 
 

@@ -229,6 +229,48 @@ def fact_context(fact: Fact, bundle: ResearchBundle) -> frozenset[str]:
     return keys(fact.statement) | heading_keys(fact.section, source.title if source else None)
 
 
+def unrelated(
+    claims: Iterable[str],
+    bundle: ResearchBundle,
+    questions: Iterable[str],
+    sections: dict[str, str | None],
+) -> list[str]:
+    """The claims relevant to no question and to no required section they stand under.
+
+    A fact is relevant to a question when its sentence, its section path or its
+    document's title shares a key term with it (a document is about its title: under
+    "The waggle dance", "Foragers run a figure of eight on the comb" describes the dance).
+    Under a required section (``sections``: claim id to the required title it stands
+    under, or None), a fact on that section's topic is relevant.
+    A fact leaning on a relevant one, or leaned on by one, is relevant too: the two are
+    read together. ``claims`` are those the article cites, in its order.
+    """
+    asked = [query_keys(question) for question in questions]
+    facts = {claim: fact for claim in claims if (fact := bundle.fact(claim)) is not None}
+    relevant = set()
+    for claim, fact in facts.items():
+        context = fact_context(fact, bundle)
+        title = sections.get(claim)
+        if any(context & terms for terms in asked) or (
+            title is not None and on_topic(title, context)
+        ):
+            relevant.add(claim)
+    grown = True
+    while grown:  # a chain of leaning facts is read as one
+        joined = {
+            claim
+            for claim, fact in facts.items()
+            if claim not in relevant
+            and (
+                fact.leans_on in relevant
+                or any(other.leans_on == claim for c, other in facts.items() if c in relevant)
+            )
+        }
+        relevant |= joined
+        grown = bool(joined)
+    return [claim for claim in facts if claim not in relevant]
+
+
 ON_TOPIC_SHARE = 0.5
 """Share of a required section's cited sentences that must cite a fact on its topic."""
 

@@ -93,11 +93,11 @@ LETTRE = {
     "à Monsieur Dacier of 1822",
 }
 YOUNG = {
-    "claim": "Thomas Young and Jean-François Champollion deciphered the hieroglyphs about "
-    "two decades after the discovery.",
-    "source_id": "src-4",
-    "quote": "The full decipherment of the hieroglyphs came about two decades after the "
-    "discovery, through the work of Thomas Young and Jean-François Champollion.",
+    "claim": "Thomas Young showed that the decree on the Rosetta Stone could be used to match "
+    "Egyptian signs with Greek words.",
+    "source_id": "src-6",
+    "quote": "Young's study of the Rosetta Stone showed that the decree of 196 BC in honor of "
+    "Ptolemy V could be used to match Egyptian signs with Greek words.",
 }
 MOON = {
     "claim": "The Rosetta Stone was carried to the moon in 1850.",
@@ -108,8 +108,8 @@ GROUNDED = (YOUNG, STONE, LETTRE)
 """The claims the bundled corpus quotes verbatim, in the order ARTICLE cites them."""
 ARTICLE = """# The Rosetta Stone and the decipherment of hieroglyphs
 
-Thomas Young and Jean-François Champollion deciphered the hieroglyphs two decades after \
-the discovery [claim-1].
+Thomas Young showed that the decree on the Rosetta Stone could be used to match Egyptian \
+signs with Greek words [claim-1].
 
 ## The Stone
 

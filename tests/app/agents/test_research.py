@@ -396,3 +396,15 @@ def test_the_objective_is_answered_with_what_its_subject_is_when_the_corpus_says
     [defining] = [fact for fact in written.bundle.facts if fact.quote.startswith("kiln is a")]
     assert "q-1" in defining.answers
     assert defining.id in written.draft.cited_claim_ids
+
+
+def test_the_objective_is_answered_by_what_its_sources_say_together_not_by_asides(
+    tmp_path: Path,
+) -> None:
+    """Every document of the bundled corpus names the stone and the decipherment; the
+    sentences explaining it share their other terms (Demotic, Greek, cartouches) across
+    sections, while a petition for the stone's return or a museum shares them with none."""
+    _, bundle = _run(tmp_path, TaskSpec(task_id="t", objective=OBJECTIVE))
+    quotes = " ".join(fact.quote for fact in bundle.facts)
+    assert "petition" not in quotes and "Museum" not in quotes
+    assert "Demotic" in quotes and "cartouche" in quotes and "Greek words" in quotes

@@ -441,3 +441,64 @@ def test_a_cited_fact_that_is_a_pointer_elsewhere_is_a_fragment(workflow: Workfl
     assert {change.code for change in review.required_changes} == {ErrorCode.FRAGMENT}
     assert "points elsewhere" in review.required_changes[0].reason
     assert outcome.result_status == "partial"
+
+
+HARBOUR = "# Harbour notes\n\nThe harbour ferry leaves the north pier every hour in summer.\n"
+ASIDE = "The harbour ferry leaves the north pier every hour in summer."
+
+
+def adds_an_aside(bundle: ResearchBundle) -> ResearchBundle:
+    """A fact quoting a sentence of the corpus that no question is about."""
+    [source] = [source for source in bundle.sources if source.uri.endswith("harbour.md")]
+    start = HARBOUR.index(ASIDE)
+    aside = Fact(
+        id="claim-9001",
+        source_id=source.id,
+        quote=ASIDE,
+        span=Span(start=start, end=start + len(ASIDE)),
+        confidence="low",
+        provenance={"producer": "research", "node": "research"},
+    )
+    return bundle.model_copy(update={"facts": [*bundle.facts, aside]})
+
+
+def cites_the_aside(body: str, request: WriteRequest) -> str:
+    """The aside cited at the end of the opening paragraph, where room is left for it."""
+    assert "claim-9001" not in body, "the offline writer leaves an aside out"
+    title, opening, rest = without_apparatus(body).split("\n\n", 2)
+    return relisted(f"{title}\n\n{opening} {cite(ASIDE, 'claim-9001')}\n\n{rest}", request)
+
+
+def test_a_cited_sentence_relevant_to_no_question_is_off_topic(
+    tmp_path: Path, workflow: Workflow
+) -> None:
+    corpus = write_corpus(tmp_path / "kiln", {"kiln.md": KILN_RELEASE, "harbour.md": HARBOUR})
+    research = ReworkedResearch(workflow.context.agents["research"], adds_an_aside)
+    writer = DefectWriter(cites_the_aside)
+    context = workflow.context.with_agent("research", research).with_agent("writer", writer)
+    with Workflow(workflow.settings, context=context) as stand_in:
+        task = stand_in.task(
+            "Explain what kiln is", corpus=[str(corpus)], budget={"max_review_rounds": 2}
+        )
+        outcome = stand_in.run(task, "t-aside")
+    [review] = writer.reviews
+    assert [(change.code, change.claim_id) for change in review.required_changes] == [
+        (ErrorCode.OFF_TOPIC_SENTENCE, "claim-9001")
+    ]
+    assert "relevant to no question" in review.required_changes[0].reason
+    assert outcome.result_status == "partial"
+    assert ErrorCode.OFF_TOPIC_SENTENCE in {error.code for error in outcome.errors}
+
+
+def test_the_offline_writer_leaves_out_a_fact_relevant_to_no_question(
+    tmp_path: Path, workflow: Workflow
+) -> None:
+    corpus = write_corpus(tmp_path / "kiln", {"kiln.md": KILN_RELEASE, "harbour.md": HARBOUR})
+    research = ReworkedResearch(workflow.context.agents["research"], adds_an_aside)
+    context = workflow.context.with_agent("research", research)
+    with Workflow(workflow.settings, context=context) as stand_in:
+        task = stand_in.task("Explain what kiln is", corpus=[str(corpus)])
+        outcome = stand_in.run(task, "t-no-aside")
+        article = stand_in.artifact("t-no-aside", "article").decode()
+    assert outcome.result_status == "completed" and outcome.review_rounds == 1
+    assert "harbour" not in article.split("## Sources")[0]

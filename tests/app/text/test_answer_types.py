@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.text.answer_types import AnswerType, asked_type, holds
+from app.text.answer_types import AnswerType, asked_type, defined, holds
 
 
 @pytest.mark.parametrize(
@@ -71,3 +71,10 @@ def test_a_place_is_a_location_phrase_a_name_or_a_path() -> None:
 def test_a_question_of_no_kind_and_a_yes_no_question_take_any_sentence() -> None:
     assert holds(None, "Anything at all.")
     assert holds(AnswerType.YES_NO, "kestrel needs no server.", "Does kestrel need a server?")
+
+
+def test_a_chinese_or_japanese_definition_opens_with_what_it_defines() -> None:
+    assert defined("蔡伦是东汉时期的宦官，字敬仲，桂阳郡人。") == frozenset({"蔡伦"})
+    assert defined("東京は日本の首都である。") == frozenset({"東京"})
+    assert defined("蔡伦于是改进造纸方法。") == frozenset(), "于是 is 'and so', not 'is'"
+    assert defined("纸不是蔡伦发明的。") == frozenset(), "不是 says what it is not"
