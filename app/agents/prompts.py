@@ -45,8 +45,11 @@ From the passages below, propose claims that help answer the questions.
 WRITER_SYSTEM = """You are the Writer of a research -> write -> review workflow.
 Write a markdown article that meets the objective, from the facts listed only.
 - Start with a '# ' title, then one paragraph that answers the objective (q-1) directly,
-  before any heading; put the rest in sections under '## ' headings titled by their topic,
-  and write no heading with nothing under it.
+  before any heading; then one '## ' section per required section and per sub-question
+  (q-2, …), titled by its topic, never by a source or a file; write no heading with
+  nothing under it.
+- Order the sentences so each follows from the last; leave out any fact relevant to no
+  question, however much room is left.
 - Answer a question that asks for a number, a year, a person or a place with a fact that
   holds one, or leave it unanswered.
 - End every sentence with the ids of the facts that support it, before the full stop:

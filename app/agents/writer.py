@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from urllib.parse import urlparse
 
 from app.agents.apparatus import open_questions
 from app.agents.article_text import draft_markdown, fenced
@@ -130,17 +128,14 @@ class OfflineWriterAgent:
         A fact goes to the required section whose title it matches best: the share of the
         title's key terms in the sentence itself, then in it with its own heading, then in
         its whole context (section path and document title). A fact on no section's topic
-        is never put under one. Without required sections, facts are grouped by their
-        source's title (``_topic``), those of no title opening the article.
+        is never put under one. Without required sections, each sub-question (q-2, …) gets
+        a section of the facts answering it, titled by the question (``_by_question``).
         """
         required = [
             title for title in task.constraints.required_sections if not _is_apparatus(title)
         ]
         if not required:
-            grouped: dict[str | None, list[Fact]] = {None: []}
-            for fact in facts:
-                grouped.setdefault(_topic(fact, bundle), []).append(fact)
-            return [(title, found) for title, found in grouped.items() if found]
+            return _by_question(task, facts)
         title_keys = [query_keys(title) for title in required]
         opening: list[Fact] = []
         placed: list[list[tuple[tuple[float, ...], int, Fact]]] = [[] for _ in required]
@@ -247,21 +242,22 @@ class OfflineWriterAgent:
                     take(facts[position], heading)
         lines = [f"# {strip_citations(task.objective).rstrip('.?!' + FULL_STOPS)}", ""]
         opening = _opening(lead, chosen, required, bundle)
+        topic = query_keys(task.objective)
         for paragraph in _paragraphs(opening):
             lines += [join_sentences([cite(fact) for fact in paragraph]), ""]
+        last = opening[-1] if opening else None
         for heading, _ in groups:
-            facts = sorted(
-                (
-                    fact
-                    for fact in bundle.facts
-                    if chosen.get(fact.id, "\0") == heading and fact not in opening
-                ),
-                key=_reading_order,
-            )
+            placed = [
+                fact
+                for fact in bundle.facts
+                if chosen.get(fact.id, "\0") == heading and fact not in opening
+            ]
+            facts = _sequence(placed, last if heading is None else None, topic, weight)
             if heading is not None and (facts or heading in required):
                 lines += [f"## {heading}", ""]  # no heading over nothing, unless required
             for paragraph in _paragraphs(facts):
                 lines += [join_sentences([cite(fact) for fact in paragraph]), ""]
+            last = facts[-1] if facts and heading is None else last
         return draft_markdown("\n".join(lines).rstrip() + "\n", bundle, still_open)
 
 
@@ -321,16 +317,55 @@ def _opening(
     return sorted((_fact(bundle, claim) for claim in ids), key=_reading_order)
 
 
-def _topic(fact: Fact, bundle: ResearchBundle) -> str | None:
-    """The heading a fact goes under without required sections: its document's title.
+def _by_question(task: TaskSpec, facts: list[Fact]) -> list[Group]:
+    """Without required sections: the objective's part, then one per sub-question.
 
-    A document with no title of its own is titled by its file name, which is no topic: its
-    facts go under their own section's heading, else into the opening text.
+    Each sub-question's part is titled by the question. A fact goes to the first
+    sub-question it answers (the objective is the article's whole topic; a sub-question is
+    one part of it), else to the text after the opening; a fact leaning on another goes
+    where that one went, so the two are read together. Never by source: an article is
+    about its questions, not a list of files.
     """
-    source = bundle.source(fact.source_id)
-    if source is not None and source.title != PurePosixPath(urlparse(source.uri).path).stem:
-        return source.title
-    return fact.section[-1] if fact.section else None
+    asked = research_questions(task)[1:]
+    grouped: dict[str | None, list[Fact]] = {None: [], **{q.text: [] for q in asked}}
+    went: dict[str, str | None] = {}
+    for fact in facts:
+        heading = next((q.text for q in asked if q.id in fact.answers), None)
+        if fact.leans_on in went:
+            heading = went[fact.leans_on]
+        went[fact.id] = heading
+        grouped[heading].append(fact)
+    return [(title, found) for title, found in grouped.items() if found]
+
+
+def _said(facts: list[Fact]) -> frozenset[str]:
+    return frozenset().union(*(keys(strip_citations(fact.statement)) for fact in facts))
+
+
+def _sequence(
+    facts: list[Fact], after: Fact | None, topic: frozenset[str], weight: Callable[[str], float]
+) -> list[Fact]:
+    """The facts in an order where each part follows from the last.
+
+    A source's facts stay together in its own order (its author's), a fact leaning on
+    another right after it. The first source is the one saying most in common with the
+    sentence written before them (``after``), beyond the objective's own terms, each term
+    weighed by its rarity; each next one, most in common with the last; ties in reading
+    order.
+    """
+    units: dict[str, list[Fact]] = {}
+    for fact in sorted(facts, key=_reading_order):
+        units.setdefault(fact.source_id, []).append(fact)
+    remaining = list(units.values())
+    ordered: list[Fact] = []
+    last = [after] if after is not None else []
+    while remaining:
+        said = _said(last) - topic
+        closeness = [sum(weight(key) for key in said & _said(unit)) for unit in remaining]
+        unit = remaining.pop(closeness.index(max(closeness)))  # the first of the closest
+        ordered += unit
+        last = unit
+    return ordered
 
 
 def _layers(fact: Fact, bundle: ResearchBundle) -> tuple[frozenset[str], ...]:
@@ -378,7 +413,7 @@ def _fact(bundle: ResearchBundle, claim_id: str) -> Fact:
 
 
 def _paragraphs(facts: list[Fact]) -> list[list[Fact]]:
-    """One paragraph per source, in reading order; a leaning fact follows its antecedent.
+    """One paragraph per source, in the order given; a leaning fact follows its antecedent.
 
     A fact with a code example ends its paragraph: the example is shown right after it.
     """

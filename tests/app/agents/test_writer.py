@@ -1,13 +1,16 @@
-"""The writer shows a fact's code example right after its sentence, and answers "what is"
-with the sentence that says what its subject is."""
+"""The writer shows a fact's code example right after its sentence, answers "what is" with
+the sentence that says what its subject is, gives each sub-question its section, and orders
+paragraphs so each follows from the last."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from app.agents.article_text import with_examples
+from app.workflow import Workflow
 from graphs.markdown import word_count
 from tests.app.agents.howto import CODE, research_and_write
+from tests.conftest import OBJECTIVE, write_corpus
 
 
 def test_the_example_follows_its_sentence_as_a_fenced_block_naming_its_claim(
@@ -20,7 +23,8 @@ def test_the_example_follows_its_sentence_as_a_fenced_block_naming_its_claim(
         f"recipe name [{fact.id}]:"
     )
     fence = f"```sh [{fact.id}]\n{CODE}\n```"
-    assert f"{sentence}\n\n{fence}\n\n## Running kiln jobs" in written.body, "the answer opens it"
+    title, body = written.body.split("\n\n", 1)
+    assert title.startswith("# ") and body.startswith(f"{sentence}\n\n{fence}\n\n"), "it opens"
     assert written.draft.cited_claim_ids.count(fact.id) == 1
 
 
@@ -83,14 +87,38 @@ def test_asked_what_a_thing_does_the_writer_gives_the_sentence_that_says_what_it
     _cited(FERRULE, "A ferrule worker is", tmp_path, "Describe what a ferrule worker does")
 
 
-def test_a_document_without_a_title_lends_no_file_name_as_a_heading(tmp_path: Path) -> None:
-    untitled = (
-        "A ferrule worker is a long-running process that claims one task at a time.\n\n"
-        "## Leases\n\nA worker renews the lease of its task every ten seconds.\n"
-    )
-    written = research_and_write(
-        tmp_path, text=untitled, question="Describe what a ferrule worker does and its leases"
-    )
-    headings = [line for line in written.body.splitlines() if line.startswith("## ")]
-    assert "## kiln" not in headings, "kiln.md's file name is no topic"
-    assert written.body.split("\n## ")[0].count("[claim-") >= 1, "the untitled text opens it"
+def test_without_required_sections_each_sub_question_has_a_section_titled_by_it(
+    workflow: Workflow,
+) -> None:
+    question = "What is the Rosetta Stone made of?"
+    outcome = workflow.run(workflow.task(OBJECTIVE, questions=[question]), "t-parts")
+    assert outcome.result_status == "completed"
+    body = workflow.artifact("t-parts", "article").decode().split("\n## Sources")[0]
+    headings = [line.removeprefix("## ") for line in body.splitlines() if line.startswith("## ")]
+    assert headings == [question], "one section per sub-question, none per source"
+    opening = body.split("\n## ")[0]
+    assert "[claim-" in opening, "the objective's answer opens the article"
+
+
+KESTREL = {
+    "a-bucket.md": "# Buckets\n\nA kestrel bucket limits requests by holding tokens that each "
+    "request spends.\n",
+    "b-metrics.md": "# Metrics\n\nKestrel exports the bucket level and the rejected requests as "
+    "gauges that dashboards plot over time.\n",
+    "c-refill.md": "# Refill\n\nA kestrel bucket refills its tokens at a steady rate, so later "
+    "requests can spend them again.\n",
+}
+
+
+def test_each_paragraph_follows_the_one_saying_most_in_common_with_it(
+    tmp_path: Path, workflow: Workflow
+) -> None:
+    """The refill (tokens, spending) follows the opening's tokens spent, ahead of the
+    metrics, which come earlier in reading order but share only the objective's terms."""
+    corpus = write_corpus(tmp_path / "kestrel", KESTREL)
+    task = workflow.task("Explain kestrel buckets", corpus=[str(corpus)])
+    assert workflow.run(task, "t-order").result_status == "completed"
+    body = workflow.artifact("t-order", "article").decode().split("\n## Sources")[0]
+    paragraphs = [part for part in body.split("\n\n")[1:] if part.strip()]
+    assert [part.split()[1] for part in paragraphs] == ["kestrel", "kestrel", "exports"]
+    assert "limits requests" in paragraphs[0] and "refills" in paragraphs[1]
