@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
+
+from app.storage.artifacts import FilesystemArtifactStore
 from app.text.key_terms import keys, query_keys
-from app.text.relevance import Rarity, on_topic
+from app.text.relevance import Rarity, on_topic, unrelated
+from contracts import Fact, ResearchBundle, Source, Span
 
 SENTENCES = [
     keys("Karl von Frisch trained honeybees to visit sugar water"),
@@ -66,3 +71,43 @@ def test_what_every_document_names_need_not_be_repeated_by_a_sentence_of_one_of_
     assert not RARITY.addresses(
         query_keys("What colour are drones?"), SENTENCES[3], DOCUMENTS[0]
     ), "drones are one document's subject, not every document's"
+
+
+def _fact(claim: str, quote: str, leans_on: str | None = None) -> Fact:
+    return Fact(
+        id=claim,
+        source_id="src-1",
+        quote=quote,
+        span=Span(start=0, end=len(quote)),
+        confidence="low",
+        leans_on=leans_on,
+        provenance={"producer": "research", "node": "research"},
+    )
+
+
+def test_a_fact_is_unrelated_when_it_shares_no_term_with_any_question_or_its_section(
+    tmp_path: Path,
+) -> None:
+    snapshot = FilesystemArtifactStore(tmp_path).put("src", "source", b"notes", "text/markdown")
+    source = Source(
+        id="src-1",
+        uri="file:///corpus/notes.md",
+        title="Notes",
+        retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
+        sha256=snapshot.sha256,
+        snapshot=snapshot,
+    )
+    facts = [
+        _fact("claim-1", "Drones mate with a queen in flight."),
+        _fact("claim-2", "They die soon after that.", leans_on="claim-1"),
+        _fact("claim-3", "The ferry leaves the north pier every hour."),
+        _fact("claim-4", "Varroa mites weaken a colony over winter."),
+    ]
+    bundle = ResearchBundle(task_id="t", result_status="completed", facts=facts, sources=[source])
+    claims = [fact.id for fact in facts]
+    questions = ["What do drones do?"]
+    assert unrelated(claims, bundle, questions, {}) == ["claim-3", "claim-4"], (
+        "claim-2 leans on an answer and is read with it"
+    )
+    under_mites = {"claim-4": "Mites"}
+    assert unrelated(claims, bundle, questions, under_mites) == ["claim-3"], "on its section"
