@@ -402,7 +402,10 @@ def test_a_thread_that_found_too_little_ends_again_without_research_on_a_word_li
 def test_a_revision_to_a_tighter_limit_leaves_no_heading_without_content(
     workflow: Workflow,
 ) -> None:
-    workflow.run(workflow.task(OBJECTIVE), "t-tighter")
+    question = "What is the Rosetta Stone made of?"
+    workflow.run(workflow.task(OBJECTIVE, questions=[question]), "t-tighter")
+    first = without_apparatus(workflow.artifact("t-tighter", "article").decode())
+    assert f"## {question}" in first, "the sub-question has its section"
     for limit in (150, 60, 40):
         outcome = workflow.revise("t-tighter", {"max_words": limit, "reason": "shorter"})
         assert outcome.result_status == "completed", outcome

@@ -8,7 +8,7 @@ from pathlib import Path
 from app.storage.artifacts import FilesystemArtifactStore
 from app.text.key_terms import keys, query_keys
 from app.text.relevance import Rarity, on_topic, unrelated
-from contracts import Fact, ResearchBundle, Source, Span
+from contracts import Fact, Provenance, ResearchBundle, Source, Span
 
 SENTENCES = [
     keys("Karl von Frisch trained honeybees to visit sugar water"),
@@ -81,7 +81,7 @@ def _fact(claim: str, quote: str, leans_on: str | None = None) -> Fact:
         span=Span(start=0, end=len(quote)),
         confidence="low",
         leans_on=leans_on,
-        provenance={"producer": "research", "node": "research"},
+        provenance=Provenance(producer="research", node="research"),
     )
 
 
@@ -109,5 +109,5 @@ def test_a_fact_is_unrelated_when_it_shares_no_term_with_any_question_or_its_sec
     assert unrelated(claims, bundle, questions, {}) == ["claim-3", "claim-4"], (
         "claim-2 leans on an answer and is read with it"
     )
-    under_mites = {"claim-4": "Mites"}
+    under_mites: dict[str, str | None] = {"claim-4": "Mites"}
     assert unrelated(claims, bundle, questions, under_mites) == ["claim-3"], "on its section"
