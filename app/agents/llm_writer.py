@@ -1,10 +1,11 @@
 """Model-backed Writer: a draft from the usable facts, every sentence citing claim ids.
 
-The prompt holds the objective, the constraints in force, the facts not excluded by an
-earlier review, and the last review's required changes; never an earlier draft or
-conversation. The draft's Open questions and Sources are appended from the contracts
-(``app/agents/apparatus.py``), never taken from the model. The Reviewer, not the Writer,
-decides whether the draft is acceptable.
+The prompt holds the objective, the constraints in force, the facts the offline writer
+would use too (``writable``: not excluded by an earlier review, none an aside), and the
+last review's required changes; never an earlier draft or conversation. The draft's Open
+questions and Sources are appended from the contracts (``app/agents/apparatus.py``), never
+taken from the model. The Reviewer, not the Writer, decides whether the draft is
+acceptable.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from app.agents import prompt_inputs, prompts, replies
 from app.agents.apparatus import open_questions, without_apparatus
 from app.agents.article_text import draft_markdown
 from app.agents.structured import ModelBacked
-from app.agents.writer import OfflineWriterAgent, addressed_changes
+from app.agents.writer import OfflineWriterAgent, addressed_changes, writable
 from app.text.primitives import word_count
 from contracts import DraftArticle, Usage
 from graphs import AgentOutput, WriteRequest
@@ -40,7 +41,7 @@ class LLMWriterAgent(ModelBacked):
         excluded = set(previous.excluded_claim_ids if previous else [])
         if review is not None:
             excluded |= set(review.rejected_claims)
-        usable = [fact for fact in bundle.facts if fact.id not in excluded]
+        usable = writable(task, bundle, excluded)
         if not usable:
             return self.fallback.run(request)
         revision = (previous.revision + 1) if previous else 1

@@ -58,6 +58,18 @@ def written(fact: Fact) -> str:
     return f"{cite(fact)}\n\n{fenced(fact)}" if fact.example else cite(fact)
 
 
+def writable(task: TaskSpec, bundle: ResearchBundle, excluded: set[str]) -> list[Fact]:
+    """The facts any writer may use, offline or model-backed.
+
+    Not excluded, nor leaning on one that is (it would lose its referent), and relevant
+    to a question or a required section: never an aside, whatever room is left.
+    """
+    usable = _usable(bundle.facts, excluded)
+    topics = [*task.research_questions(), *task.constraints.required_sections]
+    aside = set(unrelated((fact.id for fact in usable), bundle, topics, {}))
+    return [fact for fact in usable if fact.id not in aside]
+
+
 def addressed_changes(review: ReviewResult | None) -> list[str]:
     """The review's required changes as ``CODE:claim-or-section`` entries for the draft."""
     return [
@@ -84,10 +96,7 @@ class OfflineWriterAgent:
         excluded = set(previous.excluded_claim_ids if previous else [])
         if review is not None:
             excluded |= set(review.rejected_claims)
-        usable = _usable(bundle.facts, excluded)
-        topics = [*task.research_questions(), *task.constraints.required_sections]
-        aside = set(unrelated((fact.id for fact in usable), bundle, topics, {}))
-        usable = [fact for fact in usable if fact.id not in aside]  # never an aside
+        usable = writable(task, bundle, excluded)
         limit = task.constraints.max_words or self.default_max_words
         groups = self._sections(task, bundle, usable)
         body, cited = self._compose(task, bundle, groups, limit, open_questions(request))

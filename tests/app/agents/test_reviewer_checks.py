@@ -9,13 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 
 from app.agents import OfflineReviewerAgent, OfflineWriterAgent
 from app.agents.apparatus import apparatus, without_apparatus
 from app.agents.reviewer import Findings
+from app.services import build_context
 from app.storage.artifacts import FilesystemArtifactStore
 from app.text.primitives import CITATION, cite
 from app.text.relevance import fact_context, on_topic
@@ -34,6 +36,7 @@ from contracts import (
 from graphs import AgentOutput, WriteRequest
 from graphs.markdown import cited_claims, word_count
 from tests.app.agents.howto import CODE, Written, research_and_write
+from tests.app.agents.scripted import draft, reply, scripted
 from tests.conftest import OBJECTIVE, write_corpus
 
 Defect = Callable[[str, WriteRequest], str]
@@ -502,3 +505,19 @@ def test_the_offline_writer_leaves_out_a_fact_relevant_to_no_question(
         article = stand_in.artifact("t-no-aside", "article").decode()
     assert outcome.result_status == "completed" and outcome.review_rounds == 1
     assert "harbour" not in article.split("## Sources")[0]
+
+
+def test_a_model_writer_is_never_shown_a_fact_relevant_to_no_question(
+    tmp_path: Path, workflow: Workflow
+) -> None:
+    corpus = write_corpus(tmp_path / "kiln", {"kiln.md": KILN_RELEASE, "harbour.md": HARBOUR})
+    research = ReworkedResearch(workflow.context.agents["research"], adds_an_aside)
+    article = draft("# kiln\n\nkiln is a small tool that runs batch jobs on folders of images.\n")
+    model, log = scripted(*(reply(article) for _ in range(3)))
+    models = cast(dict[Any, BaseChatModel], {"writer": model})
+    context = build_context(workflow.settings, workflow.ledger, models=models)
+    with Workflow(workflow.settings, context=context.with_agent("research", research)) as llm:
+        llm.run(llm.task("Explain what kiln is", corpus=[str(corpus)]), "t-model-aside")
+        bundle = llm.state("t-model-aside")["research"]
+    assert "claim-9001" in {fact.id for fact in bundle.facts}, "research handed the aside on"
+    assert log.texts() and not any("harbour" in text for text in log.texts())
