@@ -237,7 +237,7 @@ def unrelated(
 ) -> list[str]:
     """The claims relevant to no question and to no required section they stand under.
 
-    A fact is relevant to a question when its sentence, its section path or its
+    A fact is relevant to a question when its statement or quote, its section path or its
     document's title shares a key term with it (a document is about its title: under
     "The waggle dance", "Foragers run a figure of eight on the comb" describes the dance).
     Under a required section (``sections``: claim id to the required title it stands
@@ -249,7 +249,7 @@ def unrelated(
     facts = {claim: fact for claim in claims if (fact := bundle.fact(claim)) is not None}
     relevant = set()
     for claim, fact in facts.items():
-        context = fact_context(fact, bundle)
+        context = fact_context(fact, bundle) | keys(fact.quote)  # a model's claim rewords it
         title = sections.get(claim)
         if any(context & terms for terms in asked) or (
             title is not None and on_topic(title, context)

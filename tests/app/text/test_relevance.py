@@ -73,9 +73,10 @@ def test_what_every_document_names_need_not_be_repeated_by_a_sentence_of_one_of_
     ), "drones are one document's subject, not every document's"
 
 
-def _fact(claim: str, quote: str, leans_on: str | None = None) -> Fact:
+def _fact(claim: str, quote: str, leans_on: str | None = None, said: str | None = None) -> Fact:
     return Fact(
         id=claim,
+        claim=said,
         source_id="src-1",
         quote=quote,
         span=Span(start=0, end=len(quote)),
@@ -102,12 +103,13 @@ def test_a_fact_is_unrelated_when_it_shares_no_term_with_any_question_or_its_sec
         _fact("claim-2", "They die soon after that.", leans_on="claim-1"),
         _fact("claim-3", "The ferry leaves the north pier every hour."),
         _fact("claim-4", "Varroa mites weaken a colony over winter."),
+        _fact("claim-5", "Drones die in autumn.", said="Males are expelled before the cold."),
     ]
     bundle = ResearchBundle(task_id="t", result_status="completed", facts=facts, sources=[source])
     claims = [fact.id for fact in facts]
     questions = ["What do drones do?"]
     assert unrelated(claims, bundle, questions, {}) == ["claim-3", "claim-4"], (
-        "claim-2 leans on an answer and is read with it"
+        "claim-2 leans on an answer and is read with it; claim-5's quote names drones"
     )
     under_mites: dict[str, str | None] = {"claim-4": "Mites"}
     assert unrelated(claims, bundle, questions, under_mites) == ["claim-3"], "on its section"
