@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from app.agents.apparatus import open_questions
 from app.agents.article_text import draft_markdown, fenced
-from app.text.answer_types import asks_what, defined
+from app.text.answer_types import asked_type, asks_what, defined, holds
 from app.text.documents.examples import INTRODUCING_ENDS
 from app.text.key_terms import heading_keys, keys, query_keys
 from app.text.primitives import FULL_STOPS, join_sentences, strip_citations, word_count
@@ -144,7 +145,7 @@ class OfflineWriterAgent:
             title for title in task.constraints.required_sections if not _is_apparatus(title)
         ]
         if not required:
-            return _by_question(task, facts)
+            return _by_question(task, bundle, facts)
         title_keys = [query_keys(title) for title in required]
         opening: list[Fact] = []
         placed: list[list[tuple[tuple[float, ...], int, Fact]]] = [[] for _ in required]
@@ -209,7 +210,7 @@ class OfflineWriterAgent:
             question_id for bundle_fact in bundle.facts for question_id in bundle_fact.answers
         }
 
-        def covers(claim: str, question_id: str, wanted: str, best: tuple[float, bool]) -> bool:
+        def covers(claim: str, question_id: str, wanted: str, best: Weakness) -> bool:
             """Whether a chosen fact answers the question as directly as its best answer."""
             fact = _fact(bundle, claim)
             return question_id in fact.answers and _weakness(fact, wanted, weight) <= best
@@ -234,7 +235,7 @@ class OfflineWriterAgent:
                 ),
                 key=lambda item: item[:5],
             )
-            best = candidates[0][1] if candidates else (0.0, True)
+            best = candidates[0][1] if candidates else NO_WEAKNESS
             for *_, index, heading in candidates:
                 if any(covers(claim, question_id, wanted, best) for claim in chosen):
                     break
@@ -251,17 +252,33 @@ class OfflineWriterAgent:
                     take(facts[position], heading)
         lines = [f"# {strip_citations(task.objective).rstrip('.?!' + FULL_STOPS)}", ""]
         opening = _opening(lead, chosen, required, bundle)
+        defining = next(  # asked what the subject is: the opening says it first
+            (
+                fact
+                for fact in bundle.facts
+                if fact.id in chosen
+                and chosen[fact.id] is None
+                and "q-1" in fact.answers
+                and fact.leans_on is None
+                and not _weakness(fact, task.objective, weight).undefined
+            ),
+            None,
+        )
+        if opening and defining is not None and defining not in opening:
+            opening = [defining, *opening]
         topic = query_keys(task.objective)
-        for paragraph in _paragraphs(opening):
+        for paragraph in _paragraphs(opening, one=True):
             lines += [join_sentences([cite(fact) for fact in paragraph]), ""]
         last = opening[-1] if opening else None
-        for heading, _ in groups:
+        for heading, group in groups:
             placed = [
                 fact
                 for fact in bundle.facts
                 if chosen.get(fact.id, "\0") == heading and fact not in opening
             ]
-            facts = _sequence(placed, last if heading is None else None, topic, weight)
+            first = next((fact for fact in group if fact in placed), None)
+            start = last if heading is None else None
+            facts = _sequence(placed, start, topic, weight, first=None if start else first)
             if heading is not None and (facts or heading in required):
                 lines += [f"## {heading}", ""]  # no heading over nothing, unless required
             for paragraph in _paragraphs(facts):
@@ -270,13 +287,30 @@ class OfflineWriterAgent:
         return draft_markdown("\n".join(lines).rstrip() + "\n", bundle, still_open)
 
 
-def _weakness(fact: Fact, question: str, weight: Callable[[str], float]) -> tuple[float, bool]:
-    """How far a fact's own sentence is from answering a question directly: least first.
+class Weakness(NamedTuple):
+    """How far a fact's own sentence is from answering a question directly: least first."""
 
-    First the share of the question's key terms it lacks, each weighed by how rare it is
-    among the bundle's facts (``weight``), then, for a question asking what something is or
-    does, whether it fails to define that subject. A sentence that restates the subject and
-    a term or two ("stackconf needs Python") is a weaker answer than one holding what was
+    wrong_kind: bool
+    """The question asks for a number, a year, a person or a place the sentence lacks."""
+    lacking: float
+    """The share of the question's key terms it lacks, each weighed by its rarity."""
+    undefined: bool
+    """Asked what something is or does, the sentence does not say what it is."""
+
+
+NO_WEAKNESS = Weakness(wrong_kind=False, lacking=0.0, undefined=True)
+"""What a question with no key terms finds in any sentence."""
+
+
+def _weakness(fact: Fact, question: str, weight: Callable[[str], float]) -> Weakness:
+    """How far a fact's own sentence is from answering a question directly.
+
+    First whether it holds the kind of answer asked, if one is ("Where does stackconf look
+    for its TOML file?": a path or a place, ``app/text/answer_types.py``), then the share
+    of the question's key terms it lacks, each weighed by how rare it is among the
+    bundle's facts (``weight``), then, for a question asking what something is or does,
+    whether it fails to define that subject. A sentence that restates the subject and a
+    term or two ("stackconf needs Python") is a weaker answer than one holding what was
     asked ("… defaults to config.toml"); "killed" in "What happens to a task when the worker
     running it is killed?" weighs more than "task" and "worker", which every fact names; of
     two that hold as much, the one that says what the subject *is* ("A ferrule worker is a
@@ -285,12 +319,17 @@ def _weakness(fact: Fact, question: str, weight: Callable[[str], float]) -> tupl
     wanted = query_keys(question)
     total = sum(weight(key) for key in wanted)
     if not total:
-        return 0.0, True
+        return NO_WEAKNESS
     statement = strip_citations(fact.statement)
+    kind = asked_type(question)
     held = sum(weight(key) for key in keys(statement) & wanted)
     lacking = round(1 - held / total, 2)
     named = defined(statement) if asks_what(question) else frozenset()
-    return lacking, not (named and named <= wanted)
+    return Weakness(
+        wrong_kind=kind is not None and not holds(kind, statement, question),
+        lacking=lacking,
+        undefined=not (named and named <= wanted),
+    )
 
 
 def _rarity(facts: list[Fact]) -> Callable[[str], float]:
@@ -326,25 +365,42 @@ def _opening(
     return sorted((_fact(bundle, claim) for claim in ids), key=_reading_order)
 
 
-def _by_question(task: TaskSpec, facts: list[Fact]) -> list[Group]:
+def _by_question(task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]) -> list[Group]:
     """Without required sections: the objective's part, then one per sub-question.
 
-    Each sub-question's part is titled by the question. A fact goes to the first
-    sub-question it answers (the objective is the article's whole topic; a sub-question is
-    one part of it), else to the text after the opening; a fact leaning on another goes
-    where that one went, so the two are read together. Never by source: an article is
-    about its questions, not a list of files.
+    Each sub-question's part is titled by the question. A fact answering a sub-question
+    goes to the one it answers most directly (``_weakness``): the objective is the
+    article's whole topic, a sub-question one part of it. One saying what the objective
+    asks its subject is stays with the objective: "stackconf is a configuration loader …"
+    answers "what stackconf is for", though it names the TOML file a sub-question asks
+    about. A fact
+    leaning on another goes where that one went, so the two are read together. Each
+    part's facts come best answer first. Never by source: an article is about its
+    questions, not a list of files.
     """
-    asked = research_questions(task)[1:]
-    grouped: dict[str | None, list[Fact]] = {None: [], **{q.text: [] for q in asked}}
+    questions = research_questions(task)
+    weight = _rarity(bundle.facts)
+    grouped: dict[str | None, list[Fact]] = {None: [], **{q.text: [] for q in questions[1:]}}
     went: dict[str, str | None] = {}
     for fact in facts:
-        heading = next((q.text for q in asked if q.id in fact.answers), None)
+        parts = [
+            (_weakness(fact, question.text, weight), position, question.text)
+            for position, question in enumerate(questions[1:])
+            if question.id in fact.answers
+        ]
+        says_what = questions[0].id in fact.answers and not (
+            _weakness(fact, questions[0].text, weight).undefined
+        )
+        heading = min(parts)[2] if parts and not says_what else None
         if fact.leans_on in went:
             heading = went[fact.leans_on]
         went[fact.id] = heading
         grouped[heading].append(fact)
-    return [(title, found) for title, found in grouped.items() if found]
+    return [
+        (title, sorted(found, key=lambda fact: _weakness(fact, title, weight)) if title else found)
+        for title, found in grouped.items()
+        if found
+    ]
 
 
 def _said(facts: list[Fact]) -> frozenset[str]:
@@ -352,7 +408,12 @@ def _said(facts: list[Fact]) -> frozenset[str]:
 
 
 def _sequence(
-    facts: list[Fact], after: Fact | None, topic: frozenset[str], weight: Callable[[str], float]
+    facts: list[Fact],
+    after: Fact | None,
+    topic: frozenset[str],
+    weight: Callable[[str], float],
+    *,
+    first: Fact | None = None,
 ) -> list[Fact]:
     """The facts in an order where each part follows from the last.
 
@@ -360,7 +421,7 @@ def _sequence(
     another right after it. The first source is the one saying most in common with the
     sentence written before them (``after``), beyond the objective's own terms, each term
     weighed by its rarity; each next one, most in common with the last; ties in reading
-    order.
+    order. A section starts with its best fact (``first``), then the rest of its source.
     """
     units: dict[str, list[Fact]] = {}
     for fact in sorted(facts, key=_reading_order):
@@ -368,6 +429,17 @@ def _sequence(
     remaining = list(units.values())
     ordered: list[Fact] = []
     last = [after] if after is not None else []
+    if first is not None:  # the best answer opens, what leans on it after it, then its source
+        unit = next(unit for unit in remaining if first in unit)
+        remaining.remove(unit)
+        if first.leans_on not in {fact.id for fact in unit}:
+            head = [first]
+            for fact in unit:
+                if fact.leans_on in {item.id for item in head}:
+                    head.append(fact)
+            unit = head + [fact for fact in unit if fact not in head]
+        ordered += unit
+        last = unit
     while remaining:
         said = _said(last) - topic
         closeness = [sum(weight(key) for key in said & _said(unit)) for unit in remaining]
@@ -421,15 +493,17 @@ def _fact(bundle: ResearchBundle, claim_id: str) -> Fact:
     return fact
 
 
-def _paragraphs(facts: list[Fact]) -> list[list[Fact]]:
-    """One paragraph per source, in the order given; a leaning fact follows its antecedent.
+def _paragraphs(facts: list[Fact], *, one: bool = False) -> list[list[Fact]]:
+    """One paragraph per source (``one``: one in all), in the order given.
 
-    A fact with a code example ends its paragraph: the example is shown right after it.
+    A leaning fact follows its antecedent. A fact with a code example ends its paragraph:
+    the example is shown right after it.
     """
     paragraphs: list[list[Fact]] = []
     for fact in facts:
         previous = paragraphs[-1][-1] if paragraphs else None
-        if previous and previous.source_id == fact.source_id and previous.example is None:
+        joins = previous is not None and (one or previous.source_id == fact.source_id)
+        if previous and joins and previous.example is None:
             paragraphs[-1].append(fact)
         else:
             paragraphs.append([fact])

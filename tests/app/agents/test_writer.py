@@ -122,3 +122,27 @@ def test_each_paragraph_follows_the_one_saying_most_in_common_with_it(
     paragraphs = [part for part in body.split("\n\n")[1:] if part.strip()]
     assert [part.split()[1] for part in paragraphs] == ["kestrel", "kestrel", "exports"]
     assert "limits requests" in paragraphs[0] and "refills" in paragraphs[1]
+
+
+QUERN = {
+    "quern.md": "# quern\n\nquern is a small log shipper that reads log files and sends their "
+    "lines to a collector.\nquern reads its settings from quern.toml in the working "
+    "directory.\n",
+    "collector.md": "# Collectors\n\nA quern collector stores the log lines it is sent and "
+    "reads no settings of its own.\n",
+}
+
+
+def test_what_the_objective_asks_its_subject_is_opens_the_article_not_a_sub_question(
+    tmp_path: Path, workflow: Workflow
+) -> None:
+    """The definition names what the sub-question asks about too (quern reads), and would
+    answer it as directly; it stays with the objective, which asked what quern is."""
+    corpus = write_corpus(tmp_path / "quern", QUERN)
+    question = "Where does quern read its settings from?"
+    task = workflow.task("Summarise what quern is for", questions=[question], corpus=[str(corpus)])
+    assert workflow.run(task, "t-defined").result_status == "completed"
+    body = workflow.artifact("t-defined", "article").decode().split("\n## Sources")[0]
+    opening, _, section = body.split("\n\n", 1)[1].partition(f"## {question}")
+    assert opening.startswith("quern is a small log shipper"), body
+    assert "quern.toml" in section, body
