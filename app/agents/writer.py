@@ -250,7 +250,8 @@ class OfflineWriterAgent:
             for heading, facts in groups:
                 if position < len(facts):
                     take(facts[position], heading)
-        lines = [f"# {strip_citations(task.objective).rstrip('.?!' + FULL_STOPS)}", ""]
+        title = " ".join(strip_citations(task.objective).split())
+        lines = [f"# {title.rstrip('.?!' + FULL_STOPS)}", ""]
         opening = _opening(lead, chosen, required, bundle)
         defining = next(  # asked what the subject is: the opening says it first
             (
@@ -373,19 +374,20 @@ def _by_question(task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]) -> l
     article's whole topic, a sub-question one part of it. One saying what the objective
     asks its subject is stays with the objective: "stackconf is a configuration loader …"
     answers "what stackconf is for", though it names the TOML file a sub-question asks
-    about. A fact
-    leaning on another goes where that one went, so the two are read together. Each
-    part's facts come best answer first. Never by source: an article is about its
-    questions, not a list of files.
+    about. A fact leaning on another goes where that one went, so the two are read
+    together. Each part's facts come best answer first. Never by source: an article is
+    about its questions, not a list of files. A heading is one line (``_heading``); a
+    question that would read as the apparatus's ("Sources") gets no section.
     """
     questions = research_questions(task)
     weight = _rarity(bundle.facts)
-    grouped: dict[str | None, list[Fact]] = {None: [], **{q.text: [] for q in questions[1:]}}
+    titled = [(question, title) for question in questions[1:] if (title := _heading(question.text))]
+    grouped: dict[str | None, list[Fact]] = {None: [], **{title: [] for _, title in titled}}
     went: dict[str, str | None] = {}
     for fact in facts:
         parts = [
-            (_weakness(fact, question.text, weight), position, question.text)
-            for position, question in enumerate(questions[1:])
+            (_weakness(fact, question.text, weight), position, title)
+            for position, (question, title) in enumerate(titled)
             if question.id in fact.answers
         ]
         says_what = questions[0].id in fact.answers and not (
@@ -401,6 +403,15 @@ def _by_question(task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]) -> l
         for title, found in grouped.items()
         if found
     ]
+
+
+def _heading(text: str) -> str | None:
+    """Prose as a one-line heading: its whitespace runs one space, no citation marker in it.
+
+    None when it would read as a heading of the apparatus (Open questions, Sources).
+    """
+    line = " ".join(strip_citations(text).split())
+    return None if not line or _is_apparatus(line) else line
 
 
 def _said(facts: list[Fact]) -> frozenset[str]:

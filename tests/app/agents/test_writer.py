@@ -146,3 +146,11 @@ def test_what_the_objective_asks_its_subject_is_opens_the_article_not_a_sub_ques
     opening, _, section = body.split("\n\n", 1)[1].partition(f"## {question}")
     assert opening.startswith("quern is a small log shipper"), body
     assert "quern.toml" in section, body
+
+
+def test_a_sub_question_over_two_lines_is_titled_on_one(workflow: Workflow) -> None:
+    question = "What is the Rosetta Stone\n   made of?"
+    outcome = workflow.run(workflow.task(OBJECTIVE, questions=[question]), "t-lines")
+    assert outcome.result_status == "completed" and outcome.review_rounds == 1
+    body = workflow.artifact("t-lines", "article").decode()
+    assert "\n## What is the Rosetta Stone made of?\n" in body
