@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import pytest
 from app.services import build_context
 from app.settings import Settings
 from app.workflow import Workflow
+from contracts import Source
+from graphs import ArtifactStore
 from tests.backends import (
     BACKENDS,
     backend_settings,
@@ -161,6 +164,19 @@ def write_corpus(folder: Path, documents: dict[str, str]) -> Path:
     for name, text in documents.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+def stored_source(store: ArtifactStore, name: str, title: str, text: str) -> Source:
+    """Source ``src-1``: ``text`` snapshotted in ``store`` as the file ``name`` read."""
+    snapshot = store.put("t-src-1", "source", text.encode(), "text/markdown")
+    return Source(
+        id="src-1",
+        uri=f"file:///corpus/{name}",
+        title=title,
+        retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
+        sha256=snapshot.sha256,
+        snapshot=snapshot,
+    )
 
 
 def nodes_run(workflow: Workflow, thread: str) -> list[str]:

@@ -257,11 +257,9 @@ class OfflineWriterAgent:
             (
                 fact
                 for fact in bundle.facts
-                if fact.id in chosen
-                and chosen[fact.id] is None
-                and "q-1" in fact.answers
+                if chosen.get(fact.id, "\0") is None
                 and fact.leans_on is None
-                and not _weakness(fact, task.objective, weight).undefined
+                and _says_what(fact, task, weight)
             ),
             None,
         )
@@ -390,10 +388,7 @@ def _by_question(task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]) -> l
             for position, (question, title) in enumerate(titled)
             if question.id in fact.answers
         ]
-        says_what = questions[0].id in fact.answers and not (
-            _weakness(fact, questions[0].text, weight).undefined
-        )
-        heading = min(parts)[2] if parts and not says_what else None
+        heading = min(parts)[2] if parts and not _says_what(fact, task, weight) else None
         if fact.leans_on in went:
             heading = went[fact.leans_on]
         went[fact.id] = heading
@@ -403,6 +398,12 @@ def _by_question(task: TaskSpec, bundle: ResearchBundle, facts: list[Fact]) -> l
         for title, found in grouped.items()
         if found
     ]
+
+
+def _says_what(fact: Fact, task: TaskSpec, weight: Callable[[str], float]) -> bool:
+    """Whether the fact answers the objective by saying what the subject it asks about is."""
+    objective = research_questions(task)[0]
+    return objective.id in fact.answers and not _weakness(fact, objective.text, weight).undefined
 
 
 def _heading(text: str) -> str | None:

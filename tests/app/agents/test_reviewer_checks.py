@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,7 +27,6 @@ from contracts import (
     Fact,
     ResearchBundle,
     ReviewResult,
-    Source,
     Span,
     TaskSpec,
     TaskState,
@@ -37,7 +35,7 @@ from graphs import AgentOutput, WriteRequest
 from graphs.markdown import cited_claims, word_count
 from tests.app.agents.howto import CODE, Written, research_and_write
 from tests.app.agents.scripted import draft, reply, scripted
-from tests.conftest import OBJECTIVE, write_corpus
+from tests.conftest import OBJECTIVE, stored_source, write_corpus
 
 Defect = Callable[[str, WriteRequest], str]
 
@@ -232,15 +230,7 @@ def test_a_cited_quote_from_a_table_row_is_rejected_as_non_prose(tmp_path: Path)
         "| name | default |\n|---|---|\n| FERRULE_DB | ferrule.db |\n"
     )
     store = FilesystemArtifactStore(tmp_path)
-    snapshot = store.put("t-src-1", "source", text.encode(), "text/markdown")
-    source = Source(
-        id="src-1",
-        uri="file:///corpus/settings.md",
-        title="Settings",
-        retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
-        sha256=snapshot.sha256,
-        snapshot=snapshot,
-    )
+    source = stored_source(store, "settings.md", "Settings", text)
     row = "| FERRULE_DB | ferrule.db |"
     start = text.index(row)
     fact = Fact(

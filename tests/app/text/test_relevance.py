@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 from app.storage.artifacts import FilesystemArtifactStore
 from app.text.key_terms import keys, query_keys
 from app.text.relevance import Rarity, on_topic, unrelated
-from contracts import Fact, Provenance, ResearchBundle, Source, Span
+from contracts import Fact, Provenance, ResearchBundle, Span
+from tests.conftest import stored_source
 
 SENTENCES = [
     keys("Karl von Frisch trained honeybees to visit sugar water"),
@@ -89,15 +89,7 @@ def _fact(claim: str, quote: str, leans_on: str | None = None, said: str | None 
 def test_a_fact_is_unrelated_when_it_shares_no_term_with_any_question_or_its_section(
     tmp_path: Path,
 ) -> None:
-    snapshot = FilesystemArtifactStore(tmp_path).put("src", "source", b"notes", "text/markdown")
-    source = Source(
-        id="src-1",
-        uri="file:///corpus/notes.md",
-        title="Notes",
-        retrieved_at=datetime(2026, 1, 1, tzinfo=UTC),
-        sha256=snapshot.sha256,
-        snapshot=snapshot,
-    )
+    source = stored_source(FilesystemArtifactStore(tmp_path), "notes.md", "Notes", "notes")
     facts = [
         _fact("claim-1", "Drones mate with a queen in flight."),
         _fact("claim-2", "They die soon after that.", leans_on="claim-1"),
