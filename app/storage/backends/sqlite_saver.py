@@ -49,6 +49,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from app.storage.backends import sqlite_saver_sql as sql
 from app.storage.backends.sqlite_steps import Steps, run
+from app.storage.backends.sqlite_values import Keyframes
 
 T = TypeVar("T")
 
@@ -71,6 +72,7 @@ class BlobSqliteSaver(SqliteSaver):
     def __init__(self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None):
         super().__init__(conn, serde=serde)
         self._blobs = False
+        self.keyframes = Keyframes()
 
     def setup(self) -> None:
         """The saver's own tables, then SqliteSaver's; a read-only file is left as it is."""
@@ -96,7 +98,14 @@ class BlobSqliteSaver(SqliteSaver):
         """The checkpoint ``config`` names (the latest without an id), its values read."""
         with self.cursor(transaction=False) as cur:
             blobs = self._has_blobs(cur)
-            return run(cur, sql.get(self.serde, config, blobs=blobs, task_path=self._has_task_path))
+            steps = sql.get(
+                self.serde,
+                config,
+                blobs=blobs,
+                task_path=self._has_task_path,
+                keyframes=self.keyframes,
+            )
+            return run(cur, steps)
 
     def list(
         self,
@@ -128,7 +137,9 @@ class BlobSqliteSaver(SqliteSaver):
         gets one, which covers the new versions and a thread saved before this layout.
         """
         with self.cursor(transaction=False) as cur:
-            return self._transaction(cur, sql.put(self.serde, config, checkpoint, metadata))
+            return self._transaction(
+                cur, sql.put(self.serde, config, checkpoint, metadata, self.keyframes)
+            )
 
     def put_writes(
         self,
@@ -139,12 +150,16 @@ class BlobSqliteSaver(SqliteSaver):
     ) -> None:
         """Save a task's writes and the values they share in one transaction."""
         with self.cursor(transaction=False) as cur:
-            self._transaction(cur, sql.put_writes(self.serde, config, writes, task_id, task_path))
+            self._transaction(
+                cur,
+                sql.put_writes(self.serde, config, writes, task_id, task_path, self.keyframes),
+            )
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints, writes, blob rows and values in one transaction."""
         with self.cursor(transaction=False) as cur:
             self._transaction(cur, sql.delete(thread_id))
+        self.keyframes.forget(str(thread_id))
 
     def _transaction(self, cur: sqlite3.Cursor, steps: Steps[T]) -> T:
         try:

@@ -26,6 +26,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from app.storage.backends import sqlite_saver_sql as sql
 from app.storage.backends.sqlite_steps import Rows, Steps
+from app.storage.backends.sqlite_values import Keyframes
 
 T = TypeVar("T")
 
@@ -53,6 +54,7 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
         super().__init__(conn, serde=serde)
         self._blobs = False
         self._blobs_tried = False
+        self.keyframes = Keyframes()
 
     async def setup(self) -> None:
         """The saver's own tables first, as the sync saver makes them, then AsyncSqliteSaver's."""
@@ -87,7 +89,13 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
         await self.setup()
         async with self.lock:
             blobs = await self._has_blobs()
-            steps = sql.get(self.serde, config, blobs=blobs, task_path=self._has_task_path)
+            steps = sql.get(
+                self.serde,
+                config,
+                blobs=blobs,
+                task_path=self._has_task_path,
+                keyframes=self.keyframes,
+            )
             return await arun(self.conn, steps)
 
     async def alist(
@@ -117,7 +125,9 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
         """Save the checkpoint and its new blob rows in one transaction (see the sync one)."""
         await self.setup()
         async with self.lock:
-            return await self._transaction(sql.put(self.serde, config, checkpoint, metadata))
+            return await self._transaction(
+                sql.put(self.serde, config, checkpoint, metadata, self.keyframes)
+            )
 
     async def aput_writes(
         self,
@@ -129,13 +139,16 @@ class AsyncBlobSqliteSaver(AsyncSqliteSaver):
         """Save a task's writes and the values they share in one transaction."""
         await self.setup()
         async with self.lock:
-            await self._transaction(sql.put_writes(self.serde, config, writes, task_id, task_path))
+            await self._transaction(
+                sql.put_writes(self.serde, config, writes, task_id, task_path, self.keyframes)
+            )
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's rows in every table the saver owns, in one transaction."""
         await self.setup()
         async with self.lock:
             await self._transaction(sql.delete(thread_id))
+        self.keyframes.forget(str(thread_id))
 
     async def _transaction(self, steps: Steps[T]) -> T:
         try:

@@ -35,6 +35,7 @@ from app.storage.backends.sqlite_steps import KEYS_PER_QUERY, Rows, Sql, Steps
 from app.storage.backends.sqlite_values import (
     CREATE_VALUES,
     VALUES_TABLE,
+    Keyframes,
     Sharing,
     packed,
     resolved,
@@ -133,10 +134,15 @@ def blob_rows(
     return found
 
 
-def blob_values(thread_id: str, namespace: str, keys: Mapping[str, str]) -> Steps[Rows]:
-    """(channel, type, bytes) of the values stored under ``keys``, shared ones read in."""
+def blob_values(
+    thread_id: str, namespace: str, keys: Mapping[str, str], keyframes: Keyframes | None = None
+) -> Steps[Rows]:
+    """(channel, type, bytes) of the values stored under ``keys``, shared ones read in.
+
+    With ``keyframes``, the values read are their channels' keyframes where none is kept.
+    """
     found = yield from blob_rows(thread_id, namespace, keys)
-    return (yield from resolved(thread_id, found, at=1))
+    return (yield from resolved(thread_id, found, at=1, keyframes=keyframes))
 
 
 def load(
@@ -146,18 +152,20 @@ def load(
     blobs: bool,
     task_path: bool,
     config: RunnableConfig | None = None,
+    keyframes: Keyframes | None = None,
 ) -> Steps[CheckpointTuple]:
     """The checkpoint tuple of a ``SELECT_ROWS`` row, its stored values and writes read.
 
     ``blobs``: whether the file has ``checkpoint_blobs`` (a file read before any saver of
     this layout opened it for writing has not). ``config``: what the caller asked for, kept
     as the tuple's config as SqliteSaver keeps it; else one is made from the row.
+    ``keyframes``: the saver's, which the values read seed for the writes that follow.
     """
     thread_id, namespace, checkpoint_id, parent_id, kind, data, metadata = row
     checkpoint = cast(Checkpoint, serde.loads_typed(unpacked(kind, data)))
     wanted = named_blobs(checkpoint)
     if blobs and wanted:
-        found = yield from blob_values(thread_id, namespace, wanted)
+        found = yield from blob_values(thread_id, namespace, wanted, keyframes)
         checkpoint["channel_values"] = {
             **checkpoint["channel_values"],
             **{channel: serde.loads_typed((kind_, blob)) for channel, kind_, blob in found},
@@ -175,7 +183,12 @@ def load(
 
 
 def get(
-    serde: SerializerProtocol, config: RunnableConfig, *, blobs: bool, task_path: bool
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    *,
+    blobs: bool,
+    task_path: bool,
+    keyframes: Keyframes | None = None,
 ) -> Steps[CheckpointTuple | None]:
     """The checkpoint ``config`` names, or the thread's latest in its namespace."""
     thread_id = str(config["configurable"]["thread_id"])
@@ -192,7 +205,11 @@ def get(
     if not rows:
         return None
     asked = config if checkpoint_id else None
-    return (yield from load(serde, rows[0], blobs=blobs, task_path=task_path, config=asked))
+    return (
+        yield from load(
+            serde, rows[0], blobs=blobs, task_path=task_path, config=asked, keyframes=keyframes
+        )
+    )
 
 
 def listing(
@@ -214,6 +231,7 @@ def put(
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
+    keyframes: Keyframes | None = None,
 ) -> Steps[RunnableConfig]:
     """Store the values that have no blob row yet, then the row with the rest.
 
@@ -232,14 +250,14 @@ def put(
         keys = {channel: str(versions[channel]) for channel in apart}
         present = yield from blob_rows(thread_id, namespace, keys, columns="channel")
         stored = {channel for (channel,) in present}
-        sharing = Sharing(thread_id)
+        sharing = Sharing(thread_id, keyframes)
         new = [
             (
                 thread_id,
                 namespace,
                 channel,
                 keys[channel],
-                *sharing.refer(*serde.dumps_typed(value)),
+                *sharing.refer(*serde.dumps_typed(value), channel),
             )
             for channel, value in apart.items()
             if channel not in stored
@@ -277,10 +295,11 @@ def put_writes(
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
+    keyframes: Keyframes | None = None,
 ) -> Steps[None]:
     """Store a task's writes as SqliteSaver does, large values shared (see sqlite_values)."""
     thread_id = str(config["configurable"]["thread_id"])
-    sharing = Sharing(thread_id)
+    sharing = Sharing(thread_id, keyframes)
     rows = [
         (
             thread_id,
@@ -290,7 +309,7 @@ def put_writes(
             task_path,
             WRITES_IDX_MAP.get(channel, idx),
             channel,
-            *sharing.refer(*serde.dumps_typed(value)),
+            *sharing.refer(*serde.dumps_typed(value), channel),
         )
         for idx, (channel, value) in enumerate(writes)
     ]

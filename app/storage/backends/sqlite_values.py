@@ -21,11 +21,22 @@ what it is given. Contracts in msgpack compress three to five times (their field
 the envelope items each node restates), and a log that grows by one entry a revision adds
 a compressed entry's bytes, not the whole log's. A value stored before, or one sealed under
 an encryption key (random bytes do not compress), is stored and read as it is.
+
+Most of what a channel's new value holds, its last one held: a handoff envelope restates
+the objective, the decisions, the sources' and artifacts' hashes (which do not compress),
+changing a few fields. So a value may be stored as its difference from a *keyframe*, a
+value of the same channel in the same thread stored whole (:class:`Keyframes`): deflated
+with the keyframe as zlib's preset dictionary, under the type :data:`DELTA`, the
+keyframe's digest first. A keyframe is never itself a difference, so a value is read with
+at most one other; a difference is kept only when it is at most half the value's own
+compressed bytes, else the value is stored whole and becomes the channel's keyframe.
 """
 
 from __future__ import annotations
 
+import threading
 import zlib
+from collections import OrderedDict
 from hashlib import sha256
 
 from app.storage.backends.sqlite_steps import KEYS_PER_QUERY, Rows, Sql, Steps
@@ -53,6 +64,17 @@ WINDOW_BITS = 13
 the time of the default 32 KiB (a run compresses a few dozen values of a few KB)."""
 
 
+DELTA = "zdict:"
+"""Before the type of a value stored as its difference from a keyframe; no serializer names
+a type so. Its bytes are the keyframe's 32-byte digest, then the deflated difference."""
+DICTIONARY_BITS = 15
+"""zlib's largest window: a difference refers back up to 32 KiB, the keyframe's last bytes."""
+DIGEST_BYTES = 32
+KEPT_THREADS = 32
+"""Threads whose keyframes a saver keeps in memory (at most 32 KiB a channel); a thread
+not among them stores its next value of each channel whole."""
+
+
 def packed(kind: str, data: bytes) -> tuple[str, bytes]:
     """The type and bytes the file keeps for a serialized value: compressed, when smaller."""
     smaller = zlib.compress(data, wbits=WINDOW_BITS)
@@ -66,48 +88,200 @@ def unpacked(kind: str, data: bytes) -> tuple[str, bytes]:
     return kind, data
 
 
+def _deflated(data: bytes, dictionary: bytes) -> bytes:
+    compressor = zlib.compressobj(wbits=DICTIONARY_BITS, zdict=dictionary)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _inflated(data: bytes, dictionary: bytes) -> bytes:
+    decompressor = zlib.decompressobj(wbits=DICTIONARY_BITS, zdict=dictionary)
+    return decompressor.decompress(data) + decompressor.flush()
+
+
+def sealed(kind: str) -> bool:
+    """Whether a serializer's type is of a value sealed under a key (``msgpack+aesgcm``).
+
+    Such bytes are random: no dictionary helps compress them.
+    """
+    return "+" in kind
+
+
+class Keyframes:
+    """Of each channel of recent threads, the digest and last 32 KiB of a value stored whole.
+
+    Only a hint: a keyframe is used as a dictionary once the write's own transaction has
+    found its row whole in the thread (:meth:`Sharing.store`), so a keyframe rolled back,
+    deleted with its thread, or stored by another process as a difference is not used.
+    """
+
+    def __init__(self, threads: int = KEPT_THREADS) -> None:
+        self._threads: OrderedDict[str, dict[str, tuple[bytes, bytes]]] = OrderedDict()
+        self._size = threads
+        self._lock = threading.Lock()
+
+    def of(self, thread_id: str, channel: str) -> tuple[bytes, bytes] | None:
+        """The channel's keyframe: its digest and dictionary."""
+        with self._lock:
+            return self._threads.get(thread_id, {}).get(channel)
+
+    def keep(
+        self, thread_id: str, channel: str, digest: bytes, data: bytes, *, replace: bool
+    ) -> None:
+        """Remember a value stored whole; ``replace``: over the channel's keyframe if any."""
+        with self._lock:
+            channels = self._threads.setdefault(thread_id, {})
+            self._threads.move_to_end(thread_id)
+            if replace or channel not in channels:
+                channels[channel] = (digest, data[-(1 << DICTIONARY_BITS) :])
+            while len(self._threads) > self._size:
+                self._threads.popitem(last=False)
+
+    def forget(self, thread_id: str) -> None:
+        """Drop a deleted thread's keyframes."""
+        with self._lock:
+            self._threads.pop(thread_id, None)
+
+
 class Sharing:
     """The values of one thread's rows being built, each to be stored once."""
 
-    def __init__(self, thread_id: str) -> None:
+    def __init__(self, thread_id: str, keyframes: Keyframes | None = None) -> None:
         self.thread_id = thread_id
-        self.rows: dict[bytes, tuple[str, bytes, str, bytes]] = {}
+        self.keyframes = keyframes
+        self.rows: dict[bytes, tuple[str, bytes, str | None]] = {}
 
-    def refer(self, kind: str, data: bytes) -> tuple[str, bytes]:
-        """What a row stores for the value: the value itself if short, else its digest."""
+    def refer(self, kind: str, data: bytes, channel: str | None = None) -> tuple[str, bytes]:
+        """What a row stores for the value: the value itself if short, else its digest.
+
+        ``channel``: the channel the value is of, whose keyframe it may be stored against.
+        """
         if len(data) < SHARED_FROM:
             return kind, data
         digest = sha256(kind.encode() + b"\0" + data).digest()
         if digest not in self.rows:
-            self.rows[digest] = (self.thread_id, digest, *packed(kind, data))
+            self.rows[digest] = (kind, data, channel)
         return SHARED, digest
 
     def store(self) -> Steps[None]:
-        """Store the values referred to, those the thread holds already left as they are."""
-        if self.rows:
-            yield Sql(INSERT_VALUE, list(self.rows.values()), many=True)
+        """Store the values referred to, those the thread holds already left as they are.
+
+        Each is compressed only if the thread lacks it, against its channel's keyframe when
+        that is found stored whole in this same transaction.
+        """
+        if not self.rows:
+            return
+        bases = {
+            base[0]
+            for _, _, channel in self.rows.values()
+            if channel is not None
+            and self.keyframes is not None
+            and (base := self.keyframes.of(self.thread_id, channel)) is not None
+        }
+        found = yield from _selected(self.thread_id, sorted({*self.rows, *bases}), "digest, type")
+        present = {bytes(digest) for digest, _ in found}
+        whole = {bytes(digest) for digest, kind in found if not str(kind).startswith(DELTA)}
+        rows = [
+            (self.thread_id, digest, *self._packed(digest, kind, data, channel, whole))
+            for digest, (kind, data, channel) in self.rows.items()
+            if digest not in present
+        ]
+        if rows:
+            yield Sql(INSERT_VALUE, rows, many=True)
+
+    def _packed(
+        self,
+        digest: bytes,
+        kind: str,
+        data: bytes,
+        channel: str | None,
+        whole: set[bytes],
+    ) -> tuple[str, bytes]:
+        """A value as stored: its difference from the channel's keyframe, or whole."""
+        keyframe = None
+        if channel is not None and self.keyframes is not None and not sealed(kind):
+            keyframe = self.keyframes.of(self.thread_id, channel)
+        if keyframe is not None and keyframe[0] in whole and keyframe[0] != digest:
+            difference = keyframe[0] + _deflated(data, keyframe[1])
+            if len(difference) * 8 <= len(data):  # surely at most half of it compressed
+                return DELTA + kind, difference
+            stored = packed(kind, data)
+            if len(difference) * 2 <= len(stored[1]):
+                return DELTA + kind, difference
+        else:
+            stored = packed(kind, data)
+        if channel is not None and self.keyframes is not None and not sealed(kind):
+            self.keyframes.keep(self.thread_id, channel, digest, data, replace=True)
+        return stored
 
 
-def resolved(thread_id: str, rows: Rows, at: int) -> Steps[Rows]:
-    """``rows``, each shared value read in: column ``at`` is a type, the next its value.
-
-    A digest the thread has no value for is a damaged file, and raises.
-    """
-    digests = sorted({bytes(row[at + 1]) for row in rows if row[at] == SHARED})
-    found: dict[bytes, tuple[str, bytes]] = {}
+def _selected(thread_id: str, digests: list[bytes], columns: str) -> Steps[Rows]:
+    """``columns`` of the rows of these values the thread holds."""
+    found: Rows = []
     for start in range(0, len(digests), KEYS_PER_QUERY):
         chunk = digests[start : start + KEYS_PER_QUERY]
         marks = ", ".join("?" for _ in chunk)
-        stored = yield Sql(
-            f"SELECT digest, type, value FROM {VALUES_TABLE} "
-            f"WHERE thread_id = ? AND digest IN ({marks})",
+        found += yield Sql(
+            f"SELECT {columns} FROM {VALUES_TABLE} WHERE thread_id = ? AND digest IN ({marks})",
             (thread_id, *chunk),
         )
-        found.update((bytes(digest), unpacked(kind, value)) for digest, kind, value in stored)
-    missing = [digest.hex() for digest in digests if digest not in found]
+    return found
+
+
+def _stored(thread_id: str, digests: list[bytes]) -> Steps[dict[bytes, tuple[str, bytes]]]:
+    """The stored type and bytes of each of these values the thread holds."""
+    found = yield from _selected(thread_id, digests, "digest, type, value")
+    return {bytes(digest): (str(kind), bytes(value)) for digest, kind, value in found}
+
+
+def resolved(
+    thread_id: str, rows: Rows, at: int, keyframes: Keyframes | None = None
+) -> Steps[Rows]:
+    """``rows``, each shared value read in: column ``at`` is a type, the next its value.
+
+    A value stored as a difference is read with its keyframe. With ``keyframes``, column 0
+    is the channel, and the values read become their channels' keyframes where none is
+    kept yet. A digest the thread has no value for is a damaged file, and raises.
+    """
+    digests = sorted({bytes(row[at + 1]) for row in rows if row[at] == SHARED})
+    stored = yield from _stored(thread_id, digests)
+    bases = sorted(
+        {value[:DIGEST_BYTES] for kind, value in stored.values() if kind.startswith(DELTA)}
+        - set(stored)
+    )
+    stored.update((yield from _stored(thread_id, bases)))
+    missing = [digest.hex() for digest in [*digests, *bases] if digest not in stored]
     if missing:
         raise LookupError(f"thread {thread_id!r} refers to values it does not hold: {missing}")
-    return [
-        (*row[:at], *found[bytes(row[at + 1])], *row[at + 2 :]) if row[at] == SHARED else row
+    found: dict[bytes, tuple[str, bytes]] = {}
+    whole: dict[bytes, bytes] = {}  # the keyframe each value was read with, or itself
+
+    def read(digest: bytes) -> tuple[str, bytes]:
+        if digest not in found:
+            kind, value = stored[digest]
+            if kind.startswith(DELTA):
+                base = value[:DIGEST_BYTES]
+                base_kind, base_value = stored[base]
+                if base_kind.startswith(DELTA):
+                    raise LookupError(
+                        f"thread {thread_id!r} holds value {digest.hex()} as a difference from "
+                        f"{base.hex()}, which is a difference itself: the file is damaged"
+                    )
+                _, keyframe = unpacked(base_kind, base_value)
+                data = _inflated(value[DIGEST_BYTES:], keyframe[-(1 << DICTIONARY_BITS) :])
+                found[digest] = (kind.removeprefix(DELTA), data)
+                whole[digest] = base
+            else:
+                found[digest] = unpacked(kind, value)
+                whole[digest] = digest
+        return found[digest]
+
+    resolved_rows = [
+        (*row[:at], *read(bytes(row[at + 1])), *row[at + 2 :]) if row[at] == SHARED else row
         for row in rows
     ]
+    if keyframes is not None:
+        for row in rows:
+            if row[at] == SHARED and not sealed(found[bytes(row[at + 1])][0]):
+                base = whole[bytes(row[at + 1])]
+                keyframes.keep(thread_id, str(row[0]), base, read(base)[1], replace=False)
+    return resolved_rows

@@ -31,7 +31,14 @@ from app.settings import Settings
 from app.storage.backends.sqlite_saver import BlobSqliteSaver, owned_tables
 from app.storage.backends.sqlite_saver_aio import AsyncBlobSqliteSaver
 from app.storage.backends.sqlite_saver_sql import BLOBS_TABLE
-from app.storage.backends.sqlite_values import PACKED, SHARED, VALUES_TABLE, packed, unpacked
+from app.storage.backends.sqlite_values import (
+    DELTA,
+    PACKED,
+    SHARED,
+    VALUES_TABLE,
+    packed,
+    unpacked,
+)
 from app.workflow import Workflow
 from contracts import TaskState
 from tests.backends import sqlite_settings
@@ -209,6 +216,107 @@ def test_values_and_checkpoint_rows_are_stored_compressed_unless_that_is_larger(
     assert checkpoint_types == [(PACKED + "msgpack",)]
     assert packed("msgpack", os.urandom(500))[0] == "msgpack", "incompressible: kept as is"
     assert unpacked(*packed("msgpack", noise.encode())) == ("msgpack", noise.encode())
+
+
+class Drafting(TypedDict):
+    text: str
+    n: int
+
+
+def drafting_graph(saver: BaseCheckpointSaver[Any] | None) -> Any:
+    """``text`` changed a little at each step, as a handoff envelope changes node to node."""
+
+    def step(state: Drafting) -> dict[str, Any]:
+        return {"text": f"{state['text']} step {state['n']}.", "n": state["n"] + 1}
+
+    graph = StateGraph(Drafting)
+    graph.add_node("step", step)
+    graph.add_edge(START, "step")
+    graph.add_conditional_edges("step", lambda state: END if state["n"] >= STEPS else "step")
+    return graph.compile(checkpointer=saver)
+
+
+def drafted(text: str) -> list[dict[str, Any]]:
+    """The drafting thread's history, newest first, as ``get_state_history`` gives it."""
+    states = [{"text": text + "".join(f" step {n}." for n in range(k)), "n": k} for k in range(6)]
+    return [*reversed(states), {}]
+
+
+def text_values(path: Path, thread_id: str) -> list[tuple[str, int]]:
+    """Type and stored bytes of each value of the thread's ``text``, first stored first."""
+    return rows(
+        path,
+        f"SELECT v.type, LENGTH(v.value) FROM {VALUES_TABLE} AS v JOIN {BLOBS_TABLE} AS b "
+        "ON b.thread_id = v.thread_id AND b.blob = v.digest "
+        "WHERE v.thread_id = ? AND b.channel = 'text' ORDER BY b.version",
+        thread_id,
+    )
+
+
+def test_a_channels_later_values_are_stored_as_differences_and_read_back_whole(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "delta.db"
+    noise = os.urandom(3_000).hex()  # compresses to half: the difference is what is small
+    with sync_saver(path) as saver:
+        drafting_graph(saver).invoke({"text": noise, "n": 0}, config("sync"))
+
+    async def draft_async() -> None:
+        async with async_saver(path) as saver:
+            await drafting_graph(saver).ainvoke({"text": noise, "n": 0}, config("async"))
+
+    asyncio.run(draft_async())
+    for thread_id in ("sync", "async"):
+        stored = text_values(path, thread_id)
+        assert len(stored) == STEPS + 1
+        (first_kind, first_size), *later = stored
+        assert first_kind == PACKED + "msgpack" and first_size > 2_000, "the keyframe: whole"
+        assert {kind for kind, _ in later} == {DELTA + "msgpack"}
+        assert max(size for _, size in later) < first_size / 10, "a few bytes changed: few stored"
+    with sync_saver(path) as reader:  # a new saver: no keyframe in memory
+        for thread_id in ("sync", "async"):
+            states = [
+                dict(state.values)
+                for state in drafting_graph(reader).get_state_history(config(thread_id))
+            ]
+            assert states == drafted(noise)
+
+
+def test_a_keyframe_the_file_no_longer_holds_is_not_used(tmp_path: Path) -> None:
+    path = tmp_path / "gone.db"
+    noise = os.urandom(3_000).hex()
+    with sync_saver(path) as saver:
+        drafting_graph(saver).invoke({"text": noise, "n": 0}, config("t"))
+        with closing(sqlite3.connect(path)) as other:  # another process deletes the thread
+            for table in ("checkpoints", "writes", BLOBS_TABLE, VALUES_TABLE):
+                other.execute(f"DELETE FROM {table} WHERE thread_id = 't'")
+            other.commit()
+        again = "other " + noise  # the same thread id, run anew in this process
+        drafting_graph(saver).invoke({"text": again, "n": 0}, config("t"))
+    assert text_values(path, "t")[0][0] == PACKED + "msgpack", "stored whole, not as a difference"
+    with sync_saver(path) as reader:
+        states = [dict(s.values) for s in drafting_graph(reader).get_state_history(config("t"))]
+        assert states == drafted(again)
+
+
+def test_a_difference_whose_keyframe_is_a_difference_is_reported_as_damage(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chain.db"
+    noise = os.urandom(3_000).hex()
+    with sync_saver(path) as saver:
+        drafting_graph(saver).invoke({"text": noise, "n": 0}, config("t"))
+    [(digest, value)] = rows(
+        path, f"SELECT digest, value FROM {VALUES_TABLE} WHERE type = ? LIMIT 1", PACKED + "msgpack"
+    )
+    with closing(sqlite3.connect(path)) as conn:  # damage: the keyframe made a difference
+        conn.execute(
+            f"UPDATE {VALUES_TABLE} SET type = ?, value = ? WHERE digest = ?",
+            (DELTA + "msgpack", bytes(digest) + bytes(value), digest),
+        )
+        conn.commit()
+    with sync_saver(path) as reader, pytest.raises(LookupError, match="damaged"):
+        list(drafting_graph(reader).get_state_history(config("t")))
 
 
 def test_a_file_saved_before_values_were_shared_reads_and_resumes(tmp_path: Path) -> None:
