@@ -30,9 +30,8 @@ from pathlib import Path
 
 from app.settings import Settings
 from app.storage.backends import sqlite_path
-from app.storage.backends.sqlite_saver_sql import blob_values, named_blobs
+from app.storage.backends.sqlite_saver_sql import blob_values, named_blobs, row_bytes
 from app.storage.backends.sqlite_steps import run
-from app.storage.backends.sqlite_values import unpacked
 from app.storage.serde import contract_serializer
 from app.workflow import Workflow
 from bench._common import (
@@ -93,11 +92,14 @@ def checkpoint_bytes(database: Path, thread_id: str) -> tuple[int, int]:
     sizes = []
     with closing(sqlite3.connect(database)) as conn:
         rows = conn.execute(
-            "SELECT checkpoint_ns, type, checkpoint FROM checkpoints WHERE thread_id = ?",
+            "SELECT checkpoint_ns, checkpoint_id, type, checkpoint FROM checkpoints "
+            "WHERE thread_id = ?",
             (thread_id,),
         ).fetchall()
-        for namespace, kind, data in rows:
-            keys = named_blobs(serde.loads_typed(unpacked(kind, data)))
+        for namespace, checkpoint_id, kind, data in rows:
+            stored = row_bytes(thread_id, namespace, checkpoint_id, kind, data)
+            serialized = run(conn.cursor(), stored)
+            keys = named_blobs(serde.loads_typed(serialized))
             values = run(conn.cursor(), blob_values(thread_id, namespace, keys))
             sizes.append(len(data) + sum(len(value or b"") for _, _, value in values))
     return len(sizes), max(sizes)

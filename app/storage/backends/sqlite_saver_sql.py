@@ -34,11 +34,15 @@ from langgraph.checkpoint.sqlite.utils import (
 from app.storage.backends.sqlite_steps import KEYS_PER_QUERY, Rows, Sql, Steps
 from app.storage.backends.sqlite_values import (
     CREATE_VALUES,
+    DELTA,
     VALUES_TABLE,
     Keyframes,
     Sharing,
+    against,
     packed,
     resolved,
+    restored,
+    sealed,
     unpacked,
 )
 
@@ -96,6 +100,76 @@ INSERT_WRITES = (
 )
 """SqliteSaver's: REPLACE when every write is of a special channel (an error, an interrupt,
 a resume value), which a retry saves anew; else IGNORE, the first save of a write wins."""
+
+
+ROW_KEYFRAME = "\0checkpoint row "
+"""Where a namespace's keyframe checkpoint row is kept among a thread's channels' keyframes
+(a name no channel has): a row is stored as its difference from that one, as values are
+(:mod:`app.storage.backends.sqlite_values`), the keyframe named by its checkpoint id."""
+SELECT_ROW = (
+    "SELECT type, checkpoint FROM checkpoints "
+    "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+)
+
+
+def packed_row(
+    thread_id: str,
+    namespace: str,
+    checkpoint_id: str,
+    kind: str,
+    data: bytes,
+    keyframes: Keyframes | None,
+) -> Steps[tuple[str, bytes]]:
+    """A checkpoint row as stored: its difference from the namespace's keyframe row, or whole.
+
+    The keyframe is used once this transaction finds it stored whole; a row stored whole
+    becomes the keyframe. Most of a row is the versions it names, a few of them new.
+    """
+    if keyframes is None or sealed(kind):
+        return packed(kind, data)
+    keyframe = keyframes.of(thread_id, ROW_KEYFRAME + namespace)
+    if keyframe is not None:
+        base_id, dictionary = keyframe
+        found = yield Sql(SELECT_ROW, (thread_id, namespace, base_id.decode()))
+        if found and not str(found[0][0]).startswith(DELTA):
+            difference = against(kind, data, bytes([len(base_id)]) + base_id, dictionary)
+            if difference is not None:
+                return difference
+    keyframes.keep(thread_id, ROW_KEYFRAME + namespace, checkpoint_id.encode(), data, replace=True)
+    return packed(kind, data)
+
+
+def row_bytes(
+    thread_id: str,
+    namespace: str,
+    checkpoint_id: str,
+    kind: str,
+    data: bytes,
+    keyframes: Keyframes | None = None,
+) -> Steps[tuple[str, bytes]]:
+    """The serializer's type and bytes of a stored checkpoint row, its keyframe read if any.
+
+    With ``keyframes``, the row (or its keyframe) becomes the namespace's keyframe where
+    none is kept yet. A keyframe missing, or itself a difference, is a damaged file.
+    """
+    if not kind.startswith(DELTA):
+        serialized = keyframe = unpacked(kind, data)
+        base_id = checkpoint_id.encode()
+    else:
+        size = data[0]
+        base_id = bytes(data[1 : 1 + size])
+        found = yield Sql(SELECT_ROW, (thread_id, namespace, base_id.decode()))
+        if not found or str(found[0][0]).startswith(DELTA):
+            raise LookupError(
+                f"thread {thread_id!r} holds a checkpoint row as a difference from row "
+                f"{base_id.decode()!r}, which is {'a difference itself' if found else 'gone'}: "
+                "the file is damaged"
+            )
+        keyframe = unpacked(str(found[0][0]), bytes(found[0][1]))
+        serialized = restored(kind, bytes(data[1 + size :]), keyframe[1])
+    if keyframes is not None and not sealed(serialized[0]):
+        keyframes.keep(thread_id, ROW_KEYFRAME + namespace, base_id, keyframe[1], replace=False)
+    return serialized
 
 
 def stored_apart(value: object) -> bool:
@@ -162,7 +236,8 @@ def load(
     ``keyframes``: the saver's, which the values read seed for the writes that follow.
     """
     thread_id, namespace, checkpoint_id, parent_id, kind, data, metadata = row
-    checkpoint = cast(Checkpoint, serde.loads_typed(unpacked(kind, data)))
+    serialized = yield from row_bytes(thread_id, namespace, checkpoint_id, kind, data, keyframes)
+    checkpoint = cast(Checkpoint, serde.loads_typed(serialized))
     wanted = named_blobs(checkpoint)
     if blobs and wanted:
         found = yield from blob_values(thread_id, namespace, wanted, keyframes)
@@ -266,7 +341,13 @@ def put(
         if new:
             yield Sql(INSERT_BLOB, new, many=True)
     kept = {k: v for k, v in checkpoint["channel_values"].items() if k not in apart}
-    kind, data = packed(*serde.dumps_typed({**checkpoint, "channel_values": kept}))
+    kind, data = yield from packed_row(
+        thread_id,
+        namespace,
+        checkpoint["id"],
+        *serde.dumps_typed({**checkpoint, "channel_values": kept}),
+        keyframes,
+    )
     saved_metadata = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
     yield Sql(
         INSERT_CHECKPOINT,

@@ -88,14 +88,30 @@ def unpacked(kind: str, data: bytes) -> tuple[str, bytes]:
     return kind, data
 
 
-def _deflated(data: bytes, dictionary: bytes) -> bytes:
-    compressor = zlib.compressobj(wbits=DICTIONARY_BITS, zdict=dictionary)
-    return compressor.compress(data) + compressor.flush()
+def against(kind: str, data: bytes, reference: bytes, keyframe: bytes) -> tuple[str, bytes] | None:
+    """``data`` stored as its difference from ``keyframe`` (named by ``reference``), if worth it.
+
+    Worth it when at most half the value's own compressed bytes; None otherwise, and the
+    caller stores the value whole (:func:`packed`).
+    """
+    compressor = zlib.compressobj(wbits=DICTIONARY_BITS, zdict=keyframe)
+    difference = reference + compressor.compress(data) + compressor.flush()
+    if len(difference) * 8 <= len(data):  # surely at most half of it compressed: not tried
+        return DELTA + kind, difference
+    if len(difference) * 2 <= len(packed(kind, data)[1]):
+        return DELTA + kind, difference
+    return None
 
 
-def _inflated(data: bytes, dictionary: bytes) -> bytes:
-    decompressor = zlib.decompressobj(wbits=DICTIONARY_BITS, zdict=dictionary)
-    return decompressor.decompress(data) + decompressor.flush()
+def restored(kind: str, difference: bytes, keyframe: bytes) -> tuple[str, bytes]:
+    """The serializer's type and bytes of a value stored by :func:`against`.
+
+    ``difference``: its bytes after the reference; ``keyframe``: the keyframe, unpacked.
+    """
+    decompressor = zlib.decompressobj(
+        wbits=DICTIONARY_BITS, zdict=keyframe[-(1 << DICTIONARY_BITS) :]
+    )
+    return kind.removeprefix(DELTA), decompressor.decompress(difference) + decompressor.flush()
 
 
 def sealed(kind: str) -> bool:
@@ -201,17 +217,12 @@ class Sharing:
         if channel is not None and self.keyframes is not None and not sealed(kind):
             keyframe = self.keyframes.of(self.thread_id, channel)
         if keyframe is not None and keyframe[0] in whole and keyframe[0] != digest:
-            difference = keyframe[0] + _deflated(data, keyframe[1])
-            if len(difference) * 8 <= len(data):  # surely at most half of it compressed
-                return DELTA + kind, difference
-            stored = packed(kind, data)
-            if len(difference) * 2 <= len(stored[1]):
-                return DELTA + kind, difference
-        else:
-            stored = packed(kind, data)
+            difference = against(kind, data, keyframe[0], keyframe[1])
+            if difference is not None:
+                return difference
         if channel is not None and self.keyframes is not None and not sealed(kind):
             self.keyframes.keep(self.thread_id, channel, digest, data, replace=True)
-        return stored
+        return packed(kind, data)
 
 
 def _selected(thread_id: str, digests: list[bytes], columns: str) -> Steps[Rows]:
@@ -267,8 +278,7 @@ def resolved(
                         f"{base.hex()}, which is a difference itself: the file is damaged"
                     )
                 _, keyframe = unpacked(base_kind, base_value)
-                data = _inflated(value[DIGEST_BYTES:], keyframe[-(1 << DICTIONARY_BITS) :])
-                found[digest] = (kind.removeprefix(DELTA), data)
+                found[digest] = restored(kind, value[DIGEST_BYTES:], keyframe)
                 whole[digest] = base
             else:
                 found[digest] = unpacked(kind, value)

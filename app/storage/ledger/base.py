@@ -66,6 +66,8 @@ class SqlRunLedger(ABC):
     spent_sql: ClassVar[str]
     """A row's ``{usage}`` (tool_calls or tokens) read from its JSON record; 0 when the
     attempt was reused (it did no work)."""
+    record_columns: ClassVar[tuple[str, ...]] = ("record",)
+    """The columns an attempt's record is stored in (:meth:`_stored_record`)."""
 
     def _sql(self, statement: str) -> str:
         return statement.replace("?", self.placeholder)
@@ -95,11 +97,13 @@ class SqlRunLedger(ABC):
     def start(self, thread_id: str, run: NodeRun) -> int:
         """Record an attempt that is starting, durably; returns its sequence number."""
         record = NodeRun.model_validate(run)
+        columns = ", ".join(self.record_columns)
+        marks = ", ".join("?" for _ in self.record_columns)
         return self._insert_next(
             self._sql(
                 "INSERT INTO handoff_node_runs "
-                "(thread_id, seq, node_id, input_hash, status, record) "
-                "SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ? "
+                f"(thread_id, seq, node_id, input_hash, status, {columns}) "
+                f"SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, {marks} "
                 "FROM handoff_node_runs WHERE thread_id = ? RETURNING seq"
             ),
             (
@@ -107,7 +111,7 @@ class SqlRunLedger(ABC):
                 record.node_id,
                 record.input_hash,
                 record.status,
-                self._seal_record(record),
+                *self._stored_record(record),
                 thread_id,
             ),
         )
@@ -119,12 +123,12 @@ class SqlRunLedger(ABC):
         with self._cursor(fsync=record.status != "succeeded") as cursor:
             cursor.execute(
                 self._sql(
-                    "UPDATE handoff_node_runs SET status = ?, record = ?, result = ? "
+                    f"UPDATE handoff_node_runs SET status = ?, {self._record_set}, result = ? "
                     "WHERE thread_id = ? AND seq = ?"
                 ),
                 (
                     record.status,
-                    self._seal_record(record),
+                    *self._stored_record(record),
                     self._stored_result(result),
                     thread_id,
                     seq,
@@ -143,6 +147,14 @@ class SqlRunLedger(ABC):
             ).fetchall()
         return [self._open_record(row[0]) for row in rows]
 
+    @property
+    def _record_set(self) -> str:
+        return ", ".join(f"{column} = ?" for column in self.record_columns)
+
+    def _stored_record(self, run: NodeRun) -> tuple[Any, ...]:
+        """The values of :attr:`record_columns` for an attempt's record."""
+        return (self._seal_record(run),)
+
     def _seal_record(self, run: NodeRun) -> str:
         """An attempt's record as stored: sealed under ``keys``, with what the sums read.
 
@@ -156,13 +168,18 @@ class SqlRunLedger(ABC):
         summary = {"reused": run.reused, "usage": run.usage.model_dump(mode="json")}
         return json.dumps({**summary, "sealed": seal_text(self.keys, plain)})
 
-    def _open_record(self, stored: str) -> NodeRun:
+    def _open_record(self, stored: Any) -> NodeRun:
         """An attempt's record, opened if it was sealed, re-validated."""
+        stored = self._record_text(stored)
         if stored.startswith('{"reused"'):
             sealed = json.loads(stored).get("sealed")
             if isinstance(sealed, str):
                 stored = open_text(self.keys, sealed) or ""
         return NodeRun.model_validate_json(stored)
+
+    def _record_text(self, stored: Any) -> str:
+        """A record's text from what its column keeps (:meth:`_stored_record`)."""
+        return str(stored)
 
     def _stored_result(self, result: str | None) -> Any:
         """A node's stored update as its column keeps it: sealed under ``keys``, else as is."""
@@ -222,8 +239,8 @@ class SqlRunLedger(ABC):
         row), where a branch task's share of the budget is judged (``graphs.budget``).
         """
         outside = f"node_id NOT IN ({', '.join('?' for _ in fanned)})" if fanned else "1 = 1"
-        calls = self.spent_sql.format(usage="tool_calls")
-        tokens = self.spent_sql.format(usage="tokens")
+        calls = self._spent("tool_calls")
+        tokens = self._spent("tokens")
         statement = (
             "WITH edge AS (SELECT coalesce(max(seq), 0) AS seq FROM handoff_node_runs "
             f"WHERE thread_id = ? AND {outside}), "
@@ -250,6 +267,10 @@ class SqlRunLedger(ABC):
             own_since=Usage(tool_calls=calls_own, tokens=tokens_own),
         )
 
+    def _spent(self, usage: str) -> str:
+        """The SQL of a row's ``usage`` spent (:attr:`spent_sql`)."""
+        return self.spent_sql.format(usage=usage)
+
     def abandon_running(self, thread_id: str, detail: str) -> int:
         """Mark attempts left 'running' by a process that died as failed; returns how many."""
         with self._transaction() as cursor:
@@ -264,10 +285,10 @@ class SqlRunLedger(ABC):
                 run = abandoned(self._open_record(record), detail)
                 cursor.execute(
                     self._sql(
-                        "UPDATE handoff_node_runs SET status = ?, record = ? "
+                        f"UPDATE handoff_node_runs SET status = ?, {self._record_set} "
                         "WHERE thread_id = ? AND seq = ?"
                     ),
-                    (run.status, self._seal_record(run), thread_id, seq),
+                    (run.status, *self._stored_record(run), thread_id, seq),
                 )
         return len(rows)
 

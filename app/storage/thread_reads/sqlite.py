@@ -26,9 +26,14 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from app.storage.backends.sqlite_saver_sql import BLOBS_PRESENT, blob_values, named_blobs
+from app.storage.backends.sqlite_saver_sql import (
+    BLOBS_PRESENT,
+    blob_values,
+    named_blobs,
+    row_bytes,
+)
 from app.storage.backends.sqlite_steps import Steps, run
-from app.storage.backends.sqlite_values import resolved, unpacked
+from app.storage.backends.sqlite_values import resolved
 from app.storage.encryption import unsealed
 from app.storage.thread_reads.packed import (
     MSGPACK_OPTIONS,
@@ -78,7 +83,8 @@ class SqliteGlance:
             row = self._checkpoint(thread_id, namespace, checkpoint_id)
             if row is None:
                 return None
-            kind, blob = unsealed(self.serde, *unpacked(row[2], row[3]))
+            stored = row_bytes(thread_id, namespace, row[0], row[2], row[3])
+            kind, blob = unsealed(self.serde, *self._steps(stored))
             if kind != "msgpack":
                 return count_decoded(self.inner, config, channel, field)
             found = shallow(blob)
@@ -172,8 +178,9 @@ class SqliteGlance:
         Values the row holds are cut out of its msgpack; of the values in blob rows, only
         the channels not skipped are read.
         """
-        thread_id, namespace, _ = key
-        kind, blob = unsealed(self.serde, *unpacked(kind, blob))
+        thread_id, namespace, checkpoint_id = key
+        stored = row_bytes(thread_id, namespace, checkpoint_id, kind, blob)
+        kind, blob = unsealed(self.serde, *self._steps(stored))
         if kind != "msgpack":  # another encoding: decoded whole, then trimmed
             checkpoint = cast(Checkpoint, self.serde.loads_typed((kind, blob)))
             apart = named_blobs(checkpoint)

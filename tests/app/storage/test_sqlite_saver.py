@@ -212,8 +212,8 @@ def test_values_and_checkpoint_rows_are_stored_compressed_unless_that_is_larger(
     stored = rows(path, f"SELECT type, LENGTH(value) FROM {VALUES_TABLE}")
     assert {kind for kind, _ in stored} == {PACKED + "msgpack"}, "the input and the text"
     assert max(length for _, length in stored) < len(noise)
-    checkpoint_types = rows(path, "SELECT DISTINCT type FROM checkpoints")
-    assert checkpoint_types == [(PACKED + "msgpack",)]
+    first_row = rows(path, "SELECT type FROM checkpoints ORDER BY checkpoint_id LIMIT 1")
+    assert first_row == [(PACKED + "msgpack",)], "later rows: differences from it (below)"
     assert packed("msgpack", os.urandom(500))[0] == "msgpack", "incompressible: kept as is"
     assert unpacked(*packed("msgpack", noise.encode())) == ("msgpack", noise.encode())
 
@@ -253,6 +253,11 @@ def text_values(path: Path, thread_id: str) -> list[tuple[str, int]]:
     )
 
 
+def keyframe_of(row: bytes) -> str:
+    """The checkpoint id a row stored as a difference names as its keyframe."""
+    return row[1 : 1 + row[0]].decode()
+
+
 def test_a_channels_later_values_are_stored_as_differences_and_read_back_whole(
     tmp_path: Path,
 ) -> None:
@@ -273,6 +278,15 @@ def test_a_channels_later_values_are_stored_as_differences_and_read_back_whole(
         assert first_kind == PACKED + "msgpack" and first_size > 2_000, "the keyframe: whole"
         assert {kind for kind, _ in later} == {DELTA + "msgpack"}
         assert max(size for _, size in later) < first_size / 10, "a few bytes changed: few stored"
+        stored_rows = rows(
+            path,
+            "SELECT checkpoint_id, type, checkpoint FROM checkpoints WHERE thread_id = ?",
+            thread_id,
+        )
+        kinds = {checkpoint_id: kind for checkpoint_id, kind, _ in stored_rows}
+        differences = [data for _, kind, data in stored_rows if kind == DELTA + "msgpack"]
+        assert differences, "checkpoint rows too, where that is at most half their bytes"
+        assert {kinds[keyframe_of(data)] for data in differences} == {PACKED + "msgpack"}
     with sync_saver(path) as reader:  # a new saver: no keyframe in memory
         for thread_id in ("sync", "async"):
             states = [
@@ -316,6 +330,24 @@ def test_a_difference_whose_keyframe_is_a_difference_is_reported_as_damage(
         )
         conn.commit()
     with sync_saver(path) as reader, pytest.raises(LookupError, match="damaged"):
+        list(drafting_graph(reader).get_state_history(config("t")))
+
+
+def test_a_checkpoint_row_whose_keyframe_row_is_gone_is_reported_as_damage(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rows.db"
+    with sync_saver(path) as saver:
+        drafting_graph(saver).invoke({"text": TEXT, "n": 0}, config("t"))
+    [(data,)] = rows(
+        path,
+        "SELECT checkpoint FROM checkpoints WHERE type = ? ORDER BY checkpoint_id DESC LIMIT 1",
+        DELTA + "msgpack",
+    )
+    with closing(sqlite3.connect(path)) as conn:  # damage: the latest row's keyframe lost
+        conn.execute("DELETE FROM checkpoints WHERE checkpoint_id = ?", (keyframe_of(data),))
+        conn.commit()
+    with sync_saver(path) as reader, pytest.raises(LookupError, match="gone: the file is damaged"):
         list(drafting_graph(reader).get_state_history(config("t")))
 
 

@@ -1,5 +1,5 @@
 """The SQLite ledger: fsynced where nothing durable follows, a killed writer loses nothing, and
-stored updates are kept compressed."""
+records and stored updates are kept compressed."""
 
 from __future__ import annotations
 
@@ -7,13 +7,22 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import zlib
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from app.storage.encryption import KeyRing
-from app.storage.ledger.sqlite import SqliteRunLedger
+from app.storage.ledger.sqlite import (
+    DICTIONARIES,
+    LEDGER_DICTIONARY,
+    SQLITE_SCHEMA,
+    SqliteRunLedger,
+    compressed,
+    decompressed,
+)
+from contracts import NodeRun, Usage
 from tests.app.storage.ledger.test_ledger import a_run
 
 
@@ -76,7 +85,8 @@ def test_a_stored_update_is_kept_compressed_and_one_stored_as_text_reads_as_befo
         with closing(sqlite3.connect(database)) as conn:
             stored = dict(conn.execute("SELECT input_hash, result FROM handoff_node_runs"))
             conn.execute(
-                "INSERT INTO handoff_node_runs SELECT thread_id, seq + 10, node_id, ?, "
+                "INSERT INTO handoff_node_runs (thread_id, seq, node_id, input_hash, status, "
+                "record, result) SELECT thread_id, seq + 10, node_id, ?, "
                 "status, record, ? FROM handoff_node_runs WHERE seq = 1",
                 ("c" * 64, update),
             )
@@ -97,3 +107,67 @@ def test_a_stored_update_is_kept_compressed_and_one_stored_as_text_reads_as_befo
         assert sealed.result("t", a_run().node_id, a_run().input_hash) == update
     finally:
         sealed.close()
+
+
+LEDGER_DICTIONARY_ID = 0xFE430246
+"""The Adler-32 of the dictionary, as the zlib header of each row compressed with it names it."""
+
+TABLE_BEFORE_SPENT_COLUMNS = "".join(
+    line for line in SQLITE_SCHEMA.splitlines(keepends=True) if "spent_" not in line
+)
+assert TABLE_BEFORE_SPENT_COLUMNS != SQLITE_SCHEMA
+
+
+def spending(run: NodeRun, calls: int, *, reused: bool = False) -> NodeRun:
+    return run.model_copy(
+        update={"usage": Usage(tool_calls=calls, tokens=10 * calls), "reused": reused}
+    )
+
+
+def test_records_are_kept_compressed_and_a_file_from_before_still_sums_its_text_records(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "handoff.db"
+    before = spending(a_run("succeeded", "b" * 64), 2)
+    with closing(sqlite3.connect(database)) as conn:  # a file made before the spent columns
+        conn.execute(TABLE_BEFORE_SPENT_COLUMNS)
+        conn.execute(
+            "INSERT INTO handoff_node_runs VALUES ('t', 1, ?, ?, 'succeeded', ?, NULL)",
+            (before.node_id, before.input_hash, before.model_dump_json()),
+        )
+        conn.commit()
+    with closing(SqliteRunLedger(database, read_only=True)) as reader:
+        assert reader.tally("t", "nobody", "z" * 64).spent == Usage(tool_calls=2, tokens=20)
+    worked, reused = spending(a_run("succeeded"), 3), spending(a_run("succeeded"), 5, reused=True)
+    with closing(SqliteRunLedger(database)) as ledger:
+        for run in (worked, reused):
+            seq = ledger.start("t", run.model_copy(update={"status": "running"}))
+            ledger.finish("t", seq, run)
+        assert ledger.runs("t") == [before, worked, reused]
+        assert ledger.tally("t", "nobody", "z" * 64).spent == Usage(tool_calls=5, tokens=50)
+    with closing(sqlite3.connect(database)) as conn:
+        query = "SELECT typeof(record), length(record) FROM handoff_node_runs ORDER BY seq"
+        stored = conn.execute(query).fetchall()
+    assert stored[0][0] == "text", "a record stored before is left as it was"
+    assert [kind for kind, _ in stored[1:]] == ["blob", "blob"]
+    assert all(size < len(worked.model_dump_json()) * 0.8 for _, size in stored[1:])
+    with closing(SqliteRunLedger(database, read_only=True)) as reader:
+        assert reader.runs("t") == [before, worked, reused]
+        assert reader.tally("t", "nobody", "z" * 64).spent == Usage(tool_calls=5, tokens=50)
+
+
+def test_the_ledger_dictionary_is_the_one_rows_were_compressed_with() -> None:
+    """Edited, it would leave every row compressed with it unreadable (see its docstring)."""
+    assert zlib.adler32(LEDGER_DICTIONARY) == LEDGER_DICTIONARY_ID
+    assert DICTIONARIES[LEDGER_DICTIONARY_ID] == LEDGER_DICTIONARY
+
+
+def test_a_row_compressed_with_a_dictionary_this_code_lacks_is_refused_by_name() -> None:
+    text = a_run().model_dump_json()
+    stored = compressed(text)
+    assert isinstance(stored, bytes) and decompressed(stored) == text
+    assert decompressed(zlib.compress(text.encode())) == text, "no dictionary: as before"
+    compressor = zlib.compressobj(zdict=b'{"schema_version":"9.9"}')
+    foreign = compressor.compress(text.encode()) + compressor.flush()
+    with pytest.raises(ValueError, match="does not have: read the file with the version"):
+        decompressed(foreign)
