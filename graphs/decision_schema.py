@@ -13,10 +13,12 @@ from typing import Any
 from pydantic import ConfigDict, Field, create_model, field_validator, model_validator
 
 from contracts import Answer, HumanDecision, HumanRequest
-from graphs.pauses import DECISION_FIELDS, Pause, PauseDeclarationError
+from graphs.pauses import DECISION_FIELDS, INBOX_RESPONSES, Pause, PauseDeclarationError
 
 THREAD_MARK = "."
 """Separates a request's pause (``approve-research-s3``) from its thread in an interrupt id."""
+IGNORED = "ignored in the inbox"
+"""The reason an Agent Inbox ``ignore`` gives an action that needs one."""
 
 
 def decision_schema(request: HumanRequest, pause: Pause) -> type[HumanDecision]:
@@ -44,6 +46,11 @@ def _decision_schema(request_json: str, pause: Pause) -> type[HumanDecision]:
 
     class DecisionForRequest(HumanDecision):
         model_config = ConfigDict(title="HumanDecision")
+
+        @model_validator(mode="before")
+        @classmethod
+        def _from_inbox(cls, data: Any) -> Any:
+            return from_inbox(data, request, pause)
 
         @field_validator("interrupt_id")
         @classmethod
@@ -110,6 +117,61 @@ def _decision_schema(request_json: str, pause: Pause) -> type[HumanDecision]:
         ),
     )
     return typed
+
+
+def from_inbox(data: Any, request: HumanRequest, pause: Pause) -> Any:
+    """An Agent Inbox ``HumanResponse`` (or a list of one) as the decision it stands for.
+
+    Which action each response chooses is the pause's declaration (``Action.inbox``); what
+    it gives is then checked as any decision is. A response answers the request it was
+    sent to, so it names no interrupt id; anything else is passed on as it is.
+    """
+    response = data[0] if isinstance(data, list) and len(data) == 1 else data
+    if not isinstance(response, dict) or "type" not in response or "interrupt_id" in response:
+        return data
+    kind, args = response.get("type"), response.get("args")
+    offered = sorted(
+        {
+            name
+            for action in pause.actions
+            if action.name in request.allowed_actions
+            for name in action.inbox
+        }
+    )
+    if kind not in INBOX_RESPONSES:
+        raise ValueError(
+            f"type: {kind!r} is no Agent Inbox response; expected one of {', '.join(offered)}"
+        )
+    action = pause.answered_by(kind)
+    if action is None or action.name not in request.allowed_actions:
+        raise ValueError(
+            f"type: {kind!r} is not offered by this request; offered: {', '.join(offered)}"
+        )
+    decision: dict[str, Any] = {"interrupt_id": request.interrupt_id, "action": action.name}
+    if kind in ("accept", "ignore"):
+        if args is not None:
+            raise ValueError(f"args: {kind!r} takes none (null), got {type(args).__name__}")
+        if kind == "ignore" and "reason" in action.needs:
+            decision["reason"] = IGNORED
+    elif kind == "response":
+        if not isinstance(args, str) or not args.strip():
+            raise ValueError("args: a 'response' gives its text as a non-empty string")
+        decision[action.text_as] = [args] if action.text_as == "constraints" else args
+    else:
+        edited = args.get("args") if isinstance(args, dict) else None
+        if not isinstance(edited, dict):
+            raise ValueError(
+                "args: an 'edit' gives {'action': ..., 'args': {decision fields}}; got "
+                f"{type(args).__name__}"
+            )
+        unknown = sorted(set(edited) - set(DECISION_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"args.args: {', '.join(map(repr, unknown))} is no decision field; expected "
+                f"{', '.join(field for field in DECISION_FIELDS if action.allows(field))}"
+            )
+        decision.update(edited)
+    return decision
 
 
 def _wrong_request(value: str, request: HumanRequest) -> str:

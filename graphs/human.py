@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -176,10 +177,80 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
     Either way the request's schema is what a paused thread shows its clients.
     """
     schema = decision_schema(request, pause)
-    shown = request.model_dump(mode="json")
+    shown = [{**inbox_view(request, pause), "request": request.model_dump(mode="json")}]
     if _admitted(request):
         return as_decision(interrupt(shown, response_schema=_surfaced(schema)))
     return as_decision(interrupt(shown, response_schema=schema))
+
+
+def inbox_view(request: HumanRequest, pause: Pause) -> dict[str, Any]:
+    """The request as LangGraph's Agent Inbox shows it: a ``HumanInterrupt``.
+
+    Derived from the typed request, which the interrupt carries beside it (``request``):
+    what is asked and shown as markdown, the responses the pause maps to actions this
+    request allows, and for an ``edit`` the decision fields it may give.
+    """
+    allowed = [action for action in pause.actions if action.name in request.allowed_actions]
+    offered = {response for action in allowed for response in action.inbox}
+    editing = next((action for action in allowed if "edit" in action.inbox), None)
+    args: dict[str, Any] = {}
+    if editing is not None:
+        args = {field: [] for field in ("answers", "constraints") if editing.allows(field)}
+        if editing.allows("details"):
+            args["details"] = {}
+    return {
+        "action_request": {"action": request.request_kind, "args": args},
+        "config": {
+            "allow_ignore": "ignore" in offered,
+            "allow_respond": "response" in offered,
+            "allow_edit": "edit" in offered,
+            "allow_accept": "accept" in offered,
+        },
+        "description": described(request),
+    }
+
+
+def described(request: HumanRequest) -> str:
+    """A request in markdown: the question, the leading facts cited, what is open, the evidence."""
+    lines = [f"**{request.question}**"]
+    if request.fact_count or request.source_count:
+        lines += ["", f"{request.fact_count} facts from {request.source_count} sources."]
+    facts = [
+        f"{fact.claim} [{fact.claim_id}: {fact.source_id}, {fact.confidence}]"
+        for fact in request.top_facts
+    ]
+    questions = [
+        f"{question.id}: {question.text}"
+        + (f" (answered: {question.answer})" if question.answer else "")
+        for question in request.open_questions
+    ]
+    evidence = [
+        f"`{ref.uri}` revision {ref.revision} (sha256 {ref.sha256[:12]})"
+        for ref in request.artifacts
+    ]
+    lines += _listed("Leading facts:", facts)
+    lines += _listed("Open questions (answer with their ids):", questions)
+    lines += _listed("What changed:", request.changes)
+    lines += _listed("Evidence:", evidence)
+    if request.details:
+        lines += ["", "Details:", "```json", json.dumps(request.details, indent=2), "```"]
+    lines += ["", f"Actions: {', '.join(request.allowed_actions)} (`{request.interrupt_id}`)"]
+    return "\n".join(lines)
+
+
+def _listed(title: str, items: Sequence[str]) -> list[str]:
+    return ["", title, *(f"- {item}" for item in items)] if items else []
+
+
+def request_in(value: Any) -> HumanRequest:
+    """The typed request an interrupt carries.
+
+    Beside its Agent Inbox view (a list of one), or as the whole value: a thread paused
+    before the view existed.
+    """
+    if isinstance(value, list) and value and isinstance(value[0], dict) and "request" in value[0]:
+        return HumanRequest.model_validate(value[0]["request"])
+    return HumanRequest.model_validate(value)
 
 
 def _admitted(request: HumanRequest) -> bool:

@@ -34,6 +34,9 @@ DECISION_FIELDS: tuple[str, ...] = tuple(
 )
 """The fields an action may need or take (``reason``, ``answers``, ``constraints``,
 ``details``): every other field of ``HumanDecision``, derived from the contract."""
+INBOX_RESPONSES = ("accept", "edit", "response", "ignore")
+"""The responses of LangGraph's Agent Inbox (``HumanResponse.type``), each of which a pause
+maps to one of its actions (:attr:`Action.inbox`)."""
 _NAME = re.compile(NAME_PATTERN)
 ActionT = TypeVar("ActionT", bound=str, default=str, covariant=True)
 """A pause's action names as a type: its ``Literal`` (plain ``str`` for a pause without one)."""
@@ -50,11 +53,18 @@ class Action:
     ``reason`` may go with any action; ``needs`` makes a field required (``reason`` for a
     rejection, ``details`` for the pause's own decision), ``takes`` allows one that other
     actions refuse (``answers`` and ``constraints`` with a revision).
+
+    ``inbox`` names the Agent Inbox responses that choose this action: ``accept`` and
+    ``ignore`` as they come (an ``ignore`` gives the reason an action needs: that it was
+    ignored), ``edit`` with the decision fields its arguments give, ``response`` with its
+    text as the field ``text_as`` (``reason`` unless said).
     """
 
     name: str
     needs: tuple[str, ...] = ()
     takes: tuple[str, ...] = ()
+    inbox: tuple[str, ...] = ()
+    text_as: str = "reason"
 
     def __post_init__(self) -> None:
         """Refuse, at import, a name the CLI and contracts cannot spell or an unknown field."""
@@ -68,6 +78,16 @@ class Action:
                     f"action {self.name!r}: {field!r} is no decision field; expected one of "
                     f"{', '.join(DECISION_FIELDS)}"
                 )
+        if isinstance(self.inbox, str) or not set(self.inbox) <= set(INBOX_RESPONSES):
+            raise PauseDeclarationError(
+                f"action {self.name!r}: inbox= takes a tuple of Agent Inbox responses "
+                f"({', '.join(INBOX_RESPONSES)}); got {self.inbox!r}"
+            )
+        if self.text_as not in ("reason", "constraints") or not self.allows(self.text_as):
+            raise PauseDeclarationError(
+                f"action {self.name!r}: text_as={self.text_as!r} must be a text field the "
+                "action takes: 'reason', or 'constraints' it takes"
+            )
 
     def allows(self, field: str) -> bool:
         """Whether a decision with this action may give ``field``."""
@@ -131,6 +151,11 @@ class Pause(Generic[ActionT]):
                 f"{where}: its decision contract {self.decision.__name__} would never be "
                 "given: no action needs or takes 'details'"
             )
+        answered = [kind for action in self.actions for kind in action.inbox]
+        if len(set(answered)) != len(answered):
+            raise PauseDeclarationError(
+                f"{where}: each Agent Inbox response chooses one action; got {answered}"
+            )
         if self.literal is not None:
             self._check_literal(where, names)
         if not self.ids:
@@ -180,6 +205,10 @@ class Pause(Generic[ActionT]):
                 f"this pause's; declared: {', '.join(self.names)}"
             )
         return decision.action  # type: ignore[return-value]  # checked just above
+
+    def answered_by(self, response: str) -> Action | None:
+        """The action an Agent Inbox response (``accept``, ``edit``, ...) chooses, if any."""
+        return next((action for action in self.actions if response in action.inbox), None)
 
     def takers(self, field: str) -> tuple[str, ...]:
         """The actions with which ``field`` may be given."""

@@ -38,7 +38,8 @@ from app.errors import (
     ThreadMovedOn,
 )
 from app.server.checkpointer import checkpointer
-from contracts import HumanRequest, RunOutcome
+from app.workflow.reading import request_of
+from contracts import RunOutcome
 from graphs import build_graph
 
 RUN_ASKS = "handoff_run"
@@ -97,13 +98,6 @@ async def latest_state(thread_id: str) -> StateSnapshot:
         return await graph.aget_state({"configurable": {"thread_id": thread_id}})
 
 
-def pending_request(snapshot: StateSnapshot) -> HumanRequest | None:
-    """The request the thread waits on, or None."""
-    for pending in snapshot.interrupts:
-        return HumanRequest.model_validate(pending.value)
-    return None
-
-
 def refuse_forks(thread_id: str, snapshot: StateSnapshot, run: RunRequest) -> None:
     """Raise if the run would start a second history for the thread.
 
@@ -118,7 +112,7 @@ def refuse_forks(thread_id: str, snapshot: StateSnapshot, run: RunRequest) -> No
             "history; send no checkpoint; nothing was changed"
         )
     if run.asks is RunAsks.TASK and latest is not None:
-        request = pending_request(snapshot)
+        request = request_of(snapshot)
         answer = (
             f"command={{'resume': <HumanDecision>}} answering its pending request "
             f"{request.interrupt_id!r}, "
@@ -159,7 +153,7 @@ def refuse_at_start(thread_id: str, snapshot: StateSnapshot, run: RunRequest) ->
             f"{finished.result_status}); nothing to run, nothing was changed",
             finished,
         )
-    if run.asks is RunAsks.DECISION and pending_request(snapshot) is None:
+    if run.asks is RunAsks.DECISION and request_of(snapshot) is None:
         raise NotWaiting(
             f"thread {thread_id!r} is not waiting for a decision; the decision was not used, "
             "nothing was changed"

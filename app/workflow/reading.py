@@ -26,12 +26,13 @@ from contracts import (
 )
 from graphs import workflow_channels
 from graphs.boundary import read, validate_channel
+from graphs.human import request_in
 
 
 def request_of(snapshot: StateSnapshot) -> HumanRequest | None:
     """The open human request a snapshot is paused on, or None."""
     for pending in snapshot.interrupts:
-        return HumanRequest.model_validate(pending.value)
+        return request_in(pending.value)
     return None
 
 

@@ -25,13 +25,18 @@ ApprovalAction = Literal["approve", "revise", "reject"]
 APPROVAL: Pause[ApprovalAction] = Pause(
     "approve_research",
     actions=(
-        Action("approve", takes=("answers", "constraints")),
-        Action("revise", takes=("answers", "constraints")),
-        Action("reject", needs=("reason",)),
+        Action("approve", takes=("answers", "constraints"), inbox=("accept", "edit")),
+        Action(
+            "revise", takes=("answers", "constraints"), inbox=("response",), text_as="constraints"
+        ),
+        Action("reject", needs=("reason",), inbox=("ignore",)),
     ),
     literal=ApprovalAction,
 )
-"""Approve the research, revise it (answer open questions, add constraints), or reject it."""
+"""Approve the research, revise it (answer open questions, add constraints), or reject it.
+
+In Agent Inbox: accept approves, edit approves with the answers and constraints given, a
+response revises with its text as a constraint, ignore rejects."""
 
 
 class ApprovalInput(TypedDict):

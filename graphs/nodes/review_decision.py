@@ -26,7 +26,11 @@ from graphs.pauses import Action, Pause
 ReviewExhaustedAction = Literal["accept_partial", "grant_round", "abort"]
 REVIEW_EXHAUSTED: Pause[ReviewExhaustedAction] = Pause(
     "review_exhausted",
-    actions=(Action("accept_partial"), Action("grant_round"), Action("abort", needs=("reason",))),
+    actions=(
+        Action("accept_partial", inbox=("accept",)),
+        Action("grant_round", inbox=("response",)),
+        Action("abort", needs=("reason",), inbox=("ignore",)),
+    ),
     ids="review-decision",
     literal=ReviewExhaustedAction,
 )

@@ -25,7 +25,11 @@ from graphs.stale import ACCEPT_NEW, adopt_head, only_revised_draft, repins, sta
 StaleInputAction = Literal["accept_new_revision", "rerun_producer", "abort"]
 STALE_INPUT: Pause[StaleInputAction] = Pause(
     "stale_input",
-    actions=(Action(ACCEPT_NEW), Action("rerun_producer"), Action("abort", needs=("reason",))),
+    actions=(
+        Action(ACCEPT_NEW, inbox=("accept",)),
+        Action("rerun_producer", inbox=("response",)),
+        Action("abort", needs=("reason",), inbox=("ignore",)),
+    ),
     literal=StaleInputAction,
 )
 """Accept changed inputs at their new revisions, re-run their producer, or abort."""

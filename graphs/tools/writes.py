@@ -41,7 +41,10 @@ from graphs.tools.toolbox import ToolResult, target_of
 
 CONFIRM_WRITE = Pause(
     "confirm_write",
-    actions=(Action("approve"), Action("reject", needs=("reason",))),
+    actions=(
+        Action("approve", inbox=("accept",)),
+        Action("reject", needs=("reason",), inbox=("ignore", "response")),
+    ),
     request=WriteConfirmation,
 )
 """Run this write call (approve), or never (reject, with the reason)."""

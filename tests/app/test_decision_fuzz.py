@@ -43,7 +43,7 @@ from contracts import DecisionLog, HumanDecision, HumanRequest, TaskState
 from graphs.boundary import describe_validation_error
 from graphs.decision_schema import decision_schema
 from graphs.errors import ExitCode, HandoffError
-from graphs.human import as_decision, bound_id
+from graphs.human import as_decision, bound_id, request_in
 from tests import forked
 from tests.app.test_review_loop import SloppyWriter
 from tests.backends import backend_env, sqlite_settings
@@ -99,14 +99,14 @@ class Waiting:
     @property
     def waiting(self) -> tuple[str, list[Any]]:
         """The head a waiting thread shows: its checkpoint and the request it waits on."""
-        return self.checkpoint["id"], [self.request.model_dump(mode="json")]
+        return self.checkpoint["id"], [self.request]
 
     def head(self) -> tuple[str, list[Any]]:
         """The thread's latest checkpoint id and the requests its saved interrupts carry."""
         saved = self.workflow.saver.get_tuple(self.config)
         assert saved is not None
         interrupts = [
-            pending.value
+            request_in(pending.value)
             for _task, channel, value in saved.pending_writes or []
             if channel == "__interrupt__"
             for pending in value

@@ -34,6 +34,7 @@ from app.settings import BUNDLED_CORPUS, Settings
 from app.storage.backends import artifact_store_for
 from app.workflow import Workflow
 from contracts import HumanDecision, HumanRequest, RunOutcome, TaskSpec
+from graphs.human import request_in
 from tests import forked
 from tests.backends import BACKENDS, postgres_schema
 from tests.conftest import OBJECTIVE
@@ -224,7 +225,7 @@ async def waiting(client: LangGraphClient, thread_id: str) -> HumanRequest:
     state = await client.threads.get_state(thread_id)
     assert state["next"] == ["approve_research"]
     [pending] = state["interrupts"]
-    return HumanRequest.model_validate(pending["value"])
+    return request_in(pending["value"])
 
 
 def check_article(server: RunningServer, thread_id: str, outcome: RunOutcome) -> bytes:

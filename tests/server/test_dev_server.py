@@ -21,9 +21,12 @@ from langgraph_sdk.client import LangGraphClient
 
 from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
-from contracts import Handoff, HumanRequest, RunOutcome, TaskState
+from contracts import DecisionLog, Handoff, HumanRequest, RecordedDecision, RunOutcome, TaskState
 from graphs import workflow_channels
 from graphs.boundary import validate_channel
+from graphs.decision_schema import IGNORED
+from graphs.nodes.approve_research import APPROVAL
+from graphs.pauses import INBOX_RESPONSES
 from tests import forked
 from tests.server.conftest import RunningServer, approval, check_article, start, waiting
 
@@ -103,6 +106,45 @@ def test_run_interrupt_and_resume_through_the_sdk(dev_server: RunningServer) -> 
     expected = ("research", "approve_research", "writer", "reviewer", "finalize")
     assert all(node in nodes for node in expected), "the audit log has every step, in order"
     assert all(run.status == "succeeded" for run in history)
+
+
+def test_agent_inbox_sees_each_request_and_its_responses_become_the_declared_decisions(
+    dev_server: RunningServer,
+) -> None:
+    text = "Mention Thomas Young's earlier work."
+    arguments: dict[str, Any] = {
+        "accept": None,
+        "ignore": None,
+        "response": text,
+        "edit": {"action": APPROVAL.kind, "args": {"constraints": [text]}},
+    }
+
+    async def respond() -> dict[str, RecordedDecision]:
+        client = get_client(url=dev_server.url)
+        decided: dict[str, RecordedDecision] = {}
+        for response in INBOX_RESPONSES:
+            thread_id, request = await start(client, f"inbox-{response}")
+            [pending] = (await client.threads.get_state(thread_id))["interrupts"]
+            [view] = pending["value"]
+            assert view["action_request"]["action"] == request.request_kind
+            assert view["config"]["allow_accept"] and request.question in view["description"]
+            malformed = [{"type": response, "args": 7}]
+            with pytest.raises(Exception, match="ValidationError") as refused:
+                await client.runs.wait(thread_id, GRAPH_ID, command={"resume": malformed})
+            assert "args" in str(refused.value)
+            assert await waiting(client, thread_id) == request, "still waiting, same request"
+            answer = [{"type": response, "args": arguments[response]}]
+            await client.runs.wait(thread_id, GRAPH_ID, command={"resume": answer})
+            values = (await client.threads.get_state(thread_id))["values"]
+            decided[response] = DecisionLog.model_validate(values["decisions"]).decisions[0]
+        return decided
+
+    decided = asyncio.run(respond())
+    for response, decision in decided.items():
+        action = APPROVAL.answered_by(response)
+        assert action is not None and decision.action == action.name, response
+    assert decided["edit"].constraints == [text] == decided["response"].constraints
+    assert decided["ignore"].reason == IGNORED
 
 
 def test_two_threads_run_concurrently(dev_server: RunningServer) -> None:

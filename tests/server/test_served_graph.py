@@ -23,9 +23,10 @@ from app.server.checkpointer import checkpointer, open_async_checkpointer
 from app.settings import Settings
 from app.storage.backends import UnsupportedDatabaseUrl, artifact_store_for
 from app.workflow import Workflow
-from contracts import HumanDecision, HumanRequest, RunOutcome, TaskSpec, TaskState
+from contracts import HumanDecision, RunOutcome, TaskSpec, TaskState
 from graphs import workflow_channels
 from graphs.boundary import validate_channel
+from graphs.human import request_in
 from tests.conftest import OBJECTIVE
 from tests.server.conftest import ROOT, folder_settings
 
@@ -48,7 +49,7 @@ def graph_input(**policies: Any) -> dict[str, Any]:
 
 
 def answer(request: Any) -> Command:
-    typed = HumanRequest.model_validate(request)
+    typed = request_in(request)
     decision = HumanDecision(interrupt_id=typed.interrupt_id, action="approve", decided_by="t")
     return Command(resume=decision.model_dump(mode="json"))
 
@@ -134,9 +135,9 @@ def test_the_server_checkpointer_writes_where_the_cli_reads(served_folder: Path)
             config = {"configurable": {"thread_id": THREAD}}
             await graph.ainvoke(graph_input(require_approval=True), config, context={})
             state = await graph.aget_state(config)
-            return dict(state.interrupts[0].value)
+            return state.interrupts[0].value
 
-    request = HumanRequest.model_validate(asyncio.run(run_as_the_server_does()))
+    request = request_in(asyncio.run(run_as_the_server_does()))
     with Workflow(folder_settings(served_folder)) as workflow:
         assert workflow.threads() == [THREAD]
         assert workflow.pending(THREAD) == request

@@ -16,6 +16,7 @@ from langgraph_sdk import get_client
 from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
 from contracts import HumanRequest, RunOutcome, TaskSpec, TaskState
+from graphs.human import request_in
 from tests.conftest import OBJECTIVE
 from tests.server.conftest import RunningServer, approval, check_article
 
@@ -74,7 +75,7 @@ def test_an_assistant_chooses_approval_and_review_rounds_and_the_audit_shows_it(
         await client.runs.wait(thread_id, assistant["assistant_id"], input=task)
         state = await client.threads.get_state(thread_id)
         [pending] = state["interrupts"]
-        request = HumanRequest.model_validate(pending["value"])
+        request = request_in(pending["value"])
         decided = await client.runs.wait(
             thread_id, assistant["assistant_id"], command={"resume": approval(request)}
         )

@@ -21,6 +21,7 @@ from app.settings import Settings
 from app.storage.thread_reads import GlanceSaver
 from app.workflow import Workflow
 from graphs.errors import SourceRefused
+from graphs.human import request_in
 from tests.backends import backend_env
 from tests.cli import handoff, one_line_error
 from tests.conftest import OBJECTIVE, write_corpus
@@ -168,7 +169,7 @@ def test_status_and_threads_read_as_the_full_state_says(workflow: Workflow, tmp_
         assert workflow.outcome(thread_id) == summary.outcome
         assert summary.outcome.state.value == state
         if summary.outcome.human_request is not None:
-            assert summary.outcome.human_request.model_dump() == full.interrupts[0].value
+            assert summary.outcome.human_request == request_in(full.interrupts[0].value)
             assert summary.outcome.fact_count == len(bundle.facts)
 
 

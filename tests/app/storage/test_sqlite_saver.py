@@ -264,11 +264,13 @@ def test_a_channels_later_values_are_stored_as_differences_and_read_back_whole(
     path = tmp_path / "delta.db"
     noise = os.urandom(3_000).hex()  # compresses to half: the difference is what is small
     with sync_saver(path) as saver:
-        drafting_graph(saver).invoke({"text": noise, "n": 0}, config("sync"))
+        drafting_graph(saver).invoke({"text": noise, "n": 0}, config("sync"), durability="sync")
 
     async def draft_async() -> None:
         async with async_saver(path) as saver:
-            await drafting_graph(saver).ainvoke({"text": noise, "n": 0}, config("async"))
+            await drafting_graph(saver).ainvoke(
+                {"text": noise, "n": 0}, config("async"), durability="sync"
+            )
 
     asyncio.run(draft_async())
     for thread_id in ("sync", "async"):
@@ -307,7 +309,11 @@ def test_a_keyframe_the_file_no_longer_holds_is_not_used(tmp_path: Path) -> None
             other.commit()
         again = "other " + noise  # the same thread id, run anew in this process
         drafting_graph(saver).invoke({"text": again, "n": 0}, config("t"))
-    assert text_values(path, "t")[0][0] == PACKED + "msgpack", "stored whole, not as a difference"
+    stored = rows(path, f"SELECT digest, type, value FROM {VALUES_TABLE} WHERE thread_id = 't'")
+    whole = {bytes(digest) for digest, kind, _ in stored if kind == PACKED + "msgpack"}
+    differences = [bytes(value) for _, kind, value in stored if kind == DELTA + "msgpack"]
+    assert differences, "the new run's values are differences from its own keyframes"
+    assert all(value[:32] in whole for value in differences), "none from the deleted ones"
     with sync_saver(path) as reader:
         states = [dict(s.values) for s in drafting_graph(reader).get_state_history(config("t"))]
         assert states == drafted(again)
