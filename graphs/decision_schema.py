@@ -8,6 +8,7 @@ type before they resume, so every way in refuses the same decisions with the sam
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 from pydantic import ConfigDict, Field, create_model, field_validator, model_validator
@@ -170,8 +171,22 @@ def from_inbox(data: Any, request: HumanRequest, pause: Pause) -> Any:
                 f"args.args: {', '.join(map(repr, unknown))} is no decision field; expected "
                 f"{', '.join(field for field in DECISION_FIELDS if action.allows(field))}"
             )
-        decision.update(edited)
+        decision.update({field: _typed(field, value) for field, value in edited.items()})
     return decision
+
+
+def _typed(field: str, value: Any) -> Any:
+    """An edited argument as its field's value: Agent Inbox edits each as text.
+
+    So a list or an object comes back as its JSON, and a constraint perhaps as plain
+    prose; anything else is left for the field's own check to name.
+    """
+    if not isinstance(value, str) or field == "reason":
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return [value] if field == "constraints" and value.strip() else value
 
 
 def _wrong_request(value: str, request: HumanRequest) -> str:

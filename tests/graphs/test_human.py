@@ -6,6 +6,7 @@ here are read from it, not from a list of this graph's pauses.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -85,6 +86,17 @@ def test_accept_and_edit_become_the_action_they_are_declared_for(workflow: Workf
     last = workflow.state("t-edit")["decisions"].last()
     assert last is not None and last.action == chosen("edit").name
     assert last.constraints == [CONSTRAINT], "the edited arguments are the decision's fields"
+
+
+@pytest.mark.parametrize("edited", [json.dumps([CONSTRAINT]), CONSTRAINT])
+def test_an_argument_agent_inbox_edited_as_text_is_read_as_its_field(
+    workflow: Workflow, edited: str
+) -> None:
+    paused(workflow, "t-text")
+    edit = {"action": APPROVAL.kind, "args": {"constraints": edited, "answers": "[]"}}
+    workflow.resume("t-text", [{"type": "edit", "args": edit}])
+    last = workflow.state("t-text")["decisions"].last()
+    assert last is not None and last.constraints == [CONSTRAINT] and last.answers == []
 
 
 def test_a_response_gives_its_text_and_ignore_takes_the_denying_action(workflow: Workflow) -> None:
