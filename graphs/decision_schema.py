@@ -131,20 +131,13 @@ def from_inbox(data: Any, request: HumanRequest, pause: Pause) -> Any:
     if not isinstance(response, dict) or "type" not in response or "interrupt_id" in response:
         return data
     kind, args = response.get("type"), response.get("args")
-    offered = sorted(
-        {
-            name
-            for action in pause.actions
-            if action.name in request.allowed_actions
-            for name in action.inbox
-        }
-    )
+    offered = pause.responses(request.allowed_actions)
     if kind not in INBOX_RESPONSES:
         raise ValueError(
             f"type: {kind!r} is no Agent Inbox response; expected one of {', '.join(offered)}"
         )
-    action = pause.answered_by(kind)
-    if action is None or action.name not in request.allowed_actions:
+    action = offered.get(kind)
+    if action is None:
         raise ValueError(
             f"type: {kind!r} is not offered by this request; offered: {', '.join(offered)}"
         )

@@ -190,9 +190,8 @@ def inbox_view(request: HumanRequest, pause: Pause) -> dict[str, Any]:
     what is asked and shown as markdown, the responses the pause maps to actions this
     request allows, and for an ``edit`` the decision fields it may give.
     """
-    allowed = [action for action in pause.actions if action.name in request.allowed_actions]
-    offered = {response for action in allowed for response in action.inbox}
-    editing = next((action for action in allowed if "edit" in action.inbox), None)
+    offered = pause.responses(request.allowed_actions)
+    editing = offered.get("edit")
     args: dict[str, Any] = {}
     if editing is not None:
         args = {field: [] for field in ("answers", "constraints") if editing.allows(field)}

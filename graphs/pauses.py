@@ -18,6 +18,7 @@ the same actions, or the pause fails at import.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, get_args, get_origin
 
@@ -206,9 +207,14 @@ class Pause(Generic[ActionT]):
             )
         return decision.action  # type: ignore[return-value]  # checked just above
 
-    def answered_by(self, response: str) -> Action | None:
-        """The action an Agent Inbox response (``accept``, ``edit``, ...) chooses, if any."""
-        return next((action for action in self.actions if response in action.inbox), None)
+    def responses(self, allowed: Collection[str] | None = None) -> dict[str, Action]:
+        """The action each Agent Inbox response chooses, of the actions ``allowed`` (all)."""
+        return {
+            response: action
+            for action in self.actions
+            if allowed is None or action.name in allowed
+            for response in action.inbox
+        }
 
     def takers(self, field: str) -> tuple[str, ...]:
         """The actions with which ``field`` may be given."""

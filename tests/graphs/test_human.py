@@ -43,7 +43,7 @@ def interrupt_value(workflow: Workflow, thread_id: str) -> Any:
 
 
 def chosen(response: str) -> Action:
-    action = APPROVAL.answered_by(response)
+    action = APPROVAL.responses().get(response)
     assert action is not None, f"the approval pause declares no action for {response!r}"
     return action
 
@@ -56,7 +56,7 @@ def test_a_pause_shows_its_request_as_an_agent_inbox_human_interrupt(workflow: W
     assert request_in(value) == request == workflow.pending("t-view")
     assert view["action_request"]["action"] == request.request_kind
     assert view["config"] == {
-        ALLOWS.get(response, "allow_ignore"): APPROVAL.answered_by(response) is not None
+        ALLOWS.get(response, "allow_ignore"): APPROVAL.responses().get(response) is not None
         for response in INBOX_RESPONSES
     }
     editing = chosen("edit")

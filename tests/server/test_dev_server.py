@@ -141,7 +141,7 @@ def test_agent_inbox_sees_each_request_and_its_responses_become_the_declared_dec
 
     decided = asyncio.run(respond())
     for response, decision in decided.items():
-        action = APPROVAL.answered_by(response)
+        action = APPROVAL.responses().get(response)
         assert action is not None and decision.action == action.name, response
     assert decided["edit"].constraints == [text] == decided["response"].constraints
     assert decided["ignore"].reason == IGNORED

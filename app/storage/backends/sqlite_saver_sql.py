@@ -131,12 +131,14 @@ def packed_row(
     if keyframe is not None:
         base_id, dictionary = keyframe
         found = yield Sql(SELECT_ROW, (thread_id, namespace, base_id.decode()))
-        if found and not str(found[0][0]).startswith(DELTA):
-            difference = against(kind, data, bytes([len(base_id)]) + base_id, dictionary)
-            if difference is not None:
-                return difference
-    keyframes.keep(thread_id, ROW_KEYFRAME + namespace, checkpoint_id.encode(), data, replace=True)
-    return packed(kind, data)
+        usable = found and not str(found[0][0]).startswith(DELTA)
+        keyframe = (bytes([len(base_id)]) + base_id, dictionary) if usable else None
+    stored, whole = against(kind, data, keyframe)
+    if whole:
+        keyframes.keep(
+            thread_id, ROW_KEYFRAME + namespace, checkpoint_id.encode(), data, replace=True
+        )
+    return stored
 
 
 def row_bytes(

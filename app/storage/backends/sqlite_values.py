@@ -88,19 +88,26 @@ def unpacked(kind: str, data: bytes) -> tuple[str, bytes]:
     return kind, data
 
 
-def against(kind: str, data: bytes, reference: bytes, keyframe: bytes) -> tuple[str, bytes] | None:
-    """``data`` stored as its difference from ``keyframe`` (named by ``reference``), if worth it.
+def against(
+    kind: str, data: bytes, keyframe: tuple[bytes, bytes] | None
+) -> tuple[tuple[str, bytes], bool]:
+    """How a value is stored, and whether whole (so it may become its keyframe).
 
-    Worth it when at most half the value's own compressed bytes; None otherwise, and the
-    caller stores the value whole (:func:`packed`).
+    ``keyframe``: the reference that names it and its bytes, or None. The value is stored
+    as its difference from the keyframe when that is at most half its own compressed
+    bytes; else whole (:func:`packed`).
     """
-    compressor = zlib.compressobj(wbits=DICTIONARY_BITS, zdict=keyframe)
-    difference = reference + compressor.compress(data) + compressor.flush()
-    if len(difference) * 8 <= len(data):  # surely at most half of it compressed: not tried
-        return DELTA + kind, difference
-    if len(difference) * 2 <= len(packed(kind, data)[1]):
-        return DELTA + kind, difference
-    return None
+    if keyframe is not None:
+        reference, dictionary = keyframe
+        compressor = zlib.compressobj(wbits=DICTIONARY_BITS, zdict=dictionary)
+        difference = reference + compressor.compress(data) + compressor.flush()
+        if len(difference) * 8 <= len(data):  # surely at most half of it compressed
+            return (DELTA + kind, difference), False
+        whole = packed(kind, data)
+        if len(difference) * 2 <= len(whole[1]):
+            return (DELTA + kind, difference), False
+        return whole, True
+    return packed(kind, data), True
 
 
 def restored(kind: str, difference: bytes, keyframe: bytes) -> tuple[str, bytes]:
@@ -186,43 +193,29 @@ class Sharing:
         """
         if not self.rows:
             return
-        bases = {
-            base[0]
-            for _, _, channel in self.rows.values()
-            if channel is not None
-            and self.keyframes is not None
-            and (base := self.keyframes.of(self.thread_id, channel)) is not None
+        keyed = {
+            digest: keyframes.of(self.thread_id, channel)
+            for digest, (kind, _, channel) in self.rows.items()
+            if (keyframes := self.keyframes) is not None
+            and channel is not None
+            and not sealed(kind)
         }
+        bases = {keyframe[0] for keyframe in keyed.values() if keyframe is not None}
         found = yield from _selected(self.thread_id, sorted({*self.rows, *bases}), "digest, type")
         present = {bytes(digest) for digest, _ in found}
         whole = {bytes(digest) for digest, kind in found if not str(kind).startswith(DELTA)}
-        rows = [
-            (self.thread_id, digest, *self._packed(digest, kind, data, channel, whole))
-            for digest, (kind, data, channel) in self.rows.items()
-            if digest not in present
-        ]
+        rows = []
+        for digest, (kind, data, channel) in self.rows.items():
+            if digest in present:
+                continue
+            keyframe = keyed.get(digest)
+            usable = keyframe is not None and keyframe[0] in whole and keyframe[0] != digest
+            stored, is_whole = against(kind, data, keyframe if usable else None)
+            if is_whole and digest in keyed and self.keyframes is not None and channel:
+                self.keyframes.keep(self.thread_id, channel, digest, data, replace=True)
+            rows.append((self.thread_id, digest, *stored))
         if rows:
             yield Sql(INSERT_VALUE, rows, many=True)
-
-    def _packed(
-        self,
-        digest: bytes,
-        kind: str,
-        data: bytes,
-        channel: str | None,
-        whole: set[bytes],
-    ) -> tuple[str, bytes]:
-        """A value as stored: its difference from the channel's keyframe, or whole."""
-        keyframe = None
-        if channel is not None and self.keyframes is not None and not sealed(kind):
-            keyframe = self.keyframes.of(self.thread_id, channel)
-        if keyframe is not None and keyframe[0] in whole and keyframe[0] != digest:
-            difference = against(kind, data, keyframe[0], keyframe[1])
-            if difference is not None:
-                return difference
-        if channel is not None and self.keyframes is not None and not sealed(kind):
-            self.keyframes.keep(self.thread_id, channel, digest, data, replace=True)
-        return packed(kind, data)
 
 
 def _selected(thread_id: str, digests: list[bytes], columns: str) -> Steps[Rows]:

@@ -170,15 +170,15 @@ class SqlRunLedger(ABC):
 
     def _open_record(self, stored: Any) -> NodeRun:
         """An attempt's record, opened if it was sealed, re-validated."""
-        stored = self._record_text(stored)
+        stored = self._text(stored)
         if stored.startswith('{"reused"'):
             sealed = json.loads(stored).get("sealed")
             if isinstance(sealed, str):
                 stored = open_text(self.keys, sealed) or ""
         return NodeRun.model_validate_json(stored)
 
-    def _record_text(self, stored: Any) -> str:
-        """A record's text from what its column keeps (:meth:`_stored_record`)."""
+    def _text(self, stored: Any) -> str:
+        """The text a record's or payload's column keeps, compressed or not (see SQLite's)."""
         return str(stored)
 
     def _stored_result(self, result: str | None) -> Any:
@@ -193,7 +193,7 @@ class SqlRunLedger(ABC):
 
     def _opened(self, stored: Any) -> str | None:
         """A payload's text from what its column keeps (:meth:`_stored_result`)."""
-        return open_text(self.keys, None if stored is None else str(stored))
+        return open_text(self.keys, None if stored is None else self._text(stored))
 
     def result(self, thread_id: str, node_id: str, input_hash: str) -> str | None:
         """The stored update of the latest succeeded attempt with this input, if any."""

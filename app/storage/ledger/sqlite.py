@@ -194,23 +194,17 @@ class SqliteRunLedger(SqlRunLedger):
         spent = Usage() if run.reused else run.usage
         return stored, spent.tool_calls, spent.tokens
 
-    def _record_text(self, stored: Any) -> str:
-        """A compressed record (a BLOB) decompressed; text as it is."""
+    def _text(self, stored: Any) -> str:
+        """A compressed record or update (a BLOB) decompressed; text as it is."""
         if isinstance(stored, bytes):
             return decompressed(stored)
-        return super()._record_text(stored)
+        return super()._text(stored)
 
     def _stored_result(self, result: str | None) -> Any:
         """The update compressed, when not sealed and that is smaller (see the class doc)."""
         if result is None or self.keys is not None:
             return super()._stored_result(result)
         return compressed(result)
-
-    def _opened(self, stored: Any) -> str | None:
-        """A compressed update (a BLOB) decompressed; text as the base reads it."""
-        if isinstance(stored, bytes):
-            return decompressed(stored)
-        return super()._opened(stored)
 
     def _insert_next(self, statement: str, params: Sequence[Any]) -> int:
         with self._transaction(synchronous="NORMAL") as cursor:  # a start row: see above
