@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
+from contracts.base import short_duration
 from graphs.errors import UsageError
 
 UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-_DURATION = re.compile(r"(\d{1,9})([dhms])")
 
 
 class InvalidDuration(UsageError):
-    """A duration that is not a whole number and one unit: exit code 2, nothing done."""
+    """A duration that is not whole numbers of units: exit code 2, nothing done."""
 
 
 def parse_duration(text: str, name: str) -> timedelta:
     """``30d`` as a timedelta; ``name`` (the flag or setting) is what an error names."""
-    match = _DURATION.fullmatch(text.strip())
-    if match is None:
+    span = short_duration(text)
+    if span is None:
         raise InvalidDuration(
-            f"{name}: invalid duration {text!r}; expected a whole number and one unit, "
-            "d (days), h (hours), m (minutes) or s (seconds), e.g. 30d, 12h, 90m"
+            f"{name}: invalid duration {text!r}; expected whole numbers of d (days), h (hours), "
+            "m (minutes) or s (seconds), e.g. 30d, 12h, 90m or 1h30m"
         )
-    return timedelta(seconds=int(match[1]) * UNITS[match[2]])
+    return span
 
 
 def describe_duration(span: timedelta) -> str:

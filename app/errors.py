@@ -55,6 +55,18 @@ class InvalidDecision(UsageError):
     """A human decision that does not answer the open request; nothing was saved."""
 
 
+class RequestExpired(UsageError):
+    """A decision came after its request expired: refused, the pause's default recorded.
+
+    The thread went on with that default (``outcome``) before this was raised, so the
+    request is answered once, whichever way in came first.
+    """
+
+    def __init__(self, message: str, outcome: RunOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
 class InvalidRevision(UsageError):
     """A task revision that fails its contract or cannot apply to the thread's task."""
 

@@ -137,6 +137,13 @@ class Settings(BaseSettings):
         description="Seconds a running fleet worker waits for a lost database to come back "
         "(retrying with backoff, one log line) before it exits with code 9.",
     )
+    sweep_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=86400,
+        description="Seconds between a fleet worker's sweeps: each answers the requests past "
+        "their task's decision_timeout with their pause's default, as `handoff sweep` does.",
+    )
     retention_older_than: Annotated[timedelta | None, BeforeValidator(retention_age)] = Field(
         default=None,
         description="Fleet workers prune the threads that ended longer ago than this "

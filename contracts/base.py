@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -54,6 +56,47 @@ def _to_utc(value: datetime) -> datetime:
 
 UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
 """A timezone-aware instant, normalised to UTC so it survives JSON exactly."""
+
+_DURATION = re.compile(r"^(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
+LONGEST_DURATION = timedelta(days=366)
+
+
+def short_duration(text: str) -> timedelta | None:
+    """A duration as people type it ("24h", "90m", "1h30m", "2d", "45s"), else None.
+
+    The one reading of such text: the task's policies and the settings and flags of
+    ``app`` (retention) all take durations through it.
+    """
+    match = _DURATION.match(text.strip())
+    if match is None or not any(match.groups()):
+        return None
+    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+
+
+def _duration(value: Any) -> Any:
+    """A short duration to a timedelta; ISO 8601 ("PT24H") and seconds are pydantic's."""
+    if not isinstance(value, str) or value.strip().upper().startswith("P"):
+        return value
+    span = short_duration(value)
+    if span is None:
+        raise ValueError(
+            f'{value!r} is no duration: expected e.g. "24h", "90m", "1h30m", "2d" or "PT24H"'
+        )
+    return span
+
+
+def _positive(value: timedelta) -> timedelta:
+    if value <= timedelta(0) or value > LONGEST_DURATION:
+        raise ValueError(
+            f"duration must be more than 0 and at most {LONGEST_DURATION.days} days, "
+            'e.g. "24h", "90m", "2d" or "PT24H"'
+        )
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_duration), AfterValidator(_positive)]
+"""A positive span of time: "24h", "90m", "1h30m", "2d", "45s", ISO 8601 or seconds."""
 
 
 def first_problem(error: ValidationError) -> tuple[str, str]:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue, model_validator
 
 from contracts.artifacts import ArtifactRef, example_ref
-from contracts.base import Contract, Identifier, ProseText, VersionedContract
+from contracts.base import Contract, Identifier, ProseText, UtcDatetime, VersionedContract
 from contracts.research import Question
 from contracts.task import Constraints
 from contracts.upgrades import upgrader
@@ -46,9 +46,12 @@ class HumanRequest(VersionedContract):
 
     Since 1.2 the kind and the actions are names the pause declares (not a fixed list) and
     a request may carry its pause's own data in ``details``; 1.1 requests are upgraded.
+
+    Since 1.3 a request may expire (``expires_at``, from the task's
+    ``policies.decision_timeout``): past it, its pause's safe default answers it.
     """
 
-    VERSION = "1.2"
+    VERSION = "1.3"
 
     kind: Literal["human_request"] = Field(default="human_request", description="Discriminator.")
     interrupt_id: Identifier = Field(description="Id a decision must name to answer this request.")
@@ -68,6 +71,12 @@ class HumanRequest(VersionedContract):
         default=None,
         description="What this pause alone shows, as its declared request contract: "
         "validated by the pause when the request is made.",
+    )
+    expires_at: UtcDatetime | None = Field(
+        default=None,
+        description="When the request expires unanswered (the task's decision_timeout after "
+        "it was made); past it, its pause's safe default is recorded by 'policy: expired'. "
+        "None: it waits until answered.",
     )
 
     EXAMPLES = [
@@ -103,6 +112,12 @@ class HumanRequest(VersionedContract):
         code reading 1.1 refuses a 1.2 request (perhaps of a kind it has never heard of)
         instead of misreading it, while threads paused under 1.1 still resume.
         """
+        return data
+
+    @upgrader(from_version="1.2", to_version="1.3")
+    @classmethod
+    def _requests_may_expire(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A 1.2 request never expires: ``expires_at`` defaults to None, as it was."""
         return data
 
 

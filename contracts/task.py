@@ -12,6 +12,7 @@ from pydantic.fields import FieldInfo
 
 from contracts.base import (
     Contract,
+    Duration,
     Identifier,
     ProseText,
     UtcDatetime,
@@ -126,6 +127,12 @@ class Policies(Contract):
         default=False,
         description="After publishing, write the article to the export folder, once a "
         "person confirmed the write.",
+    )
+    decision_timeout: Duration | None = Field(
+        default=None,
+        description='How long a request for a person\'s decision waits, e.g. "24h", "90m", '
+        '"2d" or "PT24H". Past it the request is answered by its pause\'s safe default '
+        '(a deny), recorded once by "policy: expired". None: a request waits until answered.',
     )
 
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.runtime import get_runtime
@@ -38,6 +39,8 @@ from graphs.pauses import Pause, PauseDeclarationError
 from graphs.ports import StepInfo
 
 TOP_FACTS = 5
+EXPIRED = "policy: expired"
+"""Who decided, on a decision an expired request was answered with (``decided_by``)."""
 OBJECTIVE_SHOWN = 1000
 """Characters of the objective quoted in an approval question (the request holds 2000)."""
 _PLAIN_THREAD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
@@ -84,6 +87,10 @@ def pause_request(
         )
     if details is not None and pause.request is not None:
         details = pause.request.model_validate(details)
+    expires_at = None
+    if step.begun_at is not None and step.decision_timeout is not None:
+        pause.on_expiry(actions)  # a request that may expire needs a default to expire to
+        expires_at = step.begun_at + step.decision_timeout
     return HumanRequest(
         interrupt_id=bound_id(f"{pause.ids}-s{step.step}", step.thread_id),
         thread_id=step.thread_id,
@@ -91,6 +98,7 @@ def pause_request(
         question=question,
         allowed_actions=actions,
         details=details.model_dump(mode="json") if details is not None else None,
+        expires_at=expires_at,
         **shown,
     )
 
@@ -179,8 +187,31 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
     schema = decision_schema(request, pause)
     shown = [{**inbox_view(request, pause), "request": request.model_dump(mode="json")}]
     if _admitted(request):
-        return as_decision(interrupt(shown, response_schema=_surfaced(schema)))
-    return as_decision(interrupt(shown, response_schema=schema))
+        decision = as_decision(interrupt(shown, response_schema=_surfaced(schema)))
+    else:
+        decision = as_decision(interrupt(shown, response_schema=schema))
+    return expired_decision(request, pause) if has_expired(request, _now()) else decision
+
+
+def has_expired(request: HumanRequest, now: datetime) -> bool:
+    """Whether ``request`` can no longer be answered by a person at ``now``."""
+    return request.expires_at is not None and now >= request.expires_at
+
+
+def expired_decision(request: HumanRequest, pause: Pause) -> HumanDecision:
+    """What an expired request is answered with, whoever resumes it: the pause's safe default.
+
+    Every way in resumes through the pause's ``ask``, which returns this in place of any
+    decision that came too late; the thread's lock lets only one of them record it.
+    """
+    action = pause.on_expiry(request.allowed_actions)
+    expired_at = request.expires_at or _now()
+    return HumanDecision(
+        interrupt_id=request.interrupt_id,
+        action=action.name,
+        reason=f"no decision before the request expired at {expired_at:%Y-%m-%d %H:%M:%S} UTC",
+        decided_by=EXPIRED,
+    )
 
 
 def inbox_view(request: HumanRequest, pause: Pause) -> dict[str, Any]:
@@ -234,6 +265,8 @@ def described(request: HumanRequest) -> str:
     if request.details:
         lines += ["", "Details:", "```json", json.dumps(request.details, indent=2), "```"]
     lines += ["", f"Actions: {', '.join(request.allowed_actions)} (`{request.interrupt_id}`)"]
+    if request.expires_at is not None:
+        lines += ["", f"Expires at {request.expires_at:%Y-%m-%d %H:%M:%S} UTC."]
     return "\n".join(lines)
 
 
@@ -250,6 +283,12 @@ def request_in(value: Any) -> HumanRequest:
     if isinstance(value, list) and value and isinstance(value[0], dict) and "request" in value[0]:
         return HumanRequest.model_validate(value[0]["request"])
     return HumanRequest.model_validate(value)
+
+
+def _now() -> datetime:
+    """The run's clock (a test's own, through the run context), else the system's."""
+    context = get_runtime().context
+    return context.clock() if isinstance(context, RunContext) else datetime.now(UTC)
 
 
 def _admitted(request: HumanRequest) -> bool:

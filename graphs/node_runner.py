@@ -34,10 +34,11 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, get_type_hints
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base.id import UUID as CheckpointUUID
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END
 from langgraph.runtime import Runtime
@@ -93,6 +94,8 @@ __all__ = [
 ]
 
 RUNNER_FIX = "add it to graphs.handoffs.ENVELOPE_READS, which every node's runner reads"
+UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)
+"""Where a UUIDv6's time (in 100 ns steps) counts from."""
 """What a runner's read beyond its node's input schema needs: the runner's own reads."""
 ContextFactory = Callable[[Any], RunContext]
 """Services for a run given the context its caller passed (JSON choices from a server)."""
@@ -120,7 +123,7 @@ def run_node(
         checked = CheckedState(state, schema=schema, reader=reader, fix=RUNNER_FIX)
         given = require(checked, "task", TaskSpec, node=spec.name)
         branch = require(checked, "branch", BranchTask, node=spec.name) if spec.branch else None
-        step = step_info(config, spec.name, given, branch.key if branch else None)
+        step = step_info(config, spec.name, given, branch.key if branch else None, runtime)
         with ctx.node_running(step):
             task = chosen_task(ctx, given, step, audit=branch is None)
             if task is not given:  # a copy with the choices in force: validated when first read
@@ -168,7 +171,11 @@ def resolve_context(
 
 
 def step_info(
-    config: RunnableConfig, node: str, task: TaskSpec, branch: str | None = None
+    config: RunnableConfig,
+    node: str,
+    task: TaskSpec,
+    branch: str | None = None,
+    runtime: Runtime[Any] | None = None,
 ) -> StepInfo:
     """Where this node runs, from LangGraph's config (and the branch it runs, if any)."""
     configurable = config.get("configurable") or {}
@@ -181,7 +188,28 @@ def step_info(
         node=node,
         step=int(step) if isinstance(step, int) else -1,
         task_version=task.task_version,
+        begun_at=checkpoint_time(runtime),
+        decision_timeout=task.policies.decision_timeout,
     )
+
+
+def checkpoint_time(runtime: Runtime[Any] | None) -> datetime | None:
+    """When the checkpoint a step runs from was made, or None outside a checkpointed run.
+
+    LangGraph's checkpoint ids are time-ordered UUIDv6s, and a resumed step runs from the
+    checkpoint it paused in, so this is the same instant on every re-run of the step.
+    """
+    info = getattr(runtime, "execution_info", None)
+    checkpoint = getattr(info, "checkpoint_id", None)
+    if not isinstance(checkpoint, str):
+        return None
+    try:
+        uid = CheckpointUUID(checkpoint)
+    except ValueError:
+        return None
+    if uid.version != 6:
+        return None
+    return UUID_EPOCH + timedelta(microseconds=uid.time // 10)
 
 
 def chosen_task(ctx: RunContext, task: TaskSpec, step: StepInfo, *, audit: bool = True) -> TaskSpec:

@@ -216,6 +216,21 @@ class Pause(Generic[ActionT]):
             for response in action.inbox
         }
 
+    def on_expiry(self, allowed: Collection[str] | None = None) -> Action:
+        """The safe default an expired request takes: the action Agent Inbox's ``ignore`` picks.
+
+        Both mean a person who did not engage, so the pause declares it once (``inbox=``).
+        A pause without one cannot let its requests expire, and says how to give it one.
+        """
+        action = self.responses(allowed).get("ignore")
+        if action is None or "details" in action.needs:
+            raise PauseDeclarationError(
+                f"pause {self.kind!r} has no safe default for an expired request (the task "
+                "sets policies.decision_timeout): mark the action a person's silence means, "
+                "needing no details, with inbox=('ignore',)"
+            )
+        return action
+
     def takers(self, field: str) -> tuple[str, ...]:
         """The actions with which ``field`` may be given."""
         return tuple(action.name for action in self.actions if action.allows(field))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from contracts import ArtifactKind, ArtifactRef, NodeRun, Provenance, RefStatus
@@ -123,6 +124,11 @@ class StepInfo:
     tokens_left: int | None = None
     branch: str | None = None
     """The key of the branch this step runs (a fanned-out task), else None."""
+    begun_at: datetime | None = None
+    """When the checkpoint this step runs from was made: the same on every re-run of the
+    step (a resume), so a request made in it expires at the same instant each time."""
+    decision_timeout: timedelta | None = None
+    """How long a request this step puts to a person waits (the task's policy)."""
 
     def artifact_id(self, name: str) -> str:
         """Artifact ids are scoped per thread so threads never overwrite each other."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from rich.console import Console
 
@@ -104,6 +105,16 @@ def render_request(
         console.print(f"  {question.id}: {question.text} ({state})", markup=False)
     for name, value in (request.details or {}).items():
         console.print(f"  {name}: {json.dumps(value, ensure_ascii=False)}", markup=False)
+    if request.expires_at is not None:
+        pause = pauses.get(request.request_kind)
+        default = pause.on_expiry(request.allowed_actions).name if pause else "its default"
+        when = f"{request.expires_at:%Y-%m-%d %H:%M:%S} UTC"
+        line = (
+            f"  expired at {when}: the next resume or sweep records {default}"
+            if datetime.now(UTC) >= request.expires_at
+            else f"  expires at {when}; unanswered by then, the request takes {default}"
+        )
+        console.print(line, markup=False)
     console.print("answer with:", markup=False)
     for hint in request_hints(request, pauses):
         console.print(f"  {command()} resume {thread_id} {hint}", markup=False)

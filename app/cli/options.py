@@ -51,6 +51,14 @@ ExportOpt = Annotated[
         "--export", help="Write the article to the export folder once a person confirms it."
     ),
 ]
+DecisionTimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--decision-timeout",
+        help="How long a request for a decision waits (24h, 90m, 2d); past it, the default "
+        "(deny) is recorded.",
+    ),
+]
 AskOnReviewOpt = Annotated[
     bool, typer.Option("--ask-on-review", help="Ask a human when review cannot approve in budget.")
 ]
@@ -100,6 +108,7 @@ TASK_OPTIONS: dict[str, Any] = {
     "require_approval": ApprovalOpt,
     "ask_on_review": AskOnReviewOpt,
     "export": ExportOpt,
+    "decision_timeout": DecisionTimeoutOpt,
 }
 """A task's options (``run``, ``submit``), by the keyword the command's body gets each as
 (Typer's idiom: the keyword is the parameter's name, the flag is declared in its option)."""
@@ -187,5 +196,6 @@ def task_of(workflow: Workflow, objective: str, params: dict[str, Any]) -> TaskS
             "require_approval": params["require_approval"],
             "on_review_exhausted": "ask" if params["ask_on_review"] else "end",
             "export_article": params["export"],
+            "decision_timeout": params["decision_timeout"],
         },
     )

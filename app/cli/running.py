@@ -27,7 +27,7 @@ from app.cli.options import (
 )
 from app.cli.output import print_outcome, progress
 from app.cli.terminal import visible
-from app.errors import SubmitUsage, ThreadFinished
+from app.errors import RequestExpired, SubmitUsage, ThreadFinished
 from app.exit_codes import for_outcome
 from app.settings import Settings
 from app.storage.postgres import describe_url
@@ -85,8 +85,8 @@ def resume(
                 thread_id, decision, on_progress=None if as_json else progress
             )
             print_outcome(outcome, workflow.settings, as_json)
-    except ThreadFinished as finished:  # show how it ended, then exit with its code
-        print_outcome(finished.outcome, Settings(), as_json)
+    except (ThreadFinished, RequestExpired) as ended:  # how it ended, then exit with its code
+        print_outcome(ended.outcome, Settings(), as_json)
         raise
     raise typer.Exit(int(for_outcome(outcome)))
 
@@ -179,6 +179,20 @@ def worker(
         markup=False,
     )
     work(fleet, concurrency, burst=burst)
+
+
+@cli.command()
+def sweep() -> None:
+    """Answer every request past its task's decision_timeout with its pause's default (deny).
+
+    A worker does this every HANDOFF_SWEEP_SECONDS; this is the same once. One line per
+    thread answered, with how it went on (docs/human-decisions.md, "Expiring approvals").
+    """
+    with base.open_workflow() as workflow:
+        swept = workflow.sweep()
+    for thread_id, outcome in swept:
+        out.print(visible(f"expired {thread_id}: {outcome.state.value}"), markup=False)
+    out.print(f"total: {len(swept)} expired requests answered", markup=False)
 
 
 @cli.command()

@@ -20,6 +20,7 @@ from app.fleet.jobs import (
 from app.fleet.logs import JOBS, report_task_error
 from app.fleet.outage import (
     OutageWatch,
+    lost,
     reachable,
 )
 from app.settings import Settings
@@ -81,6 +82,7 @@ async def _work(fleet: Fleet, concurrency: int, burst: bool) -> None:
             _recover_stalled(fleet, heartbeat, watch, lambda: worker.worker_id)
         )
         pruning = asyncio.create_task(prune_every(fleet.settings, RETENTION_SECONDS))
+        sweeping = asyncio.create_task(sweep_every(fleet.settings, watch))
         await asyncio.sleep(0)  # the first prune is under way, even for a burst with no job
         try:
             await worker.run()  # type: ignore[no-untyped-call]
@@ -88,7 +90,7 @@ async def _work(fleet: Fleet, concurrency: int, burst: bool) -> None:
             fleet.watching.watch = None
             for number in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(number)
-            for side in (recovery, pruning):
+            for side in (recovery, pruning, sweeping):
                 side.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await side
@@ -128,6 +130,42 @@ async def prune_every(settings: Settings, seconds: float) -> None:
     while settings.retention_older_than is not None:
         await asyncio.to_thread(prune, settings)
         await asyncio.sleep(seconds)
+
+
+async def sweep_every(settings: Settings, watch: OutageWatch) -> None:
+    """Answer the expired requests now and every ``settings.sweep_seconds``.
+
+    Several workers may sweep at once: each thread is resumed under its lock, so one of
+    them records its default and the others find it busy or answered. No sweep starts
+    while the database is away: the worker's watch reports that outage, in one line.
+    """
+    while True:
+        if watch.settled(0):
+            await asyncio.to_thread(sweep, settings)
+        await asyncio.sleep(settings.sweep_seconds)
+
+
+def sweep(settings: Settings) -> int | None:
+    """One sweep (``Workflow.sweep``); how many requests it answered, None if it failed.
+
+    Each answered request is one line of the worker's log; a failed sweep is one line
+    (the database away) or its traceback (a bug), and the next one comes as planned.
+    """
+    try:
+        with fleet_workflow(settings) as workflow:
+            swept = workflow.sweep()
+    except Exception as error:
+        if lost(error):  # the watch reports an outage, once, when the jobs meet it
+            return None
+        if not isinstance(error, HandoffError):
+            log.exception("sweep: failed")
+            return None
+        line = redact(error_line(error), settings.resolved_database_url())
+        log.warning("sweep: stopped: %s", line)
+        return None
+    for thread_id, outcome in swept:
+        JOBS.info("sweep: thread %s expired unanswered: %s", thread_id, outcome.state.value)
+    return len(swept)
 
 
 def prune(settings: Settings) -> PruneReport | None:

@@ -14,11 +14,12 @@ from app.errors import (
     DecisionRequired,
     InvalidDecision,
     NotWaiting,
+    RequestExpired,
     ThreadExists,
     ThreadFinished,
     ThreadNotFound,
 )
-from app.workflow.decisions import check_decision
+from app.workflow.decisions import check_decision, pause_of
 from app.workflow.guard import WriteGuard
 from app.workflow.ids import check_thread_id, new_thread_id
 from app.workflow.opened import Opened, thread_config
@@ -28,6 +29,7 @@ from contracts import (
     DraftArticle,
     ErrorCode,
     ErrorDetail,
+    HumanRequest,
     RunOutcome,
     TaskSpec,
     TaskState,
@@ -36,6 +38,7 @@ from graphs import RunContext
 from graphs.admission import admit
 from graphs.boundary import read
 from graphs.errors import WiringError
+from graphs.human import expired_decision, has_expired
 from graphs.node_runner import record_event
 from graphs.wiring import Wiring, targets
 
@@ -100,6 +103,8 @@ class Runner:
                 outcome,
             )
         request = request_of(snapshot)
+        if request is not None and has_expired(request, self.opened.context.clock()):
+            return self.expire(thread_id, request, decision, on_progress)
         if request is not None and decision is None:
             raise DecisionRequired(
                 f"thread {thread_id!r} is waiting for a human decision on "
@@ -126,6 +131,35 @@ class Runner:
         self.opened.ledger.abandon_running(thread_id, ABANDONED)
         driven = self.drive(payload, thread_id, on_progress, context)
         return driven or self.reader.outcome(thread_id)
+
+    def expire(
+        self,
+        thread_id: str,
+        request: HumanRequest,
+        decision: Any | None,
+        on_progress: ProgressCallback | None,
+    ) -> RunOutcome:
+        """Answer an expired request with its pause's default; refuse a decision sent for it.
+
+        The default is recorded even when a person's decision is what found the request
+        expired: whichever way in touches the thread first answers it, exactly once (the
+        caller holds the thread's lock), and the decision is refused after (exit 2).
+        """
+        default = expired_decision(request, pause_of(request, self.opened.pauses))
+        context = replace(self.opened.context, admitted=request)
+        self.opened.ledger.abandon_running(thread_id, ABANDONED)
+        payload: Command[Any] = Command(resume=default.model_dump(mode="json"))
+        outcome = self.drive(payload, thread_id, on_progress, context)
+        outcome = outcome or self.reader.outcome(thread_id)
+        if decision is None:
+            return outcome
+        raise RequestExpired(
+            f"request {request.interrupt_id!r} of thread {thread_id!r} expired at "
+            f"{request.expires_at:%Y-%m-%d %H:%M:%S} UTC and can no longer be answered: its "
+            f"default, {default.action}, was recorded by {default.decided_by!r} instead "
+            f"(the thread is now {outcome.state.value}); the decision was not used",
+            outcome,
+        )
 
     def refuse_if_held(self, thread_id: str, consequence: str) -> None:
         """Asked while the thread's lock is held, so the answer holds until the write is done.

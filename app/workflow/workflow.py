@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.corpus.citations import SourceEntry
 from app.durations import parse_duration
+from app.errors import DecisionRequired, NotWaiting, ThreadBusy, ThreadFinished
 from app.settings import Settings
 from app.storage.backends import Backend
 from app.storage.ledger import RunLedgerBackend
@@ -48,6 +49,7 @@ from contracts import (
     TaskSpec,
 )
 from graphs import WIRING, RunContext, Wiring
+from graphs.human import has_expired
 
 
 class Workflow:
@@ -268,6 +270,28 @@ class Workflow:
         if isinstance(older_than, str):
             older_than = parse_duration(older_than, "older_than")
         return self.pruner.prune(older_than, keep_last, dry_run, now)
+
+    @storage
+    def sweep(self) -> list[tuple[str, RunOutcome]]:
+        """Answer every waiting thread whose request expired with its pause's default.
+
+        What a worker does now and then (``handoff sweep`` once), so an expired request
+        is answered even when nobody comes back to its thread. Each thread is resumed as
+        :meth:`resume` with no decision would, under its lock: a thread another way in
+        answered or holds meanwhile is left to it, since that way in records the default
+        itself. Returns the threads answered here, with how each went on.
+        """
+        now = self.context.clock()
+        swept: list[tuple[str, RunOutcome]] = []
+        for thread_id in self.threads():
+            request = self.pending(thread_id)
+            if request is None or not has_expired(request, now):
+                continue
+            try:
+                swept.append((thread_id, self.resume(thread_id)))
+            except (ThreadBusy, ThreadFinished, NotWaiting, DecisionRequired):
+                continue  # answered, or held, by another way in: its default is that one's
+        return swept
 
     # -- reading a thread ------------------------------------------------------------------
 

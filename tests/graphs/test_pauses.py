@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Literal, get_args
 
 import pytest
 from pydantic import Field, ValidationError
 
-from contracts import Contract, HumanDecision
+from contracts import Contract, HumanDecision, TaskSpec
 from graphs import WIRING
 from graphs.decision_schema import decision_schema
 from graphs.human import pause_request
@@ -110,3 +112,41 @@ def test_the_shipped_pauses_type_their_actions_with_their_literal() -> None:
     assert set(typed) >= {"approve_research", "review_exhausted", "stale_input"}
     for pause in typed.values():
         assert get_args(pause.literal) == pause.names, pause.kind
+
+
+def test_a_request_that_may_expire_takes_the_action_ignore_picks_and_one_without_is_refused() -> (
+    None
+):
+    made = datetime(2030, 1, 1, tzinfo=UTC)
+    step = StepInfo("t", "n", 3, 1, begun_at=made, decision_timeout=timedelta(hours=24))
+    safe = Pause("sign_off", actions=(Action("sign"), Action("refuse", inbox=("ignore",))))
+    request = pause_request(safe, step, question="Sign?")
+    assert request.expires_at == made + timedelta(hours=24)
+    assert safe.on_expiry(request.allowed_actions).name == "refuse"
+    unsafe = Pause("sign_off", actions=(Action("sign"), Action("refuse")))
+    assert (
+        pause_request(unsafe, replace(step, decision_timeout=None), question="Sign?").expires_at
+        is None
+    )
+    with pytest.raises(PauseDeclarationError, match="no safe default for an expired request"):
+        pause_request(unsafe, step, question="Sign?")
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("24h", timedelta(hours=24)),
+        ("1h30m", timedelta(minutes=90)),
+        ("PT2H", timedelta(hours=2)),
+        (3600, timedelta(hours=1)),
+    ],
+)
+def test_a_decision_timeout_is_read_as_people_write_it(typed: object, meant: timedelta) -> None:
+    task = TaskSpec(objective="Explain it", policies={"decision_timeout": typed})
+    assert task.policies.decision_timeout == meant
+
+
+@pytest.mark.parametrize("typed", ["soon", "0s", "400d", -1])
+def test_a_decision_timeout_that_is_no_span_is_refused_naming_the_field(typed: object) -> None:
+    with pytest.raises(ValidationError, match=r"policies\.decision_timeout"):
+        TaskSpec(objective="Explain it", policies={"decision_timeout": typed})

@@ -164,4 +164,7 @@ def test_without_the_upgrader_the_old_thread_is_refused_naming_the_version(
         with pytest.raises(ValidationError) as caught:
             workflow.resume(THREAD, {"interrupt_id": MANIFEST["interrupt_id"], "action": "approve"})
         assert workflow.checkpoint_count(THREAD) == checkpoints, "nothing ran"
-    assert "unsupported schema_version '1.1' for HumanRequest; supported: 1.2" in str(caught.value)
+    refusal = (
+        f"unsupported schema_version '1.1' for HumanRequest; supported: {HumanRequest.VERSION}"
+    )
+    assert refusal in str(caught.value)
