@@ -1,6 +1,6 @@
 """Expiring approvals at the command line: shown by status, refused by resume, swept.
 
-The policy's timeout is two seconds of the real clock, which the test waits out: the CLI
+The policy's timeout is one second of the real clock, which the test waits out: the CLI
 builds its own services, so its clock is the system's.
 """
 
@@ -22,7 +22,7 @@ from graphs.human import EXPIRED
 from tests.backends import backend_env
 from tests.conftest import OBJECTIVE
 
-SHORT = {"require_approval": True, "decision_timeout": "2s"}
+SHORT = {"require_approval": True, "decision_timeout": "1s"}
 
 
 def handoff(*args: str) -> Result:
@@ -38,7 +38,7 @@ def expired(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("HANDOFF_MODEL", "offline")
     started = handoff(
-        "run", OBJECTIVE, "--thread", "t-a", "--require-approval", "--decision-timeout", "2s"
+        "run", OBJECTIVE, "--thread", "t-a", "--require-approval", "--decision-timeout", "1s"
     )
     assert started.exit_code == ExitCode.WAITING_FOR_HUMAN, started.output
     with Workflow(settings) as workflow:

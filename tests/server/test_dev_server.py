@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,23 @@ from langgraph_sdk.client import LangGraphClient
 
 from app.server.graph import GRAPH_ID
 from app.workflow import Workflow
-from contracts import DecisionLog, Handoff, HumanRequest, RecordedDecision, RunOutcome, TaskState
+from contracts import (
+    DecisionLog,
+    Handoff,
+    HumanRequest,
+    RecordedDecision,
+    RunOutcome,
+    TaskSpec,
+    TaskState,
+)
 from graphs import workflow_channels
 from graphs.boundary import validate_channel
 from graphs.decision_schema import IGNORED
+from graphs.human import EXPIRED
 from graphs.nodes.approve_research import APPROVAL
 from graphs.pauses import INBOX_RESPONSES
 from tests import forked
+from tests.conftest import OBJECTIVE
 from tests.server.conftest import RunningServer, approval, check_article, start, waiting
 
 pytestmark = pytest.mark.server
@@ -145,6 +156,36 @@ def test_agent_inbox_sees_each_request_and_its_responses_become_the_declared_dec
         assert action is not None and decision.action == action.name, response
     assert decided["edit"].constraints == [text] == decided["response"].constraints
     assert decided["ignore"].reason == IGNORED
+
+
+def test_a_served_approval_after_the_expiry_is_answered_by_the_default_once(
+    dev_server: RunningServer,
+) -> None:
+    spec = TaskSpec(
+        task_id="served-expiry",
+        objective=OBJECTIVE,
+        policies={"require_approval": True, "decision_timeout": "1s"},
+    )
+
+    async def late() -> tuple[HumanRequest, dict[str, Any]]:
+        client = get_client(url=dev_server.url)
+        thread_id = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread_id, GRAPH_ID, input={"task": spec.model_dump(mode="json")})
+        request = await waiting(client, thread_id)
+        assert request.expires_at is not None
+        await asyncio.sleep(
+            max(0.0, (request.expires_at - datetime.now(UTC)).total_seconds()) + 0.1
+        )
+        await client.runs.wait(thread_id, GRAPH_ID, command={"resume": approval(request)})
+        return request, (await client.threads.get_state(thread_id))["values"]
+
+    request, values = asyncio.run(late())
+    [decision] = DecisionLog.model_validate(values["decisions"]).decisions
+    assert (decision.action, decision.decided_by) == ("reject", EXPIRED)
+    assert request.expires_at is not None and request.expires_at.isoformat()[:19] in (
+        decision.reason or ""
+    ).replace(" ", "T")
+    assert RunOutcome.model_validate(values["outcome"]).state == TaskState.REJECTED
 
 
 def test_two_threads_run_concurrently(dev_server: RunningServer) -> None:
