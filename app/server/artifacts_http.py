@@ -1,14 +1,15 @@
 """A thread's artifacts over HTTP, beside the API ``langgraph dev`` serves.
 
 State holds ``ArtifactRef``s, never bytes, so a langgraph-sdk client or Studio reading a
-finished thread gets the article's reference and nothing to read it with. langgraph.json
-mounts this app (``http.app``): ``GET /threads/{thread_id}/artifacts/{name}`` answers the
-bytes of the artifact the thread's own state names (``article``, ``draft``, ``notes``,
-``research``, ``review``, or a source's snapshot by id, ``src-N``), verified against the
-sha256 the thread recorded, with its media type, revision and hash in the headers. A name
-is resolved through the thread's state, and a ref there that is not the thread's own (a
-copied thread's: ``threads.copy`` copies checkpoints, not artifacts) is refused with 409,
-so no name reaches another thread's artifacts. Copies are not refused themselves: the
+finished thread gets the article's reference and nothing to read it with. The server's
+``http.app`` (``app/server/http_app.py``) serves this app's route:
+``GET /threads/{thread_id}/artifacts/{name}`` answers the bytes of the artifact the
+thread's own state names (``article``, ``draft``, ``notes``, ``research``, ``review``, or a
+source's snapshot by id, ``src-N``), verified against the sha256 the thread recorded,
+with its media type, revision and hash in the headers. A name is resolved through the
+thread's state, and a ref there that is not the thread's own (a copied thread's:
+``threads.copy`` copies checkpoints, not artifacts) is refused with 409, so no name reaches
+another thread's artifacts. Copies are not refused themselves: the
 server raises no event of its own for them, only a thread ``create``. Reading is all it
 does; the same rules as ``handoff show`` apply.
 """

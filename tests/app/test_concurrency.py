@@ -232,6 +232,7 @@ def racers(backend: Settings) -> Iterator[tuple[list[Any], Any, list[Any], Any]]
         _stop(jobs, processes)
 
 
+@pytest.mark.slow
 def test_racing_resumes_exactly_one_proceeds_every_time_and_nothing_forks(
     backend: Settings, racers: tuple[list[Any], Any, list[Any], Any]
 ) -> None:
@@ -326,6 +327,7 @@ def _hold_then_sleep(settings: Settings, thread_id: str, ready: Any) -> None:
         time.sleep(120)
 
 
+@pytest.mark.slow
 def test_a_sigkilled_holder_releases_the_thread_at_once(backend: Settings) -> None:
     interrupted_thread(backend, "t-orphan")
     ready = SPAWN.Event()

@@ -15,6 +15,7 @@ from graphs.errors import ExitCode
 from tests.cli import handoff, one_line_error
 
 
+@pytest.mark.slow
 def test_the_offline_agents_keep_every_task_of_the_set(tmp_path: Path) -> None:
     settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
     results = evaluate(load_cases(), settings.with_overrides(model="offline", fault=None))
@@ -25,6 +26,7 @@ def test_the_offline_agents_keep_every_task_of_the_set(tmp_path: Path) -> None:
     assert "0 defects" in table(results)
 
 
+@pytest.mark.slow
 def test_the_offline_articles_cite_the_gold_answers_and_the_table_sets_them_beside_bm25(
     tmp_path: Path,
 ) -> None:

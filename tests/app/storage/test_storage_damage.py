@@ -172,6 +172,7 @@ def _open_at_once(db: Path, artifacts: Path, barrier: Barrier, failures: Queue[s
         failures.put(error.message)
 
 
+@pytest.mark.slow
 def test_processes_creating_the_database_at_once_never_see_each_others_file_as_damaged(
     store: Path,
 ) -> None:

@@ -593,6 +593,7 @@ def _put_from_process(kind: str, location: str, artifact_id: str, content: bytes
         store.close()
 
 
+@pytest.mark.slow
 def test_concurrent_puts_from_four_processes_yield_revisions_one_to_n(harness: Harness) -> None:
     contents = [f"process-content-{n}".encode() for n in range(16)]
     if harness.kind == "memory":  # a memory store is one process's: its writers are threads
