@@ -333,11 +333,10 @@ def refused_page(title: str, why: str, status: int, thread_id: str | None = None
 
 
 def expires(request: HumanRequest) -> str:
-    """When the request expires, as shown; "" for one that does not."""
-    when = getattr(request, "expires_at", None)  # requests gain expiry with HumanRequest 1.3
-    if when is None:
+    """When the request expires (its task's ``decision_timeout``), as shown; "" if never."""
+    if request.expires_at is None:
         return ""
-    return when.isoformat() if hasattr(when, "isoformat") else str(when)
+    return f"{request.expires_at:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def waiting_list(workflow: Workflow) -> Html:

@@ -29,6 +29,7 @@ from app.server.review_page import (
     joined,
     marked_passages,
     render_draft,
+    thread_path,
 )
 from app.workflow import Workflow
 from contracts import Fact, HumanDecision, HumanRequest, TaskState
@@ -253,3 +254,15 @@ def test_an_unknown_thread_or_source_is_a_404_page_and_an_unsafe_id_a_400(
     assert missing.status_code == 404 and "unknown source" in missing.text
     assert page.get("/review/threads/..%2Fetc").status_code in (400, 404)
     assert page.get("/review/threads/a%20b").status_code == 400
+
+
+def test_a_request_that_expires_shows_when_in_the_list_and_on_its_page(
+    workflow: Workflow, page: TestClient
+) -> None:
+    thread_id = str(uuid.uuid4())
+    task = workflow.task(OBJECTIVE, policies={"require_approval": True, "decision_timeout": "24h"})
+    request = workflow.run(task, thread_id=thread_id).human_request
+    assert request is not None and request.expires_at is not None
+    shown = f"{request.expires_at:%Y-%m-%d %H:%M:%S} UTC"
+    assert f"<td>{shown}</td>" in page.get("/review").text
+    assert f'<span id="expires">Expires {shown}.</span>' in page.get(thread_path(thread_id)).text
