@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+from datetime import UTC, datetime
 
 import pytest
 from a2a.types import CancelTaskRequest, SubscribeToTaskRequest, TaskState
-from a2a.utils.errors import UnsupportedOperationError
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 
 from contracts import ErrorCode, HumanDecision, HumanRequest, RunOutcome
+from graphs.human import EXPIRED
 from tests.app.a2a.conftest import (
+    APPROVAL,
     UNATTENDED,
     A2AServer,
     client_of,
@@ -80,6 +83,30 @@ def test_a_person_rejecting_the_research_ends_the_task_rejected(a2a_server: A2AS
             assert [error.code for error in outcome.errors] == [ErrorCode.HUMAN_REJECTED]
             assert ended.metadata["result_status"] == "failed"
             assert status_json(a2a_server, task.id)["outcome"]["state"] == "TASK_STATE_REJECTED"
+
+    asyncio.run(scenario())
+
+
+def test_an_approval_sent_after_the_expiry_is_refused_and_the_default_recorded(
+    a2a_server: A2AServer,
+) -> None:
+    a2a_server.start()
+    expiring = {**APPROVAL, "policies": {"require_approval": True, "decision_timeout": "1s"}}
+
+    async def scenario() -> None:
+        async with client_of(a2a_server) as client:
+            task = await send(client, spec_message(expiring))
+            assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, task.status
+            request = HumanRequest.model_validate(data_of(task.status.message.parts[1]))
+            assert request.expires_at is not None
+            await asyncio.sleep((request.expires_at - datetime.now(UTC)).total_seconds() + 0.1)
+            late = data_message(decision(task, "approve"), task_id=task.id)
+            with pytest.raises(InvalidParamsError, match="can no longer be answered"):
+                await send(client, late)
+            assert (await get(client, task.id)).status.state == TaskState.TASK_STATE_REJECTED
+            with a2a_server.workflow() as workflow:
+                log = workflow.state(task.id)["decisions"]
+            assert [(d.action, d.decided_by) for d in log.decisions] == [("reject", EXPIRED)]
 
     asyncio.run(scenario())
 
