@@ -74,6 +74,7 @@ from contracts import (
     RunOutcome,
 )
 from graphs.errors import HandoffError
+from graphs.human import expired_decision, has_expired
 from graphs.markdown import CITATION
 from graphs.pauses import Action, Pause
 
@@ -703,24 +704,34 @@ class ReviewPage:
         if refusal is not None:
             return refused_page("Cross-site post refused", f"{refusal}; nothing was changed", 403)
         try:
-            decision = await asyncio.to_thread(self._checked, check_thread_id(thread_id), form)
+            checked = await asyncio.to_thread(self._checked, check_thread_id(thread_id), form)
         except HandoffError as error:
             status = STATUS.get(for_error(error))
             if status is None:
                 raise
             title = "Decision refused" if status == 400 else "Cannot decide"
             return refused_page(title, f"{error.message}; nothing was changed", status, thread_id)
-        if isinstance(decision, Response):
-            return decision
+        if isinstance(checked, Response):
+            return checked
+        decision, expired = checked
         if not runs_here(thread_id):
             why = f"{not_run_here(thread_id)}; nothing was changed"
             return refused_page("Not a thread of this server", why, 409, thread_id)
-        failed = await self.post(thread_id, decision)
+        failed = await self.post(thread_id, decision)  # past its expiry: the default's answer
         if failed is not None:
             return refused_page("The run did not take the decision", failed, 409, thread_id)
+        if expired is not None:
+            why = (
+                f"the request expired at {expires(expired.request)} and can no longer be answered: "
+                f"its default, {expired.default}, was recorded instead; the decision was not used"
+            )
+            return refused_page("Request expired", why, 409, thread_id)
         return RedirectResponse(thread_path(thread_id), status_code=303)
 
-    def _checked(self, thread_id: str, form: Mapping[str, str]) -> HumanDecision | Response:
+    def _checked(
+        self, thread_id: str, form: Mapping[str, str]
+    ) -> tuple[HumanDecision, Expired | None] | Response:
+        """The form's decision, checked; and, when the request has expired, its default."""
         workflow = self.workflow()
         pending = workflow.pending(thread_id)
         if pending is None:
@@ -730,7 +741,19 @@ class ReviewPage:
                 409,
                 thread_id,
             )
-        return check_decision(pending, decision_of(form), workflow.pauses)
+        decision = check_decision(pending, decision_of(form), workflow.pauses)
+        if not has_expired(pending, workflow.context.clock()):
+            return decision, None
+        default = expired_decision(pending, pause_of(pending, workflow.pauses))
+        return decision, Expired(pending, default.action)
+
+
+@dataclass(frozen=True)
+class Expired:
+    """A request found past its expiry when a decision for it came, and its default action."""
+
+    request: HumanRequest
+    default: str
 
 
 def runs_here(thread_id: str) -> bool:

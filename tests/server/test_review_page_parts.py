@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from html import unescape
 
 import pytest
+from langgraph.types import Command
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
@@ -33,6 +36,7 @@ from app.server.review_page import (
 )
 from app.workflow import Workflow
 from contracts import Fact, HumanDecision, HumanRequest, TaskState
+from graphs.human import EXPIRED
 from tests.conftest import OBJECTIVE
 
 ORIGIN = "http://testserver"
@@ -266,3 +270,31 @@ def test_a_request_that_expires_shows_when_in_the_list_and_on_its_page(
     shown = f"{request.expires_at:%Y-%m-%d %H:%M:%S} UTC"
     assert f"<td>{shown}</td>" in page.get("/review").text
     assert f'<span id="expires">Expires {shown}.</span>' in page.get(thread_path(thread_id)).text
+
+
+def test_a_decision_posted_after_the_expiry_is_refused_and_the_default_recorded(
+    workflow: Workflow,
+) -> None:
+    """The page posts as a served client does: the paused node answers with the default."""
+
+    async def served(thread_id: str, decision: HumanDecision) -> str | None:
+        payload = Command(resume=decision.model_dump(mode="json"))
+        config = workflow.config(thread_id)
+        await asyncio.to_thread(workflow.graph.invoke, payload, config, context=workflow.context)
+        return None
+
+    thread_id = str(uuid.uuid4())
+    task = workflow.task(OBJECTIVE, policies={"require_approval": True, "decision_timeout": "1s"})
+    request = workflow.run(task, thread_id=thread_id).human_request
+    assert request is not None and request.expires_at is not None
+    routes = ReviewPage(lambda: workflow, served, GUARD).routes()
+    with TestClient(Starlette(routes=routes), follow_redirects=False) as page:
+        form = form_of(page, thread_id, "approve")
+        time.sleep(max(0.0, (request.expires_at - datetime.now(UTC)).total_seconds()) + 0.1)
+        posted = page.post(
+            f"/review/threads/{thread_id}/decision", data=form, headers={"Origin": ORIGIN}
+        )
+    assert posted.status_code == 409 and "Request expired" in posted.text
+    assert "its default, reject, was recorded instead" in posted.text
+    [decision] = workflow.state(thread_id)["decisions"].decisions
+    assert (decision.action, decision.decided_by) == ("reject", EXPIRED)
