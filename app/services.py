@@ -10,6 +10,7 @@ from app.agents.selection import select_agents
 from app.corpus.probe import FileSourceProbe
 from app.faults.points import NodeRunning, with_faults
 from app.faults.rules import parse_faults
+from app.mcp import with_mcp_tools
 from app.settings import Settings
 from app.storage.backends import artifact_store_for, ledger_for_url
 from app.storage.encryption import key_ring
@@ -18,6 +19,11 @@ from app.tracing import run_trace
 from graphs import WIRING, ArtifactStore, RunContext, RunLedger, Wiring
 from graphs.context import provided, untracked, utc_now
 from graphs.tools.export import EXPORT_ARTICLE
+
+
+def wiring_for(settings: Settings, wiring: Wiring = WIRING) -> Wiring:
+    """``wiring`` with the MCP tools the settings give its nodes (``app/mcp.py``)."""
+    return with_mcp_tools(wiring, settings.mcp_servers, settings.mcp_tools)
 
 
 def build_context(

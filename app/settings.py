@@ -15,6 +15,7 @@ from app.agents.models import OFFLINE, check_spec
 from app.corpus.reading import DEFAULT_MAX_FILES, CorpusPolicy
 from app.durations import parse_duration
 from app.faults.rules import parse_faults
+from app.mcp import McpGrant, McpServer
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_CORPUS = PROJECT_ROOT / "examples" / "corpus"
@@ -136,6 +137,16 @@ class Settings(BaseSettings):
         le=86400,
         description="Seconds a running fleet worker waits for a lost database to come back "
         "(retrying with backoff, one log line) before it exits with code 9.",
+    )
+    mcp_servers: dict[str, McpServer] = Field(
+        default_factory=dict,
+        description='MCP servers by name, as JSON: {"notes": {"command": "python", "args": '
+        '["-m", "notes_server"]}} (stdio) or {"docs": {"url": "http://127.0.0.1:8000/mcp"}}.',
+    )
+    mcp_tools: list[McpGrant] = Field(
+        default_factory=list,
+        description='MCP tools given to nodes, as JSON: [{"node": "writer", "server": "notes", '
+        '"tool": "lookup", "max_calls": 3}] (also timeout_seconds, trim_bytes, name).',
     )
     sweep_seconds: float = Field(
         default=60.0,

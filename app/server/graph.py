@@ -29,7 +29,7 @@ from app.errors import ThreadBusy
 from app.server.running_nodes import RUNNING_NODES
 from app.server.take_over import release_when_idle, take_over
 from app.server.thread_rules import RunRequest, latest_state, refuse_at_start
-from app.services import build_context
+from app.services import build_context, wiring_for
 from app.settings import Settings
 from contracts import RunChoices
 from graphs import RunContext, StepInfo, build_graph
@@ -89,7 +89,7 @@ def _services(agent_models: tuple[tuple[str, str], ...]) -> RunContext:
             agent_models={**settings.agent_models, **dict(agent_models)}
         )
     # Every served node counts in the process's registry: the lock waits for it (make_graph).
-    return build_context(settings, node_running=_counted)
+    return build_context(settings, node_running=_counted, wiring=wiring_for(settings))
 
 
 def _counted(step: StepInfo) -> AbstractContextManager[None]:
@@ -99,7 +99,7 @@ def _counted(step: StepInfo) -> AbstractContextManager[None]:
 
 def served_builder() -> StateGraph[Any, Any, Any, Any]:
     """The workflow as served: services from settings, a JSON-only context schema."""
-    builder = build_graph(default_context=server_context)
+    builder = build_graph(wiring=wiring_for(Settings()), default_context=server_context)
     builder.context_schema = ServerContext  # type: ignore[assignment]
     return builder
 

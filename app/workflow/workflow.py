@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from app.corpus.citations import SourceEntry
 from app.durations import parse_duration
 from app.errors import DecisionRequired, NotWaiting, ThreadBusy, ThreadFinished
+from app.services import wiring_for
 from app.settings import Settings
 from app.storage.backends import Backend
 from app.storage.ledger import RunLedgerBackend
@@ -57,7 +58,8 @@ class Workflow:
 
     ``Workflow(settings)`` reads locations from settings; ``database_url`` and
     ``artifact_dir`` override them for one instance (tests, scripts). ``wiring`` is the
-    graph's nodes and routers (``graphs.WIRING``, or an extended copy). ``context`` is a
+    graph's nodes and routers (``graphs.WIRING``, or an extended copy), with the MCP tools
+    the settings give its nodes (``app.services.wiring_for``). ``context`` is a
     run context to use instead of the one built from settings. ``read_only`` opens the
     storage for inspection only (status, history, artifacts, threads): nothing is set up
     or written, so it works on a full disk; running or editing needs a Workflow that is
@@ -84,6 +86,7 @@ class Workflow:
         if artifact_dir is not None:
             overrides["artifact_dir"] = artifact_dir
         self.settings = base.with_overrides(**overrides) if overrides else base
+        wiring = wiring_for(self.settings, wiring)
         self.opened = Opened(self.settings, wiring, context=context, read_only=read_only)
         self.wiring = wiring
         self.pauses = self.opened.pauses
