@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.agents.writer import OfflineWriterAgent
-from app.mcp import McpGrant, McpServer, with_mcp_tools
+from app.mcp import McpGrant, McpServer, tool_spec, with_mcp_tools
 from app.services import build_context
 from app.settings import Settings
 from app.workflow import Workflow
@@ -155,3 +155,31 @@ def test_a_grant_naming_no_node_or_server_is_refused_naming_what_exists() -> Non
         with_mcp_tools(WIRING, servers, [McpGrant(node="writer", server="wiki", tool="x")])
     with pytest.raises(ValueError, match="command.*url"):
         McpServer(command="python", url="http://127.0.0.1:1/mcp")
+
+
+def test_a_model_is_offered_the_tool_s_own_schema_and_told_when_it_asks_for_another(
+    tmp_path: Path,
+) -> None:
+    from app.agents import LLMWriterAgent
+    from app.storage.artifacts import FilesystemArtifactStore
+    from graphs.tools import Toolbox, ToolEnv
+    from tests.app.agents.scripted import calling, draft, reply, scripted_with_tools
+    from tests.app.agents.test_llm_agents import FIXED, HANDOFF, TASK, _bundle_and_draft, _step
+
+    store = FilesystemArtifactStore(tmp_path)
+    bundle, _ = _bundle_and_draft(store, "# A\n\nText [claim-1].\n")
+    lookup = tool_spec(McpGrant(node="writer", server="notes", tool="lookup"), SERVER)
+    env = ToolEnv(store=store, step=_step("writer"), clock=lambda: FIXED)
+    tools = Toolbox(node="writer", tools=(lookup,), env=env)
+    asks = calling(("notes_lookup", {"term": "Rosetta"}), ("notes_vanish", {}))
+    model, _ = scripted_with_tools(asks, reply(draft()))
+    LLMWriterAgent(model).run(
+        WriteRequest(TASK, HANDOFF, bundle, None, None, store, _step("writer"), tools=tools)
+    )
+    [offered] = model.offered
+    assert offered["function"]["name"] == "notes_lookup"
+    assert offered["function"]["parameters"]["properties"]["term"]["type"] == "string"
+    answered, denied = tools.receipts
+    assert (answered.tool, answered.error) == ("notes_lookup", None)
+    assert denied.error is not None and denied.error.code == "permission_denied"
+    assert "notes_lookup" in denied.error.message
