@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contracts import ToolText
 from graphs import Wiring
@@ -77,6 +77,17 @@ class McpGrant(BaseModel):
     trim_bytes: int | None = Field(
         default=20_000, ge=1, description="A larger output goes to the artifact store."
     )
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _reads_only(cls, value: object) -> object:
+        if value == "write":
+            raise ValueError(
+                "an MCP write tool cannot be given to a node yet: each call would need a "
+                'person\'s confirmation (docs/adapt.md, "A second write to confirm"); give '
+                'read tools ("kind": "read")'
+            )
+        return value
 
     @property
     def declared_name(self) -> str:

@@ -155,6 +155,8 @@ def test_a_grant_naming_no_node_or_server_is_refused_naming_what_exists() -> Non
         with_mcp_tools(WIRING, servers, [McpGrant(node="writer", server="wiki", tool="x")])
     with pytest.raises(ValueError, match="command.*url"):
         McpServer(command="python", url="http://127.0.0.1:1/mcp")
+    with pytest.raises(ValueError, match="write tool cannot be given to a node yet"):
+        McpGrant(node="writer", server="notes", tool="x", kind="write")  # type: ignore[arg-type]
 
 
 def test_a_model_is_offered_the_tool_s_own_schema_and_told_when_it_asks_for_another(
