@@ -185,7 +185,7 @@ class _Session:
 
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
-        from mcp.client.streamable_http import streamablehttp_client
+        from mcp.client.streamable_http import streamable_http_client
 
         self._stack = AsyncExitStack()
         try:
@@ -197,7 +197,7 @@ class _Session:
             else:
                 assert self.server.url is not None
                 read, write, _ = await self._stack.enter_async_context(
-                    streamablehttp_client(self.server.url)
+                    streamable_http_client(self.server.url)
                 )
             session = await self._stack.enter_async_context(ClientSession(read, write))
             await session.initialize()

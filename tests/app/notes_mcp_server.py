@@ -1,4 +1,6 @@
-"""A small MCP server over stdio, written with the ``mcp`` SDK, for the MCP tool tests.
+"""A small MCP server, written with the ``mcp`` SDK, for the MCP tool tests.
+
+Over stdio by default; ``http PORT`` serves streamable HTTP on 127.0.0.1:PORT (``/mcp``).
 
 ``lookup`` answers a term, ``long_note`` answers more than the boundary keeps inline,
 ``refuse`` answers an error, ``vanish`` ends the server's process in the middle of the
@@ -8,10 +10,12 @@ call, as a crash would.
 from __future__ import annotations
 
 import os
+import sys
 
 from mcp.server.fastmcp import FastMCP
 
-server = FastMCP("notes")
+HTTP = len(sys.argv) == 3 and sys.argv[1] == "http"
+server = FastMCP("notes", host="127.0.0.1", port=int(sys.argv[2]) if HTTP else 8000)
 
 
 @server.tool()
@@ -39,4 +43,4 @@ def vanish() -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    server.run("streamable-http" if HTTP else "stdio")

@@ -7,7 +7,10 @@ is what a model-backed agent's tool calls go through too (``by_model``).
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,7 @@ import pytest
 
 from app.agents.writer import OfflineWriterAgent
 from app.mcp import McpGrant, McpServer, tool_spec, with_mcp_tools
+from app.server.dev_server import free_port
 from app.services import build_context
 from app.settings import Settings
 from app.workflow import Workflow
@@ -185,3 +189,31 @@ def test_a_model_is_offered_the_tool_s_own_schema_and_told_when_it_asks_for_anot
     assert (answered.tool, answered.error) == ("notes_lookup", None)
     assert denied.error is not None and denied.error.code == "permission_denied"
     assert "notes_lookup" in denied.error.message
+
+
+def test_a_server_over_streamable_http_is_reached_by_its_url(settings: Settings) -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, SERVER.args[0], "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the HTTP server never listened"
+            time.sleep(0.1)
+        chosen = settings.with_overrides(
+            mcp_servers={"notes": {"url": f"http://127.0.0.1:{port}/mcp"}},
+            mcp_tools=[{"node": "writer", "server": "notes", "tool": "lookup"}],
+        )
+        writer = CallingWriter(calls=[("notes_lookup", {"term": "cartouche"}, False)])
+        run_with(chosen, writer, "t-http")
+    finally:
+        server.terminate()
+        server.wait(10)
+    [answer] = writer.answers
+    assert answer.error is None and answer.output.content.startswith("notes on cartouche")
