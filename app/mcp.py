@@ -9,6 +9,10 @@ against the tool's input schema before the call, every call receipted and budget
 large output trimmed to the artifact store, and a call to a tool the node was not given
 refused (``permission_denied`` to a model, ``Omitted`` to code).
 
+A write grant does not give a tool to an agent: its tool becomes the code of the export
+step's write (``McpExport``), which a person confirms before each call and which runs at
+most once per call id (``graphs.tools.writes``).
+
 The ``mcp`` SDK's client talks to the server (langchain-mcp-adapters wraps the same client
 in LangChain tools whose argument schema is a JSON Schema dict, which the boundary's input
 contract cannot be). Each call opens its own session: a stdio server is started for the
@@ -22,6 +26,7 @@ listed on first use, never when the graph is built: opening a workflow starts no
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import json
 import re
@@ -30,12 +35,14 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from contracts import ToolText
+from contracts import ExportArticleInput, ExportArticleOutput, ToolText
 from graphs import Wiring
 from graphs.tools.declare import NAME, ToolEnv, ToolSpec
 
+EXPORT_NODE = "export_article"
+"""The node whose confirmed write an MCP write tool may be the code of."""
 LIST_SECONDS = 20.0
 """How long listing a server's tools may take, the server's start included."""
 
@@ -68,9 +75,15 @@ class McpGrant(BaseModel):
     name: str | None = Field(
         default=None, description="Its name for the node (default: <server>_<tool>)."
     )
-    kind: Literal["read"] = Field(
+    kind: Literal["read", "write"] = Field(
         default="read",
-        description="Only read tools so far: a write would need a person's confirmation.",
+        description="read: the node's agent may call it. write: it is the code of the node's "
+        "write tool, which runs once a person confirmed the call (the export step's).",
+    )
+    arguments: dict[str, Literal["markdown", "file_name", "sha256"]] | None = Field(
+        default=None,
+        description="For a write: the MCP tool's argument each part of the article goes to "
+        '(default: {"markdown": "markdown", "file_name": "file_name"}).',
     )
     timeout_seconds: float = Field(default=30.0, gt=0, le=600, description="Per call.")
     max_calls: int | None = Field(default=None, ge=1, description="Calls per node attempt.")
@@ -78,16 +91,11 @@ class McpGrant(BaseModel):
         default=20_000, ge=1, description="A larger output goes to the artifact store."
     )
 
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _reads_only(cls, value: object) -> object:
-        if value == "write":
-            raise ValueError(
-                "an MCP write tool cannot be given to a node yet: each call would need a "
-                'person\'s confirmation (docs/adapt.md, "A second write to confirm"); give '
-                'read tools ("kind": "read")'
-            )
-        return value
+    @model_validator(mode="after")
+    def _arguments_for_writes(self) -> McpGrant:
+        if self.arguments is not None and self.kind != "write":
+            raise ValueError('"arguments" maps the article to a write tool\'s; this grant reads')
+        return self
 
     @property
     def declared_name(self) -> str:
@@ -95,11 +103,15 @@ class McpGrant(BaseModel):
         return self.name or re.sub(r"[^a-z0-9_]", "_", f"{self.server}_{self.tool}".lower())[:64]
 
 
-class McpUnavailable(Exception):
-    """The server could not be reached, stopped mid-call or did not answer: try later."""
+class McpUnavailable(ConnectionError):
+    """The server could not be reached, stopped mid-call or did not answer: try later.
+
+    An ``OSError``, as a write tool's unreachable destination is (``export_article``
+    declares those retryable).
+    """
 
 
-class McpRefused(Exception):
+class McpRefused(ValueError):
     """The arguments do not fit the tool's input schema, or the tool answered an error."""
 
 
@@ -262,6 +274,59 @@ def tool_spec(grant: McpGrant, server: McpServer) -> ToolSpec:
     )
 
 
+@dataclass(frozen=True)
+class McpExport:
+    """The export step's write sent to an MCP server's tool instead of the export folder.
+
+    It is the code of the declared ``export_article`` write tool, so everything about the
+    write is that tool's: a person confirms the call, it runs at most once per call id,
+    its effect is recorded before the node goes on, and a call the server could not take
+    is retryable. The tool gets the article's text and its file name (``arguments`` says
+    under which of its argument names).
+    """
+
+    tool: McpTool
+    arguments: Mapping[str, str]
+
+    def target(self, args: ExportArticleInput) -> str:
+        """What a person is asked to confirm: where the article goes."""
+        return f"MCP tool {self.tool.tool!r} of server {self.tool.server_name!r} ({args.file_name})"
+
+    def __call__(self, args: ExportArticleInput, env: ToolEnv) -> ExportArticleOutput:
+        """Send the article to the tool; where it went, and the hash of what was sent."""
+        data = env.store.get(args.article)
+        parts = {
+            "markdown": data.decode("utf-8"),
+            "file_name": args.file_name,
+            "sha256": args.article.sha256,
+        }
+        self.tool.call({name: parts[part] for name, part in self.arguments.items()})
+        where = f"mcp://{self.tool.server_name}/{self.tool.tool}/{args.file_name}"
+        return ExportArticleOutput(path=where, sha256=hashlib.sha256(data).hexdigest())
+
+
+def mcp_export(servers: Mapping[str, McpServer], grants: Sequence[McpGrant]) -> McpExport | None:
+    """The export's code from a write grant, or None when no grant writes."""
+    writes = [grant for grant in grants if grant.kind == "write"]
+    if not writes:
+        return None
+    if len(writes) > 1:
+        raise ValueError("HANDOFF_MCP_TOOLS: one write grant at most (the export step's)")
+    [grant] = writes
+    if grant.node != EXPORT_NODE:
+        raise ValueError(
+            f"HANDOFF_MCP_TOOLS: an MCP write tool serves the export step's write (node "
+            f"{EXPORT_NODE!r}), which a person confirms first; node {grant.node!r} writes "
+            "nothing that could be confirmed"
+        )
+    server = servers.get(grant.server)
+    if server is None:
+        raise ValueError(f"HANDOFF_MCP_TOOLS: no server {grant.server!r} in HANDOFF_MCP_SERVERS")
+    tool = McpTool(grant.server, server, grant.tool, grant.timeout_seconds)
+    arguments = grant.arguments or {"markdown": "markdown", "file_name": "file_name"}
+    return McpExport(tool, arguments)
+
+
 def with_mcp_tools(
     wiring: Wiring, servers: Mapping[str, McpServer], grants: Sequence[McpGrant]
 ) -> Wiring:
@@ -280,6 +345,8 @@ def with_mcp_tools(
     nodes = {spec.name: spec for spec, _ in wiring}
     added: dict[str, list[ToolSpec]] = {}
     for grant in grants:
+        if grant.kind == "write":  # the code of the export's write tool (``mcp_export``)
+            continue
         if grant.node not in nodes:
             raise ValueError(f"HANDOFF_MCP_TOOLS: no node {grant.node!r}; nodes: {sorted(nodes)}")
         if grant.server not in servers:

@@ -10,7 +10,7 @@ from app.agents.selection import select_agents
 from app.corpus.probe import FileSourceProbe
 from app.faults.points import NodeRunning, with_faults
 from app.faults.rules import parse_faults
-from app.mcp import with_mcp_tools
+from app.mcp import mcp_export, with_mcp_tools
 from app.settings import Settings
 from app.storage.backends import artifact_store_for, ledger_for_url
 from app.storage.encryption import key_ring
@@ -50,13 +50,14 @@ def build_context(
     nodes = [spec for spec, _ in wiring]
     faults = parse_faults(settings.fault, nodes)
     agents = select_agents(settings, clock, models, nodes)
+    export = mcp_export(settings.mcp_servers, settings.mcp_tools)  # or the export folder
     context = RunContext(
         ledger=ledger or ledger_for_url(settings.resolved_database_url(), key_ring(settings)),
         sources=FileSourceProbe(settings.corpus_policy()),
         store=store if store is not None else artifact_store_for(settings),
         agents=agents,
         tools={
-            EXPORT_ARTICLE.name: ArticleExport(settings.resolved_export_dir()),
+            EXPORT_ARTICLE.name: export or ArticleExport(settings.resolved_export_dir()),
             **{
                 name: code
                 for spec in nodes

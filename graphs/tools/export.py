@@ -20,7 +20,7 @@ EXPORT_ARTICLE = ToolSpec(
     output=ExportArticleOutput,
     kind="write",
     timeout_seconds=None,  # a write cut short could land after its caller was told it failed
-    errors={OSError: "retryable"},
+    errors={OSError: "retryable", ValueError: "fix_arguments"},  # a destination refusing it
     summary=_file_name,
 )
 """Write the article to ``<export folder>/<file_name>``; a file already holding exactly

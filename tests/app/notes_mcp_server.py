@@ -3,6 +3,7 @@
 Over stdio by default; ``http PORT`` serves streamable HTTP on 127.0.0.1:PORT (``/mcp``).
 
 ``lookup`` answers a term, ``long_note`` answers more than the boundary keeps inline,
+``save_article`` writes (a line in the file ``NOTES_LOG`` names),
 ``refuse`` answers an error, ``vanish`` ends the server's process in the middle of the
 call, as a crash would.
 """
@@ -34,6 +35,21 @@ def long_note(words: int) -> str:
 def refuse(term: str) -> str:
     """Always fails, as a tool that cannot answer does."""
     raise ValueError(f"no notes about {term}")
+
+
+@server.tool()
+def save_article(file_name: str, markdown: str, key: str) -> str:
+    """Keep an article once per ``key``: a line in the file NOTES_LOG names (a write to count).
+
+    A call sent again with a key already kept (after a crash between the write and its
+    record) is answered without writing, as an idempotent API answers a repeated request.
+    """
+    path = os.environ["NOTES_LOG"]
+    kept = open(path, encoding="utf-8").read().split() if os.path.exists(path) else []
+    if key not in kept:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{file_name} {key} {len(markdown)}\n")
+    return f"saved {file_name}"
 
 
 @server.tool()

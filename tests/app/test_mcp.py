@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.agents.writer import OfflineWriterAgent
-from app.mcp import McpGrant, McpServer, tool_spec, with_mcp_tools
+from app.mcp import McpGrant, McpServer, mcp_export, tool_spec, with_mcp_tools
 from app.server.dev_server import free_port
 from app.services import build_context
 from app.settings import Settings
@@ -159,8 +159,11 @@ def test_a_grant_naming_no_node_or_server_is_refused_naming_what_exists() -> Non
         with_mcp_tools(WIRING, servers, [McpGrant(node="writer", server="wiki", tool="x")])
     with pytest.raises(ValueError, match="command.*url"):
         McpServer(command="python", url="http://127.0.0.1:1/mcp")
-    with pytest.raises(ValueError, match="write tool cannot be given to a node yet"):
-        McpGrant(node="writer", server="notes", tool="x", kind="write")  # type: ignore[arg-type]
+    writer_write = McpGrant(node="writer", server="notes", tool="x", kind="write")
+    with pytest.raises(ValueError, match="serves the export step's write.*'writer'"):
+        mcp_export(servers, [writer_write])
+    with pytest.raises(ValueError, match="this grant reads"):
+        McpGrant(node="writer", server="notes", tool="x", arguments={"text": "markdown"})
 
 
 def test_a_model_is_offered_the_tool_s_own_schema_and_told_when_it_asks_for_another(
