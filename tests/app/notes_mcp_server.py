@@ -3,7 +3,7 @@
 Over stdio by default; ``http PORT`` serves streamable HTTP on 127.0.0.1:PORT (``/mcp``).
 
 ``lookup`` answers a term, ``long_note`` answers more than the boundary keeps inline,
-``save_article`` writes (a line in the file ``NOTES_LOG`` names),
+``save_article`` writes (a line in the file ``NOTES_LOG`` names), ``slow`` takes its time,
 ``refuse`` answers an error, ``vanish`` ends the server's process in the middle of the
 call, as a crash would.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from mcp.server.fastmcp import FastMCP
 
@@ -50,6 +51,13 @@ def save_article(file_name: str, markdown: str, key: str) -> str:
         with open(path, "a", encoding="utf-8") as log:
             log.write(f"{file_name} {key} {len(markdown)}\n")
     return f"saved {file_name}"
+
+
+@server.tool()
+def slow(seconds: float) -> str:
+    """Answers after ``seconds``."""
+    time.sleep(seconds)
+    return "late"
 
 
 @server.tool()

@@ -18,7 +18,15 @@ from typing import Any
 import pytest
 
 from app.agents.writer import OfflineWriterAgent
-from app.mcp import McpGrant, McpServer, mcp_export, tool_spec, with_mcp_tools
+from app.mcp import (
+    McpGrant,
+    McpServer,
+    McpTool,
+    McpUnavailable,
+    mcp_export,
+    tool_spec,
+    with_mcp_tools,
+)
 from app.server.dev_server import free_port
 from app.services import build_context
 from app.settings import Settings
@@ -220,3 +228,27 @@ def test_a_server_over_streamable_http_is_reached_by_its_url(settings: Settings)
         server.wait(10)
     [answer] = writer.answers
     assert answer.error is None and answer.output.content.startswith("notes on cartouche")
+
+
+def test_a_slow_answer_or_a_server_speaking_garbage_is_a_retryable_tool_error(
+    settings: Settings, tmp_path: Path
+) -> None:
+    garbage = tmp_path / "garbage_server.py"
+    garbage.write_text(
+        "import sys\nprint('this is no JSON-RPC', flush=True)\nsys.stdin.readline()\n"
+    )
+    slow = McpTool("notes", SERVER, "slow", timeout_seconds=1)
+    junk = McpTool("junk", McpServer(command=sys.executable, args=(str(garbage),)), "x", 5)
+    started = time.monotonic()
+    for tool, arguments, why in (
+        (slow, {"seconds": 30}, "did not answer within 1 s"),
+        (junk, {}, "unavailable"),
+    ):
+        with pytest.raises(McpUnavailable, match=why):
+            tool.call(arguments)
+    assert time.monotonic() - started < 25, "neither call hung"
+    chosen = granted(settings, "slow", timeout_seconds=1)
+    writer = CallingWriter(calls=[("notes_slow", {"seconds": 30}, False)])
+    run_with(chosen, writer, "t-slow")
+    [late] = writer.answers
+    assert late.error is not None and late.error.code == "retryable"
