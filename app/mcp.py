@@ -30,9 +30,8 @@ import hashlib
 import importlib.util
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -141,7 +140,7 @@ class McpTool:
     def call(self, arguments: dict[str, Any]) -> ToolText:
         """Check ``arguments`` against the schema, then call the tool; its content as text."""
         check_arguments(self.schema(), arguments, self.tool)
-        result = self._run(self._call(arguments), self.timeout_seconds)
+        result = self._run(self._call(arguments), self.timeout_seconds + LIST_SECONDS)
         text = "\n".join(
             block.text
             if getattr(block, "type", None) == "text"
@@ -155,17 +154,27 @@ class McpTool:
         return ToolText(content=text)
 
     def _run(self, work: Any, seconds: float) -> Any:
-        """Run one session's work in a loop of its own, within ``seconds``."""
+        """Run one session's work in a loop of its own, within ``seconds`` in all.
+
+        The transport's task groups may wrap what went wrong in an exception group; what
+        is inside it decides: a refusal stays one, a timeout is said as such, anything else
+        is the server being unavailable.
+        """
         try:
             return asyncio.run(asyncio.wait_for(work, seconds))
-        except (McpRefused, McpUnavailable):
-            raise
-        except TimeoutError as error:
-            raise McpUnavailable(
-                f"MCP server {self.server_name!r} did not answer within {seconds:g} s"
-            ) from error
         except Exception as error:  # the transport's many ways of losing the server
-            reason = " ".join(str(error).split()) or type(error).__name__
+            leaves = list(_leaves(error))
+            refused = next((leaf for leaf in leaves if isinstance(leaf, McpRefused)), None)
+            if refused is not None:
+                raise refused from error
+            if any(isinstance(leaf, TimeoutError) for leaf in leaves):
+                raise McpUnavailable(
+                    f"MCP server {self.server_name!r} did not answer within "
+                    f"{self.timeout_seconds:g} s"
+                ) from error
+            reason = "; ".join(
+                " ".join(str(leaf).split()) or type(leaf).__name__ for leaf in leaves
+            )
             raise McpUnavailable(
                 f"MCP server {self.server_name!r} is unavailable: {reason[:500]}"
             ) from error
@@ -176,13 +185,23 @@ class McpTool:
             return listed
 
     async def _call(self, arguments: dict[str, Any]) -> Any:
+        """The call, within the tool's timeout once the server is up (starting it is not)."""
         async with self._session() as session:
-            return await session.call_tool(
-                self.tool, arguments, read_timeout_seconds=timedelta(seconds=self.timeout_seconds)
+            return await asyncio.wait_for(
+                session.call_tool(self.tool, arguments), self.timeout_seconds
             )
 
     def _session(self) -> Any:
         return _Session(self.server)
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions an exception group holds, however deep; the error itself otherwise."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
 
 
 class _Session:
@@ -266,7 +285,8 @@ def tool_spec(grant: McpGrant, server: McpServer) -> ToolSpec:
         input=arguments,
         output=ToolText,
         kind=grant.kind,
-        timeout_seconds=grant.timeout_seconds + LIST_SECONDS,  # ours ends the call first
+        timeout_seconds=grant.timeout_seconds
+        + 2 * LIST_SECONDS,  # list, start, call: ours end first
         max_calls=grant.max_calls,
         trim_bytes=grant.trim_bytes,
         errors={McpUnavailable: "retryable", McpRefused: "fix_arguments"},
