@@ -214,6 +214,22 @@ def list_sources(
     return entries
 
 
+def marked_regions(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, list[str]]]:
+    """The regions to mark for claims' spans ``(start, end, claim id)``, in text order.
+
+    Spans that overlap become one region naming every claim in it, so each character of
+    the text is marked at most once.
+    """
+    regions: list[tuple[int, int, list[str]]] = []
+    for start, end, claim_id in sorted(spans, key=lambda item: (item[0], item[1])):
+        if regions and start < regions[-1][1]:
+            first, last, ids = regions[-1]
+            regions[-1] = (first, max(last, end), [*ids, claim_id])
+        else:
+            regions.append((start, end, [claim_id]))
+    return regions
+
+
 def mark(text: str, claims: tuple[CitedClaim, ...] | list[CitedClaim]) -> str:
     """``text`` with each verbatim claim's span wrapped as ``⟦claim-1003 …⟧``.
 
@@ -221,19 +237,10 @@ def mark(text: str, claims: tuple[CitedClaim, ...] | list[CitedClaim]) -> str:
     once, naming every claim in them (``⟦claim-1003,claim-1004 …⟧``); a claim whose quote
     is not at its span is not marked (``CitedClaim.verbatim``).
     """
-    regions: list[tuple[int, int, list[str]]] = []
-    for claim in sorted(claims, key=lambda item: (item.span.start, item.span.end)):
-        if not claim.verbatim:
-            continue
-        start, end = claim.span.start, claim.span.end
-        if regions and start < regions[-1][1]:
-            first, last, ids = regions[-1]
-            regions[-1] = (first, max(last, end), [*ids, claim.claim_id])
-        else:
-            regions.append((start, end, [claim.claim_id]))
+    spans = [(c.span.start, c.span.end, c.claim_id) for c in claims if c.verbatim]
     parts: list[str] = []
     position = 0
-    for start, end, ids in regions:
+    for start, end, ids in marked_regions(spans):
         parts += [text[position:start], OPEN, ",".join(ids), " ", text[start:end], CLOSE]
         position = end
     parts.append(text[position:])

@@ -58,6 +58,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from app.corpus.citations import find_source, marked_regions, snapshot_text
 from app.errors import InvalidDecision
 from app.exit_codes import for_error
 from app.server.artifacts_http import READER, STATUS
@@ -268,18 +269,10 @@ def marked_passages(text: str, facts: Sequence[Fact]) -> Html:
     Overlapping spans are marked once; the mark names each claim, and every claim id but
     the first is an anchor placed at its start.
     """
-    regions: list[tuple[int, int, list[str]]] = []
     verbatim = [fact for fact in facts if text[fact.span.start : fact.span.end] == fact.quote]
-    for fact in sorted(verbatim, key=lambda item: (item.span.start, item.span.end)):
-        start, end = fact.span.start, fact.span.end
-        if regions and start < regions[-1][1]:
-            first, last, ids = regions[-1]
-            regions[-1] = (first, max(last, end), [*ids, fact.id])
-        else:
-            regions.append((start, end, [fact.id]))
     parts: list[Html] = []
     position = 0
-    for start, end, ids in regions:
+    for start, end, ids in marked_regions([(f.span.start, f.span.end, f.id) for f in verbatim]):
         anchors = joined((html('<span id="{id}"></span>', id=other) for other in ids[1:]), "")
         parts.append(html("{text}", text=text[position:start]))
         parts.append(
@@ -662,8 +655,6 @@ class ReviewPage:
         return self._answered(request, self._source)
 
     def _source(self, thread_id: str, request: Request) -> Response:
-        from app.corpus.citations import find_source, snapshot_text
-
         source_id = request.path_params["source_id"]
         workflow = self.workflow()
         workflow.artifact_ref(thread_id, source_id)  # refused unless the thread's own
