@@ -7,6 +7,7 @@ builds its own services, so its clock is the system's.
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import UTC, datetime
 
@@ -46,7 +47,8 @@ def expired(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         requests = [workflow.pending(thread) for thread in ("t-a", "t-b")]
     deadline = max(request.expires_at for request in requests if request and request.expires_at)
     shown = handoff("status", "t-a")
-    assert "expires at" in shown.output and "the request takes reject" in shown.output
+    # a slow machine may already be past the one second: status says so then
+    assert re.search(r"expire(s at .* the request takes|d at .* records) reject", shown.output)
     time.sleep(max(0.0, (deadline - datetime.now(UTC)).total_seconds()) + 0.1)
     return ["t-a", "t-b"]
 
