@@ -22,7 +22,7 @@ from tests.backends import (
     postgres_required,
     postgres_url,
 )
-from tests.routes import WALKED, check_handoffs_follow_the_route, graph_edges
+from tests.routes import WALKED, check_handoffs_follow_the_route, graph_edges, unwalked
 
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 
@@ -37,9 +37,19 @@ def pytest_report_header() -> str:
     )
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--routes-walked",
+        action="store_true",
+        help="fail the session when an edge a router's Literal names was walked by no test "
+        "(make check and make test pass it; a run of a few tests would walk only some)",
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Which of the graph's edges the suite's threads walked (checked after each test)."""
-    if not WALKED:
+    gated = config.getoption("routes_walked")
+    if not WALKED and not gated:
         return
     edges = graph_edges()
     missed = sorted(edges - WALKED)
@@ -47,6 +57,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         f"handoff routes: {len(WALKED & edges)} of {len(edges)} graph edges walked and checked"
         + (f"; not walked: {', '.join(f'{a}->{b}' for a, b in missed)}" if missed else "")
     )
+    if gated:
+        for line in unwalked(WALKED):
+            terminalreporter.write_line(f"FAILED (--routes-walked) {line}", red=True)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -56,10 +69,15 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """A worker of ``-n`` hands the edges its tests walked to the session that reports them."""
+    """A worker of ``-n`` hands the edges its tests walked to the session that reports them.
+
+    With ``--routes-walked`` the session fails when the graph has an edge none walked.
+    """
     output = getattr(session.config, "workeroutput", None)
     if output is not None:
         output["walked"] = sorted(WALKED)
+    elif session.config.getoption("routes_walked") and unwalked(WALKED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 SHARED_SERVERS = ("dev_server", "gated_server")

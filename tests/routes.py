@@ -5,7 +5,10 @@ test, every checkpoint of every thread the test made is walked: the handoff in i
 exactly the node the checkpoint says runs next (``__end__`` when nothing does), and state
 that node's limits as its declaration has them (``allowed_tools``, ``done_when``; none for
 ``__end__``). The edges seen are collected, so the session can report which of the graph's
-edges the suite walked.
+edges the suite walked; run with ``--routes-walked`` (``make check``, ``make test``), an
+edge no test walked fails the session (``unwalked``): a value left in a router's
+``Literal`` that no path of it returns any more draws an edge, and its target looks
+reachable, so only a run can tell.
 """
 
 from __future__ import annotations
@@ -14,17 +17,29 @@ from typing import Any
 
 from app.workflow import Workflow
 from contracts import BranchResults, Handoff
-from graphs import NodeSpec
+from graphs import WIRING, NodeSpec, Wiring
 from graphs.diagram import drawn_graph
+from graphs.graph import routed
 
 WALKED: set[tuple[str, str]] = set()
 """(from_node, next node) pairs seen in handoffs during this session."""
 
 
-def graph_edges() -> set[tuple[str, str]]:
+def graph_edges(wiring: Wiring = WIRING) -> set[tuple[str, str]]:
     """Every edge of the compiled graph between nodes (START excluded)."""
-    drawn = drawn_graph()
+    drawn = drawn_graph(wiring)
     return {(edge.source, edge.target) for edge in drawn.edges if edge.source != "__start__"}
+
+
+def unwalked(walked: set[tuple[str, str]], wiring: Wiring = WIRING) -> list[str]:
+    """One line per edge of the graph no walk took: the router that names it, and the fix."""
+    routers = {spec.name: route.__name__ for spec, route in routed(wiring)}
+    return [
+        f"{source} -> {target}: {routers[source]} names {target!r} in its Literal, but no test "
+        f"walked that route; if no path of {routers[source]} returns {target!r} any more, take "
+        f"it out of the Literal; if one does, add a test that takes it"
+        for source, target in sorted(graph_edges(wiring) - walked)
+    ]
 
 
 def check_limits(handoff: Handoff, following: list[NodeSpec]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,3 +17,31 @@ def test_an_unmarked_test_that_starts_a_process_fails_naming_the_mark() -> None:
 @pytest.mark.e2e
 def test_a_test_marked_e2e_may_start_processes() -> None:
     assert subprocess.run([sys.executable, "-c", "pass"], check=True).returncode == 0
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.e2e
+def test_a_run_with_routes_walked_fails_naming_each_edge_its_tests_did_not_walk() -> None:
+    """``make check`` and ``make test`` pass ``--routes-walked``: a test file that runs no
+    thread walks no edge, so the session fails, each edge named with its router."""
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    gated = subprocess.run(
+        [*args, "--routes-walked", "-m", "not e2e", "tests/test_fast_loop.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert gated.returncode == 1, gated.stdout
+    named = "writer -> reviewer: route_after_writer names 'reviewer' in its Literal"
+    assert named in gated.stdout and "passed" in gated.stdout and "failed" not in gated.stdout
+    plain = subprocess.run(
+        [*args, "-m", "not e2e", "tests/test_fast_loop.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert plain.returncode == 0, plain.stdout

@@ -22,8 +22,10 @@ from typing_extensions import TypedDict
 from app.services import build_context
 from app.settings import Settings
 from app.storage.serde import contract_serializer
+from app.workflow import Workflow
 from contracts import RunOutcome, TaskSpec
 from graphs import (
+    WIRING,
     AgentOutput,
     ArtifactStore,
     NodeCall,
@@ -38,11 +40,14 @@ from graphs import (
 from graphs.agents import from_channel
 from graphs.boundary import read
 from graphs.errors import Omitted, WiringError
-from graphs.routing import STOP
+from graphs.graph import writer
+from graphs.routing import STOP, RouteState
 from graphs.tools import Toolbox
+from graphs.wiring import rerouted
 from tests.extension_fact_check import WIRING_WITH_FACT_CHECK, fact_check
 from tests.extension_side_by_side import DraftMeasure, DraftMeasureOutput
 from tests.extension_tools import ECHO, ProbeOutput, ToolProbe
+from tests.routes import check_handoffs_follow_the_route, unwalked
 
 
 class TaskOnly(TypedDict):
@@ -341,3 +346,26 @@ def test_a_router_reading_a_channel_its_state_type_does_not_declare_fails_naming
     assert "tool_probe" not in saved.values, "nothing of the failed node is kept"
     [failed] = context.ledger.runs("t-route-peeks")
     assert failed.node_id == "greet" and failed.status == "failed"
+
+
+def route_after_writer_kept_conclude(state: RouteState) -> Literal["reviewer", "conclude"]:
+    """A router whose branch to ``conclude`` was taken out, its ``Literal`` left as it was."""
+    return "reviewer"
+
+
+def test_a_literal_target_no_path_of_its_router_returns_is_named_as_walked_by_no_test(
+    settings: Settings,
+) -> None:
+    """The graph keeps the edge and its target looks reachable, so the build cannot tell;
+    ``--routes-walked`` fails the suite on these lines (see tests/test_fast_loop.py)."""
+    wiring = rerouted(WIRING, writer, route_after_writer_kept_conclude)
+    with Workflow(settings, wiring=wiring) as workflow:
+        outcome = workflow.run("Explain how the Rosetta Stone was deciphered", "t-kept")
+        assert outcome.result_status == "completed"
+        walked = check_handoffs_follow_the_route(workflow)
+    assert ("writer", "reviewer") in walked
+    [line] = [line for line in unwalked(walked, wiring) if line.startswith("writer -> ")]
+    assert line.startswith(
+        "writer -> conclude: route_after_writer_kept_conclude names 'conclude' in its Literal"
+    )
+    assert "take it out of the Literal" in line and "add a test that takes it" in line
