@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.graph import END
+
 from app.workflow import Workflow
 from contracts import BranchResults, Handoff
 from graphs import WIRING, NodeSpec, Wiring
@@ -32,13 +34,18 @@ def graph_edges(wiring: Wiring = WIRING) -> set[tuple[str, str]]:
 
 
 def unwalked(walked: set[tuple[str, str]], wiring: Wiring = WIRING) -> list[str]:
-    """One line per edge of the graph no walk took: the router that names it, and the fix."""
+    """One line per route between nodes no walk took: the router that names it, and the fix.
+
+    A route to the end is left out: a router names ``__end__`` for the stop the runner may
+    take at any node (a spent budget, a refusal), which the template's tests prove once.
+    """
     routers = {spec.name: route.__name__ for spec, route in routed(wiring)}
     return [
         f"{source} -> {target}: {routers[source]} names {target!r} in its Literal, but no test "
         f"walked that route; if no path of {routers[source]} returns {target!r} any more, take "
         f"it out of the Literal; if one does, add a test that takes it"
         for source, target in sorted(graph_edges(wiring) - walked)
+        if target != END
     ]
 
 
