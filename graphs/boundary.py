@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from contracts import VersionedContract
-from graphs.channels import Channel
+from graphs.channels import Channel, Reducer
 from graphs.errors import ContractViolation, Omitted
 
 M = TypeVar("M", bound=VersionedContract)
@@ -147,17 +147,31 @@ class CheckedState(Mapping[str, Any]):
             self._checked[key] = validate_as(node, channel, self._state.get(channel), model)
         return self._checked[key]
 
-    def updated(self, update: Mapping[str, Any]) -> CheckedState:
-        """The state after ``update``, whose values were validated on the way out."""
-        checked = {key: value for key, value in self._checked.items() if key[0] not in update}
+    def updated(
+        self, update: Mapping[str, Any], reducers: Mapping[str, Reducer] | None = None
+    ) -> CheckedState:
+        """The state after ``update``, whose values were validated on the way out.
+
+        A channel with a reducer gets what LangGraph will store: the update merged into
+        its value (validated when first read, as any value the node did not write itself).
+        """
+        given = reducers or {}
+        merging = {channel: given[channel] for channel in update if channel in given}
+        values = {
+            channel: merging[channel](self._state.get(channel), value)
+            if channel in merging
+            else value
+            for channel, value in update.items()
+        }
+        checked = {key: value for key, value in self._checked.items() if key[0] not in values}
         checked.update(
             ((channel, type(value)), value)
-            for channel, value in update.items()
-            if isinstance(value, VersionedContract)
+            for channel, value in values.items()
+            if channel not in merging and isinstance(value, VersionedContract)
         )
-        schema = None if self._schema is None else self._schema | set(update)
+        schema = None if self._schema is None else self._schema | set(values)
         return CheckedState(
-            {**self._state, **update}, checked, schema=schema, reader=self._reader, fix=self._fix
+            {**self._state, **values}, checked, schema=schema, reader=self._reader, fix=self._fix
         )
 
 

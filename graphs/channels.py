@@ -8,10 +8,19 @@ about one channel fail when the graph is built.
 from __future__ import annotations
 
 import types
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from functools import cache
-from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    NotRequired,
+    Required,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from langgraph.channels import LastValue
 from typing_extensions import TypedDict
@@ -23,6 +32,9 @@ class ChannelError(TypeError):
     """A state schema that does not declare each channel as one contract (or None)."""
 
 
+Reducer = Callable[[Any, Any], Any]
+
+
 @dataclass(frozen=True)
 class Channel:
     """One state channel: its name, its contract, and whether it may hold None."""
@@ -30,53 +42,82 @@ class Channel:
     name: str
     contract: type[VersionedContract]
     nullable: bool
+    reducer: Reducer | None = None
+    """How a write merges into the value, as LangGraph's ``Annotated[Contract, reducer]``
+    declares it (writes of one step too, e.g. parallel branches'); None: the write replaces
+    the value, and two writes in one step fail (LangGraph's InvalidUpdateError)."""
+
+
+def _unannotated(owner: str, name: str, annotation: Any) -> tuple[Any, Reducer | None]:
+    """An annotation without its ``Annotated`` metadata, and the reducer that metadata names.
+
+    ``NotRequired``/``Required`` (which ``get_type_hints`` keeps with the metadata) go too.
+    """
+    while get_origin(annotation) in (NotRequired, Required):
+        (annotation,) = get_args(annotation)
+    if get_origin(annotation) is not Annotated:
+        return annotation, None
+    inner, *extras = get_args(annotation)
+    reducers = [extra for extra in extras if callable(extra) and not isinstance(extra, type)]
+    if len(reducers) > 1:
+        raise ChannelError(f"{owner}.{name}: name one reducer in Annotated, not {reducers}")
+    return inner, reducers[0] if reducers else None
 
 
 def _contract_of(owner: str, name: str, annotation: Any) -> Channel:
+    annotation, reducer = _unannotated(owner, name, annotation)
     nullable = False
     if get_origin(annotation) in (Union, types.UnionType):
         members = [arg for arg in get_args(annotation) if arg is not type(None)]
         nullable = len(members) < len(get_args(annotation))
         if len(members) != 1:
             raise ChannelError(f"{owner}.{name}: declare one contract (or Contract | None)")
-        annotation = members[0]
+        annotation, inner_reducer = _unannotated(owner, name, members[0])
+        reducer = reducer or inner_reducer
     if not (isinstance(annotation, type) and issubclass(annotation, VersionedContract)):
         raise ChannelError(
             f"{owner}.{name} is {annotation!r}; state channels hold versioned contracts only"
         )
-    return Channel(name=name, contract=annotation, nullable=nullable)
+    return Channel(name=name, contract=annotation, nullable=nullable, reducer=reducer)
 
 
 @cache
 def channels_of(schema: type) -> dict[str, Channel]:
-    """The channels a TypedDict declares, each with its contract."""
-    hints = get_type_hints(schema)
+    """The channels a TypedDict declares, each with its contract (and reducer, if any)."""
+    hints = get_type_hints(schema, include_extras=True)
     return {name: _contract_of(schema.__name__, name, hint) for name, hint in hints.items()}
 
 
 def merge(schemas: Iterable[tuple[str, type]]) -> dict[str, Channel]:
-    """Every channel of the given (declarer, schema) pairs; a disagreement is an error."""
+    """Every channel of the given (declarer, schema) pairs; a disagreement is an error.
+
+    As in LangGraph, a declaration without a reducer (a reader's, say) agrees with one
+    that names it; two different reducers of one channel do not.
+    """
     found: dict[str, tuple[str, Channel]] = {}
     for declarer, schema in schemas:
         for name, channel in channels_of(schema).items():
-            if name in found and found[name][1].contract is not channel.contract:
-                other, earlier = found[name]
+            if name not in found:
+                found[name] = (declarer, channel)
+                continue
+            other, earlier = found[name]
+            if earlier.contract is not channel.contract:
                 raise ChannelError(
                     f"channel {name!r} is {earlier.contract.__name__} in {other} but "
                     f"{channel.contract.__name__} in {declarer}"
                 )
-            if name not in found or channel.nullable:
-                found[name] = (declarer, channel)
+            if earlier.reducer and channel.reducer and earlier.reducer is not channel.reducer:
+                raise ChannelError(
+                    f"channel {name!r} merges writes with {earlier.reducer.__qualname__} in "
+                    f"{other} but with {channel.reducer.__qualname__} in {declarer}"
+                )
+            combined = replace(
+                earlier,
+                nullable=earlier.nullable or channel.nullable,
+                reducer=earlier.reducer or channel.reducer,
+            )
+            found[name] = (other if earlier.reducer or not channel.reducer else declarer, combined)
     return {name: channel for name, (_, channel) in found.items()}
-
-
-def reducer(contract: type[VersionedContract]) -> Any:
-    """The contract's ``merged`` classmethod, if it has one: its channel takes many writes.
-
-    Every other channel holds one value, and two writes in one step fail (LangGraph's
-    InvalidUpdateError): what parallel branches write must go to a channel that merges.
-    """
-    return getattr(contract, "merged", None)
 
 
 class RunInput(LastValue[Any]):
@@ -100,17 +141,16 @@ class RunInput(LastValue[Any]):
 def state_schema(name: str, channels: dict[str, Channel], per_run: Iterable[str] = ()) -> type:
     """A TypedDict over the channels, for ``StateGraph`` (nullable ones may hold None).
 
-    A channel whose contract merges writes (``reducer``) is annotated with its reducer; one
+    A channel declared with a reducer is annotated with it, as LangGraph reads reducers; one
     named in ``per_run`` holds a run's request only while that run goes (``RunInput``).
     """
     fields: dict[str, Any] = {}
     run_inputs = set(per_run)
     for channel in channels.values():
         kind: Any = channel.contract | None if channel.nullable else channel.contract
-        merge_writes = reducer(channel.contract)
         if channel.name in run_inputs:
             fields[channel.name] = Annotated[kind, RunInput]
             continue
-        fields[channel.name] = Annotated[kind, merge_writes] if merge_writes else kind
+        fields[channel.name] = Annotated[kind, channel.reducer] if channel.reducer else kind
     schema: type = TypedDict(name, fields, total=False)  # type: ignore[misc]
     return schema

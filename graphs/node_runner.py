@@ -400,7 +400,10 @@ class Visit:
                 )
             return {}
         update = self.validate(result.update)
-        after = self.state.updated(update)
+        written = {**self.spec.outputs, **RUNNER_CHANNELS}
+        after = self.state.updated(
+            update, {name: ch.reducer for name, ch in written.items() if ch.reducer}
+        )
         target = on_route(self.route, after)
         first = target if isinstance(target, str) else target[0]
         names = (target,) if isinstance(target, str) else target

@@ -11,7 +11,7 @@ must also hold attempts that failed or crashed, which never reach a checkpoint.
 
 from __future__ import annotations
 
-from typing import NotRequired
+from typing import Annotated, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -48,9 +48,9 @@ class RunnerWrites(TypedDict, total=False):
     """Set when the run ends (or must stop: budget spent, retries exhausted)."""
     task: TaskSpec
     """The task again, when the run's choices (``RunContext.choices``) changed it."""
-    branches: BranchResults | None
+    branches: Annotated[BranchResults | None, BranchResults.merged]
     """What each parallel branch produced, by (node, key); branches write it side by side
-    (the contract merges writes), their join reads it."""
+    (its reducer merges their writes), their join reads it."""
 
 
 class BranchInput(TypedDict):
