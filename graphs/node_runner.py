@@ -39,7 +39,7 @@ from typing import Any, get_type_hints
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base.id import UUID as CheckpointUUID
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
@@ -571,6 +571,15 @@ def attempts(visit: Visit) -> dict[str, Any]:
                 field=error.fields[0] if error.fields else None,
             )
             return visit.stop(step, detail, retryable=False)
+        except GraphInterrupt as paused:  # a pausing node runs in ``pause``, never here
+            omitted = (
+                f"node {spec.name!r} called interrupt() but declares no pause: the answer "
+                "would reach it unchecked and unrecorded; declare "
+                f"@node({spec.name!r}, ..., pauses=Pause(...)) and ask through "
+                "graphs.human.ask (docs/adapt.md, Add a pause)"
+            )
+            current.finish(error=("internal", omitted))
+            raise Omitted(omitted) from paused
         except GraphBubbleUp:
             current.finish_waiting()
             raise

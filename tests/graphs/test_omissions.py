@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from app.services import build_context
@@ -369,3 +370,20 @@ def test_a_literal_target_no_path_of_its_router_returns_is_named_as_walked_by_no
         "writer -> conclude: route_after_writer_kept_conclude names 'conclude' in its Literal"
     )
     assert "take it out of the Literal" in line and "add a test that takes it" in line
+
+
+@node("asks_directly", reads=TaskOnly, writes=Nothing, terminal=True)
+def asks_directly(call: NodeCall) -> NodeResult:
+    """Asks a person with LangGraph's own interrupt(), its node declaring no pause."""
+    interrupt({"question": "Go on?"})
+    return NodeResult({})
+
+
+def test_a_node_calling_interrupt_without_declaring_a_pause_fails_its_run_naming_pauses(
+    tmp_path: Path,
+) -> None:
+    """Its answer would reach the node unchecked and never reach the decision log."""
+    with pytest.raises(
+        Omitted, match=r"'asks_directly' called interrupt\(\) but declares no pause"
+    ):
+        run(((asks_directly, STOP),), tmp_path, "t-direct")
