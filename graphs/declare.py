@@ -3,18 +3,22 @@
 A node is declared once, in its own module, with :func:`node`. The graph builder, the
 input hash, the audit, fault points and the app's agent lookup all read the declaration;
 nothing else lists node names or the channels a node touches. Its body gets a ``NodeCall``
-(its declared inputs, each re-validated as its contract, its agent and tools) and returns
-a ``NodeResult`` (its update with what it cost); the runner (``graphs.node_runner``)
-validates, audits and hands over the rest.
+(its declared inputs, each re-validated as its contract, its agent and tools; LangGraph's
+``runtime`` too if it takes one) and returns a ``NodeResult`` (its update with what it
+cost) or, as a LangGraph node, its update; the runner (``graphs.node_runner``) validates,
+audits and hands over the rest.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar, cast, get_args, get_type_hints
+
+from langgraph.runtime import Runtime
 
 from contracts import (
     BranchResult,
@@ -38,7 +42,9 @@ from graphs.state import BranchInput, JoinInput
 from graphs.tools import Toolbox, ToolEnv
 from graphs.tools.declare import ToolSpec
 
-NodeBody = Callable[["NodeCall"], "NodeResult"]
+NodeBody = Callable[..., "NodeResult | Mapping[str, object]"]
+"""A node's body: given its NodeCall (and LangGraph's ``runtime``, if it takes one), it
+returns a NodeResult or, as a LangGraph node does, its update (see ``run_body``)."""
 Fingerprint = Callable[[Any, Any], str]
 TaskView = Callable[[TaskSpec, str | None], Any]
 RequestT = TypeVar("RequestT")
@@ -268,6 +274,17 @@ class NodeCall:
     merged: set[tuple[str, str]] = field(default_factory=set)
     """The (branch node, channel) pairs a join's body read (``branch_outputs``): what it
     did not read would be dropped (``graphs.node_runner.check_merged``)."""
+    runtime: Runtime[RunContext] | None = None
+    """LangGraph's runtime for this task, its ``context`` the run's services."""
+
+    def __getitem__(self, channel: str) -> Any:
+        """``state[channel]`` of a LangGraph node: a declared input as its contract, or None."""
+        return self.read(channel)
+
+    def get(self, channel: str, default: Any = None) -> Any:
+        """``state.get(channel)`` of a LangGraph node: a declared input, or ``default``."""
+        value = self.read(channel)
+        return default if value is None else value
 
     def read(self, channel: str) -> Any:
         """A channel the node declared it reads, as its contract (or None), re-validated."""
@@ -457,3 +474,29 @@ def branch_results(
             fields=["branches"],
         )
     return {key: found[key] for key in keys}
+
+
+@functools.cache
+def takes_runtime(body: NodeBody) -> bool:
+    """Whether a body takes LangGraph's runtime: a parameter named so, as LangGraph reads it."""
+    return "runtime" in inspect.signature(body).parameters
+
+
+def run_body(call: NodeCall) -> NodeResult:
+    """What the body returns for ``call``, given and taken as a LangGraph node's would be.
+
+    A body written as a LangGraph node, ``def count(state: CountInput, runtime:
+    Runtime[RunContext]) -> CountOutput``, reads ``state[...]`` (each declared channel as
+    its contract) and returns its update as a dict; the runner validates, audits and hands
+    it over as any NodeResult's.
+    """
+    spec = call.spec
+    given = spec.body(call, runtime=call.runtime) if takes_runtime(spec.body) else spec.body(call)
+    if isinstance(given, NodeResult):
+        return given
+    if isinstance(given, Mapping):
+        return NodeResult(dict(given))
+    raise TypeError(
+        f"node {spec.name!r} returned {type(given).__name__}: return its update as a dict of "
+        f"the channels it writes ({', '.join(sorted(spec.outputs)) or 'none'}), or a NodeResult"
+    )

@@ -66,7 +66,7 @@ from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.budget import Tally, branch_share, exhausted, fanned_by, left
 from graphs.channels import channels_of
 from graphs.context import RunContext
-from graphs.declare import NodeCall, NodeResult, NodeSpec, branch_results
+from graphs.declare import NodeCall, NodeResult, NodeSpec, branch_results, run_body
 from graphs.errors import ContractViolation, MissingContext, Omitted, TransientError
 from graphs.handoffs import ENVELOPE_READS, derive_handoff
 from graphs.input_hash import hash_of, input_digests
@@ -143,6 +143,7 @@ def run_node(
                 agent=agent_name(ctx, spec),
                 branch=branch,
                 nodes=nodes or {},
+                runtime=Runtime(context=ctx) if runtime is None else replace(runtime, context=ctx),
             )
             update = visit_update(visit)
         if branch is not None:  # the join writes the task, once, if choices changed it
@@ -339,6 +340,8 @@ class Visit:
     """The branch a fanned-out task runs (its key, and how many tasks share the budget)."""
     nodes: Mapping[str, NodeSpec] = field(default_factory=dict)
     """Every node of the graph by name: the handoff states the next one's limits."""
+    runtime: Runtime[RunContext] | None = None
+    """LangGraph's runtime for the task, its ``context`` this visit's services."""
 
     @functools.cached_property
     def tally(self) -> Tally:
@@ -359,6 +362,7 @@ class Visit:
             ctx=self.ctx,
             step=step,
             nodes=self.nodes,
+            runtime=self.runtime,
         )
 
     def validate(self, update: Mapping[str, Any]) -> dict[str, Any]:
@@ -371,7 +375,7 @@ class Visit:
 
     def perform(self, call: NodeCall) -> tuple[NodeResult, dict[str, Any]]:
         """Run the body: its result, with the tool calls it made, and the update handed over."""
-        result = call.spec.body(call)
+        result = run_body(call)
         if call.spec.joins and not result.refused:
             check_merged(call.spec, self.state, call.merged)
         toolbox = call.opened_tools()

@@ -1,0 +1,113 @@
+"""A node body may be written as a LangGraph node, and the boundary holds for it all the same.
+
+``def tally(state: TallyInput, runtime: Runtime[RunContext]) -> TallyOutput`` reads each
+declared channel as its contract (``state[...]``), gets LangGraph's runtime with the run's
+services as its context, and returns its update as a dict: validated, audited and handed
+over as a NodeResult is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from app.services import build_context
+from app.settings import Settings
+from app.storage.serde import contract_serializer
+from contracts import ErrorCode, RunOutcome, TaskSpec, VersionedContract
+from graphs import RunContext, build_graph, node
+from graphs.errors import Omitted
+from graphs.routing import STOP
+from tests.graphs.test_omissions import run
+
+
+class WordTally(VersionedContract):
+    """How many words the task's objective has."""
+
+    kind: Literal["word_tally"] = Field(default="word_tally", description="Discriminator.")
+    words: int = Field(ge=1, description="Words in the objective.")
+
+    EXAMPLES = [{"words": 7}]
+
+
+class TallyInput(TypedDict):
+    task: TaskSpec
+    outcome: RunOutcome | None
+
+
+class TallyOutput(TypedDict, total=False):
+    tally: WordTally | None
+
+
+SEEN: list[Any] = []
+
+
+@node("tally", reads=TallyInput, writes=TallyOutput, terminal=True)
+def tally(state: TallyInput, runtime: Runtime[RunContext]) -> TallyOutput:
+    """Counts the objective's words, as a plain LangGraph node would."""
+    SEEN.append(runtime.context)
+    return {"tally": WordTally(words=len(state["task"].objective.split()))}
+
+
+@node("bad_tally", reads=TallyInput, writes=TallyOutput, terminal=True)
+def bad_tally(state: TallyInput) -> dict[str, Any]:
+    return {"tally": {"words": 0}}
+
+
+@node("unsaid_tally", reads=TallyInput, writes=TallyOutput, terminal=True)
+def unsaid_tally(state: TallyInput) -> str:
+    return "seven words"
+
+
+@node("nosy_tally", reads=TallyInput, writes=TallyOutput, terminal=True)
+def nosy_tally(state: Any) -> TallyOutput:
+    return {"tally": WordTally(words=len(state["draft"].body.sha256))}
+
+
+def test_a_body_written_as_a_langgraph_node_reads_contracts_and_its_update_is_handed_over(
+    tmp_path: Path,
+) -> None:
+    SEEN.clear()
+    values = run(((tally, STOP),), tmp_path, "t-tally")
+    assert values["tally"] == WordTally(words=7)  # "Show what a step left out does"
+    assert values["handoff"].from_node == "tally"
+    assert len(SEEN) == 1 and isinstance(SEEN[0], RunContext)
+
+
+def test_a_returned_update_breaking_its_contract_stops_the_run_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    outcome: RunOutcome = run(((bad_tally, STOP),), tmp_path, "t-bad")["outcome"]
+    [error] = outcome.errors
+    assert error.code == ErrorCode.INVALID_OUTPUT and error.field == "tally.words"
+
+
+def test_a_body_returning_neither_update_nor_result_fails_naming_what_to_return(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(TypeError, match=r"'unsaid_tally' returned str: return its update as a"):
+        run(((unsaid_tally, STOP),), tmp_path, "t-unsaid")
+
+
+def test_reading_an_undeclared_key_of_the_state_fails_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(Omitted, match=r"'nosy_tally' reads 'draft', which its input schema"):
+        run(((nosy_tally, STOP),), tmp_path, "t-nosy")
+
+
+def test_the_runtime_a_body_gets_carries_the_services_the_graph_resolved(tmp_path: Path) -> None:
+    """A served run passes no RunContext (JSON choices at most): the graph's default makes
+    one, and that is the context of the runtime the body gets, not what the caller passed."""
+    SEEN.clear()
+    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
+    graph = build_graph(default_context=lambda _: services, wiring=((tally, STOP),)).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-served"}}
+    graph.invoke({"task": TaskSpec(task_id="t-served", objective="Count these four words")}, config)
+    assert graph.get_state(config).values["tally"].words == 4 and SEEN == [services]
