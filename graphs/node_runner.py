@@ -94,9 +94,9 @@ __all__ = [
 ]
 
 RUNNER_FIX = "add it to graphs.handoffs.ENVELOPE_READS, which every node's runner reads"
+"""What a runner's read beyond its node's input schema needs: the runner's own reads."""
 UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)
 """Where a UUIDv6's time (in 100 ns steps) counts from."""
-"""What a runner's read beyond its node's input schema needs: the runner's own reads."""
 ContextFactory = Callable[[Any], RunContext]
 """Services for a run given the context its caller passed (JSON choices from a server)."""
 
