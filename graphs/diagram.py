@@ -1,9 +1,9 @@
 """The picture of the workflow in docs/graph.md, drawn from the compiled graph itself.
 
 ``python -m graphs.diagram`` rewrites the block between the page's ``graph`` markers;
-``tests/docs/test_graph_diagram.py`` fails while the page (or the README's sketch, which
-must name every node) shows another graph than the one ``build_graph`` builds, so a node
-added to the wiring is never missing from either.
+``tests/docs/test_graph_diagram.py`` fails while the page shows another graph than the one
+``build_graph`` builds, so a node added to the wiring is never missing from it (and while
+the README's sketch names a node the graph no longer has).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ VENV_BIN = Path(sys.executable).parent
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 SECONDS = 300
 SERVER_READY_SECONDS = 90.0
-PROJECT = ("app", "graphs", "contracts", "examples", "pyproject.toml", "langgraph.json")
+PROJECT = ("app", "graphs", "contracts", "docs", "examples", "pyproject.toml", "langgraph.json")
 """What a copy of the project needs for the adaptation walk-through to run in it."""
 
 
