@@ -103,10 +103,14 @@ def contribute_reads(
 
 
 def rerouted(wiring: Wiring, spec: NodeSpec, route: Router) -> Wiring:
-    """``wiring`` with ``spec``'s router replaced by ``route`` (e.g. a ``routing.detour``)."""
-    if all(node is not spec for node, _ in wiring):
+    """``wiring`` with the router of ``spec``'s node replaced by ``route`` (e.g. a ``detour``).
+
+    The node is found by name: a wiring may hold its own declaration of a shipped node
+    (given a tool, say), which is the node ``spec`` names all the same.
+    """
+    if all(node.name != spec.name for node, _ in wiring):
         raise WiringError(f"node {spec.name!r} is not in the wiring; nothing to reroute")
-    return tuple((node, route if node is spec else old) for node, old in wiring)
+    return tuple((node, route if node.name == spec.name else old) for node, old in wiring)
 
 
 def targets(route: Router) -> tuple[str, ...]:

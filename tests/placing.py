@@ -56,7 +56,7 @@ def before_review(wiring: Wiring, via: str | tuple[str, ...]) -> Wiring:
     found = drafts_to_review(wiring)
     assert found, "no route of the wiring hands the Reviewer a new draft"
     for spec in found:
-        route = next(route for node, route in wiring if node is spec)
+        route = next(route for node, route in wiring if node.name == spec.name)
         wiring = rerouted(wiring, spec, detour(router(spec, route), REVIEWER, via=via))
     return wiring
 

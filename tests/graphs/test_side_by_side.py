@@ -86,7 +86,7 @@ def test_a_route_naming_one_branch_node_of_a_join_starts_every_branch_node_it_wa
         return "check_quotes" if target == "reviewer" else target
 
     wiring = tuple(
-        (spec, route_to_the_quote_check_only if spec is writer else route)
+        (spec, route_to_the_quote_check_only if spec.name == writer.name else route)
         for spec, route in WIRING_SIDE_BY_SIDE
     )
     built = dict((spec.name, route) for spec, route in routed(wiring))

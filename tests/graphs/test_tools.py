@@ -247,12 +247,16 @@ class EchoingWriter(OfflineWriterAgent):
 def test_a_tool_the_wiring_gives_a_shipped_agent_node_reaches_its_agent_and_is_receipted(
     settings: Settings,
 ) -> None:
-    given = replace(writer, tools=(*writer.tools, ECHO))  # the writer's module unchanged
-    wiring = tuple((given if spec is writer else spec, route) for spec, route in WIRING)
+    shipped = next(spec for spec, _ in WIRING if spec.name == writer.name)  # as wired
+    given = replace(shipped, tools=(*shipped.tools, ECHO))  # the writer's module unchanged
+    wiring = tuple((given if spec is shipped else spec, route) for spec, route in WIRING)
     context = build_context(settings, wiring=wiring).with_agent("writer", EchoingWriter())
     with Workflow(settings, context=context, wiring=wiring) as workflow:
         assert workflow.run(OBJECTIVE, "t-writer-tool").result_status == "completed"
         runs = workflow.history("t-writer-tool")
         handed = handed_on_by(workflow, "t-writer-tool", "join_research")
     assert [receipt.tool for receipt in receipts_of(runs, "writer")] == ["echo"]
-    assert (handed.next_allowed_action, handed.allowed_tools) == ("writer", ["echo"])
+    assert (handed.next_allowed_action, handed.allowed_tools) == (
+        "writer",
+        [tool.name for tool in given.tools],
+    )
