@@ -19,12 +19,12 @@ from contracts import DraftArticle, ResearchBundle, TaskSpec
 from graphs import WIRING, NodeCall, NodeResult, build_graph, node
 from graphs.channels import ChannelError
 from tests.conftest import nodes_run, passes
-from tests.extension_fact_check import (
+from tests.extension_claim_check import (
     OBJECTIVE,
-    WIRING_WITH_FACT_CHECK,
-    FactCheck,
-    fact_check,
-    route_after_fact_check,
+    WIRING_WITH_CLAIM_CHECK,
+    ClaimCheck,
+    claim_check,
+    route_after_claim_check,
 )
 from tests.routes import check_handoffs_follow_the_route
 
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def extended(settings: Settings) -> Workflow:
-    return Workflow(settings, wiring=WIRING_WITH_FACT_CHECK)
+    return Workflow(settings, wiring=WIRING_WITH_CLAIM_CHECK)
 
 
 def test_the_added_node_runs_between_writer_and_reviewer_and_is_audited(
@@ -41,28 +41,28 @@ def test_the_added_node_runs_between_writer_and_reviewer_and_is_audited(
     with extended(settings) as workflow:
         outcome = workflow.run(OBJECTIVE, "t-ext")
         assert outcome.result_status == "completed"
-        path = ("research", "join_research", "writer", "fact_check", "reviewer", "finalize")
+        path = ("research", "join_research", "writer", "claim_check", "reviewer", "finalize")
         assert passes(nodes_run(workflow, "t-ext"), *path) == [*path]
-        [audit] = [run for run in workflow.history("t-ext") if run.node_id == "fact_check"]
+        [audit] = [run for run in workflow.history("t-ext") if run.node_id == "claim_check"]
         assert audit.status == "succeeded" and audit.agent is None
-        check = workflow.graph.get_state(workflow.config("t-ext")).values["fact_check"]
-        assert isinstance(check, FactCheck), "the checkpoint revives the new contract"
+        check = workflow.graph.get_state(workflow.config("t-ext")).values["claim_check"]
+        assert isinstance(check, ClaimCheck), "the checkpoint revives the new contract"
         assert "unregistered" not in caplog.text.lower() and "blocked" not in caplog.text.lower()
         assert check.checked and check.unknown == []
         check_handoffs_follow_the_route(workflow)
         names = list(workflow.graph.get_graph().nodes)
-        assert names.index("fact_check") > names.index("writer")
+        assert names.index("claim_check") > names.index("writer")
 
 
 @pytest.mark.e2e
 def test_the_added_node_resumes_after_a_kill_and_shows_in_status(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HANDOFF_")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    script = [sys.executable, "-m", "tests.extension_fact_check"]
+    script = [sys.executable, "-m", "tests.extension_claim_check"]
     data = str(tmp_path / "data")
     killed = subprocess.run(
         [*script, "run", data, "t-kill"],
-        env={**env, "HANDOFF_FAULT": "kill:fact_check:start"},
+        env={**env, "HANDOFF_FAULT": "kill:claim_check:start"},
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -70,7 +70,7 @@ def test_the_added_node_resumes_after_a_kill_and_shows_in_status(tmp_path: Path)
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     with extended(Settings(data_dir=Path(data))) as workflow:
-        assert workflow.status("t-kill").next_nodes == ("fact_check",)
+        assert workflow.status("t-kill").next_nodes == ("claim_check",)
     resumed = subprocess.run(
         [*script, "resume", data, "t-kill"],
         env=env,
@@ -83,7 +83,14 @@ def test_the_added_node_resumes_after_a_kill_and_shows_in_status(tmp_path: Path)
     with extended(Settings(data_dir=Path(data))) as workflow:
         runs = workflow.history("t-kill")
         done = [run.node_id for run in runs if run.status == "succeeded"]
-        assert done == ["research", "join_research", "writer", "fact_check", "reviewer", "finalize"]
+        assert done == [
+            "research",
+            "join_research",
+            "writer",
+            "claim_check",
+            "reviewer",
+            "finalize",
+        ]
         assert workflow.status("t-kill").outcome is not None
 
 
@@ -92,7 +99,7 @@ def test_the_shipped_workflow_rejects_a_fault_rule_for_a_node_it_does_not_have(
 ) -> None:
     from app.faults.rules import InvalidFaultSpec
 
-    with Workflow(settings.with_overrides(fault="kill:fact_check:start")) as plain:
+    with Workflow(settings.with_overrides(fault="kill:claim_check:start")) as plain:
         with pytest.raises(InvalidFaultSpec, match="names no node"):
             plain.context  # noqa: B018
 
@@ -117,17 +124,17 @@ def _noop(call: NodeCall) -> NodeResult:
 def test_a_channel_declared_with_another_contract_fails_the_build() -> None:
     clash = node("clash", reads=_Reads, writes=_WritesBundleAsDraft)(_noop)
     with pytest.raises(ChannelError, match="'draft' is DraftArticle in .* but ResearchBundle"):
-        build_graph(wiring=(*WIRING, (clash, route_after_fact_check)))
+        build_graph(wiring=(*WIRING, (clash, route_after_claim_check)))
 
 
 def test_a_node_reading_a_channel_nobody_writes_fails_the_build() -> None:
     class Orphan(TypedDict):
         task: TaskSpec
-        fact_check: FactCheck | None
+        claim_check: ClaimCheck | None
 
     reader = node("reader", reads=Orphan, writes=_WritesNothing)(_noop)
-    with pytest.raises(ChannelError, match=r"reads \['fact_check'\], which no node writes"):
-        build_graph(wiring=(*WIRING, (reader, route_after_fact_check)))
+    with pytest.raises(ChannelError, match=r"reads \['claim_check'\], which no node writes"):
+        build_graph(wiring=(*WIRING, (reader, route_after_claim_check)))
 
 
 def test_a_router_naming_a_node_that_is_not_wired_fails_the_build() -> None:
@@ -135,12 +142,12 @@ def test_a_router_naming_a_node_that_is_not_wired_fails_the_build() -> None:
         return "__end__"
 
     with pytest.raises(ValueError, match=r"names no node: \['nowhere'\]"):
-        build_graph(wiring=(*WIRING, (fact_check, route_nowhere)))
+        build_graph(wiring=(*WIRING, (claim_check, route_nowhere)))
 
 
 def test_a_node_left_out_of_the_wiring_but_routed_to_fails_the_build() -> None:
-    without = tuple(pair for pair in WIRING_WITH_FACT_CHECK if pair[0] is not fact_check)
-    with pytest.raises(ValueError, match=r"names no node: \['fact_check'\]"):
+    without = tuple(pair for pair in WIRING_WITH_CLAIM_CHECK if pair[0] is not claim_check)
+    with pytest.raises(ValueError, match=r"names no node: \['claim_check'\]"):
         build_graph(wiring=without)
 
 
@@ -157,7 +164,7 @@ def test_a_node_whose_agent_has_no_implementation_fails_when_the_context_is_buil
         def run(self, request: Any) -> Any: ...
 
     summarize = node("summarize", reads=_Reads, writes=_WritesNothing, agent=Summarizer)(_noop)
-    wiring = (*WIRING, (summarize, route_after_fact_check))
+    wiring = (*WIRING, (summarize, route_after_claim_check))
     with pytest.raises(ModelConfigError, match="'summarize' needs a Summarizer"):
         build_context(settings, wiring=wiring)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 import pytest
@@ -21,9 +22,9 @@ def pick(state: Mapping[str, Any]) -> Literal["reviewer", "conclude"]:
 
 
 def test_a_detour_goes_through_the_new_node_where_the_router_went_to_the_old_one() -> None:
-    routed = detour(pick, "reviewer", via="fact_check")
-    assert (routed({"to": "reviewer"}), routed({"to": "conclude"})) == ("fact_check", "conclude")
-    assert set(targets(routed)) == {"fact_check", "conclude"}
+    routed = detour(pick, "reviewer", via="claim_check")
+    assert (routed({"to": "reviewer"}), routed({"to": "conclude"})) == ("claim_check", "conclude")
+    assert set(targets(routed)) == {"claim_check", "conclude"}
     side = detour(pick, "reviewer", via=("check_quotes", "measure_draft"))
     assert side({"to": "reviewer"}) == ("check_quotes", "measure_draft")
     assert set(targets(side)) == {"check_quotes", "measure_draft", "conclude"}
@@ -32,20 +33,21 @@ def test_a_detour_goes_through_the_new_node_where_the_router_went_to_the_old_one
 def test_a_detour_names_exactly_where_the_project_s_router_can_go() -> None:
     spec = drafts_to_review(WIRING)[0]
     route = router(spec, next(route for node, route in WIRING if node.name == spec.name))
-    routed = detour(route, "reviewer", via="fact_check")
-    expected = {*targets(route)} - {"reviewer"} | {"fact_check"}
+    routed = detour(route, "reviewer", via="claim_check")
+    expected = {*targets(route)} - {"reviewer"} | {"claim_check"}
     assert set(targets(routed)) == expected
-    assert routed.__name__ == f"{route.__name__}_via_fact_check"
+    assert routed.__name__ == f"{route.__name__}_via_claim_check"
 
 
 def test_a_detour_from_a_target_the_router_never_takes_is_refused() -> None:
     with pytest.raises(TypeError, match="never goes to 'finalize'"):
-        detour(pick, "finalize", via="fact_check")
+        detour(pick, "finalize", via="claim_check")
 
 
 def test_rerouting_a_node_the_wiring_lacks_is_refused() -> None:
-    with pytest.raises(WiringError, match="'check_quotes' is not in the wiring"):
-        rerouted(WIRING, check_quotes, pick)
+    unwired = replace(check_quotes, name="wired_nowhere")
+    with pytest.raises(WiringError, match="'wired_nowhere' is not in the wiring"):
+        rerouted(WIRING, unwired, pick)
     wiring = rerouted(WIRING, writer, pick)
     assert [route for spec, route in wiring if spec.name == writer.name] == [pick]
     assert len(wiring) == len(WIRING)

@@ -42,7 +42,7 @@ from graphs.boundary import read
 from graphs.errors import Omitted, WiringError
 from graphs.routing import STOP
 from graphs.tools import Toolbox
-from tests.extension_fact_check import WIRING_WITH_FACT_CHECK, fact_check
+from tests.extension_claim_check import WIRING_WITH_CLAIM_CHECK, claim_check
 from tests.extension_side_by_side import DraftMeasure, DraftMeasureOutput
 from tests.extension_tools import ECHO, ProbeOutput, ToolProbe
 from tests.routes import check_handoffs_follow_the_route, unwalked
@@ -138,13 +138,13 @@ def test_tools_given_to_a_node_whose_agent_request_cannot_carry_them_fail_the_bu
 
 
 def test_a_node_output_no_node_reads_fails_the_build_naming_read_by() -> None:
-    unread = replace(fact_check, read_by=())  # the Reviewer would never see the check
+    unread = replace(claim_check, read_by=())  # the Reviewer would never see the check
     wiring = tuple(
-        (unread if spec is fact_check else spec, route) for spec, route in WIRING_WITH_FACT_CHECK
+        (unread if spec is claim_check else spec, route) for spec, route in WIRING_WITH_CLAIM_CHECK
     )
     with pytest.raises(
         WiringError,
-        match=r"node 'fact_check' writes \['fact_check'\], which no node reads.*read_by=",
+        match=r"node 'claim_check' writes \['claim_check'\], which no node reads.*read_by=",
     ):
         build_graph(wiring=wiring)
 

@@ -1,6 +1,6 @@
 """A node whose contract an existing agent reads, added without editing that agent's node.
 
-``fact_check`` (the docs/adapt.md node) is declared here with ``read_by=("reviewer",)``
+``claim_check`` (the docs/adapt.md node) is declared here with ``read_by=("reviewer",)``
 and wired with its next node named instead of a router: the Reviewer's agent receives the
 check in its request's ``inputs``, its input hash covers it, and the omissions fail at
 ``build_graph`` naming the culprit.
@@ -23,18 +23,18 @@ from graphs.errors import WiringError
 from graphs.nodes.reviewer import reviewer
 from graphs.wiring import contribute_reads
 from tests.backends import sqlite_settings
-from tests.extension_fact_check import (
+from tests.extension_claim_check import (
     OBJECTIVE,
-    FactCheck,
-    FactCheckInput,
-    FactCheckOutput,
-    fact_check,
+    ClaimCheck,
+    ClaimCheckInput,
+    ClaimCheckOutput,
+    claim_check,
 )
 from tests.placing import before_review
 
 read_by_reviewer = node(
-    "fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=("reviewer",)
-)(fact_check.body)
+    "claim_check", reads=ClaimCheckInput, writes=ClaimCheckOutput, read_by=("reviewer",)
+)(claim_check.body)
 
 
 CONTRIBUTED = next(
@@ -45,7 +45,7 @@ CONTRIBUTED = next(
 
 def wiring_with(checker: Any, next_node: str = "reviewer") -> Wiring:
     """The wiring with ``checker`` where a new draft goes on to review, then ``next_node``."""
-    return (*before_review(WIRING, "fact_check"), (checker, next_node))
+    return (*before_review(WIRING, "claim_check"), (checker, next_node))
 
 
 @dataclass
@@ -70,19 +70,19 @@ def test_the_reviewer_agent_receives_what_a_node_declared_it_reads(tmp_path: Pat
             outcome = flow.run(OBJECTIVE, "read-by")
             ran = [run.node_id for run in flow.history("read-by") if run.status == "succeeded"]
     assert outcome.result_status == "completed"
-    assert ran.index("writer") < ran.index("fact_check") < ran.index("reviewer")
+    assert ran.index("writer") < ran.index("claim_check") < ran.index("reviewer")
     assert recording.seen, "the reviewer ran"
     for inputs in recording.seen:
-        assert set(inputs) == {*CONTRIBUTED, "fact_check"}, "the project's own, and the check"
-        check = inputs["fact_check"]
-        assert isinstance(check, FactCheck) and check.unknown == []
+        assert set(inputs) == {*CONTRIBUTED, "claim_check"}, "the project's own, and the check"
+        check = inputs["claim_check"]
+        assert isinstance(check, ClaimCheck) and check.unknown == []
 
 
 def test_what_a_node_declared_an_agent_reads_is_part_of_that_node_s_input() -> None:
     specs = {spec.name: spec for spec, _ in contribute_reads(wiring_with(read_by_reviewer))}
-    assert "fact_check" in specs["reviewer"].inputs, "the reviewer's input hash covers it"
-    assert specs["reviewer"].contributed == (*CONTRIBUTED, "fact_check")
-    assert "fact_check" not in reviewer.inputs, "the shipped declaration is left as it is"
+    assert "claim_check" in specs["reviewer"].inputs, "the reviewer's input hash covers it"
+    assert specs["reviewer"].contributed == (*CONTRIBUTED, "claim_check")
+    assert "claim_check" not in reviewer.inputs, "the shipped declaration is left as it is"
 
 
 @pytest.mark.parametrize(
@@ -95,19 +95,19 @@ def test_what_a_node_declared_an_agent_reads_is_part_of_that_node_s_input() -> N
         ),
         pytest.param(
             "finalize",
-            r"'finalize' is declared to read \['fact_check'\]",
+            r"'finalize' is declared to read \['claim_check'\]",
             id="a-node-whose-agent-takes-no-inputs",
         ),
     ],
 )
 def test_read_by_a_node_that_cannot_read_fails_the_build(reader: str, problem: str) -> None:
-    declared = node("fact_check", reads=FactCheckInput, writes=FactCheckOutput, read_by=(reader,))(
-        fact_check.body
-    )
+    declared = node(
+        "claim_check", reads=ClaimCheckInput, writes=ClaimCheckOutput, read_by=(reader,)
+    )(claim_check.body)
     with pytest.raises(WiringError, match=problem):
         build_graph(wiring=wiring_with(declared))
 
 
 def test_a_named_next_node_that_does_not_exist_fails_the_build() -> None:
-    with pytest.raises(WiringError, match=r"then_reveiwer of 'fact_check' names no node"):
+    with pytest.raises(WiringError, match=r"then_reveiwer of 'claim_check' names no node"):
         build_graph(wiring=wiring_with(read_by_reviewer, "reveiwer"))

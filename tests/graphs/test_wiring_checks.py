@@ -77,13 +77,13 @@ def test_a_node_no_route_reaches_fails_the_build() -> None:
 
 
 def test_a_router_target_with_no_node_fails_the_build() -> None:
-    def route_to_fact_check(state: Mapping[str, Any]) -> Literal["fact_check", "research"]:
+    def route_to_nowhere(state: Mapping[str, Any]) -> Literal["nowhere_node", "research"]:
         return "research"
 
     with pytest.raises(
-        WiringError, match=r"router route_to_fact_check of 'start' names no node: \['fact_check'\]"
+        WiringError, match=r"router route_to_nowhere of 'start' names no node: \['nowhere_node'\]"
     ):
-        build_graph(wiring=((start, route_to_fact_check), *WIRING))
+        build_graph(wiring=((start, route_to_nowhere), *WIRING))
 
 
 @node("ask_again", reads=TaskOnly, writes=Nothing, pauses=Pause("ask_again", (Action("approve"),)))
