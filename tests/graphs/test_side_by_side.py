@@ -14,6 +14,7 @@ import pytest
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import ErrorCode
+from graphs import WIRING
 from graphs.entry import entry_router
 from graphs.fan_out import PartialFanOut, check_started_together
 from graphs.graph import route_after_writer, routed
@@ -29,6 +30,7 @@ from tests.extension_side_by_side import (
     measure_draft,
 )
 from tests.graphs.test_branches import completed, joined_handoff
+from tests.placing import drafts_to_review
 from tests.routes import check_handoffs_follow_the_route
 
 
@@ -50,7 +52,8 @@ def test_two_kinds_of_branch_run_in_one_step_and_their_join_waits_for_both(
         assert order.index("reviewer") > order.index("join_checks")
         assert values["draft_measure"].words == values["draft"].word_count
         assert values["quote_check"].sources == sources
-        written = joined_handoff(workflow, "t-side", "writer")
+        before = drafts_to_review(WIRING)[0].name  # the Writer, as shipped
+        written = joined_handoff(workflow, "t-side", before)
         assert written.next_nodes == ["check_quotes", "measure_draft"]
         joined = joined_handoff(workflow, "t-side", "join_checks")
         assert [(b.node, b.key) for b in joined.branches] == [
@@ -58,7 +61,7 @@ def test_two_kinds_of_branch_run_in_one_step_and_their_join_waits_for_both(
             ("measure_draft", "one"),
         ]
         edges = check_handoffs_follow_the_route(workflow)
-        assert {("writer", "check_quotes"), ("writer", "measure_draft")} <= edges
+        assert {(before, "check_quotes"), (before, "measure_draft")} <= edges
 
 
 def test_a_stopped_branch_of_one_kind_ends_the_run_with_its_own_error(
