@@ -1,7 +1,7 @@
 """Work of two kinds side by side, added through the public API: one route starts both.
 
-Between the writer and the reviewer, ``check_quotes`` (one task per source, from
-``tests/extension_quote_check.py``) and ``measure_draft`` (one task: ``one_task``) run in
+Between the writer and the reviewer, ``check_spans`` (one task per source, from
+``tests/extension_span_check.py``) and ``measure_draft`` (one task: ``one_task``) run in
 the same step; their join ``join_checks`` waits for both, and hands the reviewer one
 check. The route that hands a new draft to review (the writer's, as shipped:
 ``tests.placing``) names both branch nodes as a tuple.
@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from contracts import DraftArticle, TaskSpec, VersionedContract
 from graphs import WIRING, NodeCall, NodeResult, Wiring, no_task, node, one_task
-from tests.extension_quote_check import QuoteCheckOutput, check_quotes, merged_check
+from tests.extension_span_check import SpanCheckOutput, check_spans, merged_check
 from tests.placing import with_extension
 
 
@@ -68,7 +68,7 @@ class JoinChecksInput(TypedDict):
     task: TaskSpec
 
 
-class JoinChecksOutput(QuoteCheckOutput, DraftMeasureOutput, total=False):
+class JoinChecksOutput(SpanCheckOutput, DraftMeasureOutput, total=False):
     """The merged quote check and the draft's measure."""
 
 
@@ -76,19 +76,19 @@ class JoinChecksOutput(QuoteCheckOutput, DraftMeasureOutput, total=False):
     "join_checks",
     reads=JoinChecksInput,
     writes=JoinChecksOutput,
-    joins=(check_quotes, measure_draft),
+    joins=(check_spans, measure_draft),
     read_by=("reviewer",),
 )
 def join_checks(call: NodeCall) -> NodeResult:
     """Both checks, as the reviewer's inputs."""
     [(_, measure)] = call.branch_outputs(measure_draft, "draft_measure")
-    return NodeResult({"quote_check": merged_check(call), "draft_measure": measure})
+    return NodeResult({"span_check": merged_check(call), "draft_measure": measure})
 
 
 WIRING_SIDE_BY_SIDE: Wiring = with_extension(
     WIRING,
-    (check_quotes, "join_checks"),
+    (check_spans, "join_checks"),
     (measure_draft, "join_checks"),
     (join_checks, "reviewer"),
-    via=("check_quotes", "measure_draft"),
+    via=("check_spans", "measure_draft"),
 )

@@ -22,7 +22,7 @@ from graphs.routing import STOP, detour
 from graphs.wiring import rerouted
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE, nodes_run, passes, write_corpus
-from tests.extension_quote_check import WIRING_WITH_QUOTE_CHECK
+from tests.extension_span_check import WIRING_WITH_SPAN_CHECK
 
 NODES = [spec for spec, _ in WIRING]
 
@@ -275,13 +275,13 @@ def test_a_budget_spent_before_a_branch_after_the_writer_ends_partial_with_the_d
     settings: Settings,
 ) -> None:
     """The branch sees only what its fan-out sent it; the run still ends with the draft."""
-    wiring = WIRING_WITH_QUOTE_CHECK
+    wiring = WIRING_WITH_SPAN_CHECK
     with (
         Workflow(settings, wiring=wiring) as plain,
         Workflow(settings, wiring=wiring, context=costly(plain, "writer")) as workflow,
     ):
         workflow.run(OBJECTIVE, "t-measure")
-        spent = tokens_before(workflow, "t-measure", "check_quotes")
+        spent = tokens_before(workflow, "t-measure", "check_spans")
         task = TaskSpec(task_id="t-spent", objective=OBJECTIVE, budget={"max_tokens": spent})
         outcome = workflow.run(task, "t-spent")
         assert (outcome.state, outcome.result_status) == (TaskState.COMPLETED, "partial")

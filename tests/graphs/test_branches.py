@@ -17,14 +17,14 @@ from app.workflow import Workflow
 from contracts import ErrorCode, Handoff, ResearchBundle, TaskSpec
 from graphs import WIRING, AgentOutput, ResearchRequest, build_graph, node
 from graphs.errors import ContractViolation, TransientError, WiringError
-from tests.extension_quote_check import (
+from tests.extension_span_check import (
     OBJECTIVE,
-    WIRING_WITH_QUOTE_CHECK,
+    WIRING_WITH_SPAN_CHECK,
     CheckQuotesInput,
-    QuoteCheckOutput,
-    check_quotes,
-    join_quotes,
-    route_after_join_quotes,
+    SpanCheckOutput,
+    check_spans,
+    join_spans,
+    route_after_join_spans,
     source_keys,
 )
 from tests.routes import check_handoffs_follow_the_route, handed_on_by
@@ -55,23 +55,19 @@ def completed(workflow: Workflow, thread: str) -> tuple[ResearchBundle, list[str
 def test_a_branch_added_through_the_wiring_runs_once_per_key_and_its_join_once(
     settings: Settings,
 ) -> None:
-    with Workflow(settings, wiring=WIRING_WITH_QUOTE_CHECK) as workflow:
+    with Workflow(settings, wiring=WIRING_WITH_SPAN_CHECK) as workflow:
         bundle, sources = completed(workflow, "t-quotes")
         runs = workflow.history("t-quotes")
         assert len(sources) > 1, "the example corpus has several sources: several branches"
-        checks = [run for run in runs if run.node_id == "check_quotes"]
+        checks = [run for run in runs if run.node_id == "check_spans"]
         assert len(checks) == len({run.input_hash for run in checks}) == len(sources)
-        assert Counter(run.node_id for run in runs)["join_quotes"] == 1
+        assert Counter(run.node_id for run in runs)["join_spans"] == 1
         order = [run.node_id for run in runs]
-        assert order.index("join_quotes") > max(
-            i for i, n in enumerate(order) if n == "check_quotes"
-        )
-        check = workflow.graph.get_state(workflow.config("t-quotes")).values["quote_check"]
+        assert order.index("join_spans") > max(i for i, n in enumerate(order) if n == "check_spans")
+        check = workflow.graph.get_state(workflow.config("t-quotes")).values["span_check"]
         assert check.sources == sources and check.facts == len(bundle.facts)
-        envelope = joined_handoff(workflow, "t-quotes", "join_quotes")
-        assert [(b.node, b.key) for b in envelope.branches] == [
-            ("check_quotes", s) for s in sources
-        ]
+        envelope = joined_handoff(workflow, "t-quotes", "join_spans")
+        assert [(b.node, b.key) for b in envelope.branches] == [("check_spans", s) for s in sources]
         check_handoffs_follow_the_route(workflow)
 
 
@@ -155,18 +151,18 @@ def test_a_failing_branch_ends_the_run_with_its_own_error_and_nothing_runs_twice
 
 
 def test_a_join_whose_branch_is_not_in_the_wiring_fails_the_build() -> None:
-    without = tuple(pair for pair in WIRING_WITH_QUOTE_CHECK if pair[0] is not check_quotes)
-    with pytest.raises(WiringError, match="join 'join_quotes' waits for branch 'check_quotes'"):
+    without = tuple(pair for pair in WIRING_WITH_SPAN_CHECK if pair[0] is not check_spans)
+    with pytest.raises(WiringError, match="join 'join_spans' waits for branch 'check_spans'"):
         build_graph(wiring=without)
 
 
 def test_a_branch_no_router_reaches_fails_the_build() -> None:
-    stray = replace(check_quotes, name="stray_checks")  # no route names it
-    stray_join = replace(join_quotes, name="stray_join", joins=(stray,))
+    stray = replace(check_spans, name="stray_checks")  # no route names it
+    stray_join = replace(join_spans, name="stray_join", joins=(stray,))
     unrouted = (
-        *WIRING_WITH_QUOTE_CHECK,
+        *WIRING_WITH_SPAN_CHECK,
         (stray, "stray_join"),
-        (stray_join, route_after_join_quotes),
+        (stray_join, route_after_join_spans),
     )
     with pytest.raises(WiringError, match=r"reaches \['stray_checks', 'stray_join'\]"):
         build_graph(wiring=unrouted)
@@ -177,45 +173,45 @@ def test_a_branch_routed_past_its_join_fails_the_build() -> None:
         return "reviewer"
 
     wiring = tuple(
-        (spec, to_review if spec is check_quotes else route)
-        for spec, route in WIRING_WITH_QUOTE_CHECK
+        (spec, to_review if spec is check_spans else route)
+        for spec, route in WIRING_WITH_SPAN_CHECK
     )
-    with pytest.raises(WiringError, match="branch 'check_quotes' must route to the one join"):
+    with pytest.raises(WiringError, match="branch 'check_spans' must route to the one join"):
         build_graph(wiring=wiring)
 
 
 def test_a_join_left_out_of_the_wiring_fails_the_build() -> None:
-    without = tuple(pair for pair in WIRING_WITH_QUOTE_CHECK if pair[0] is not join_quotes)
-    with pytest.raises(WiringError, match=r"of 'check_quotes' names no node: \['join_quotes'\]"):
+    without = tuple(pair for pair in WIRING_WITH_SPAN_CHECK if pair[0] is not join_spans)
+    with pytest.raises(WiringError, match=r"of 'check_spans' names no node: \['join_spans'\]"):
         build_graph(wiring=without)
 
 
 def test_a_join_that_does_not_declare_its_branch_fails_the_build() -> None:
-    @node("join_quotes", reads=CheckQuotesInput, writes=QuoteCheckOutput)
+    @node("join_spans", reads=CheckQuotesInput, writes=SpanCheckOutput)
     def undeclared(call: Any) -> Any:
         raise AssertionError("never runs")
 
     wiring = tuple(
-        (undeclared, route) if spec is join_quotes else (spec, route)
-        for spec, route in WIRING_WITH_QUOTE_CHECK
+        (undeclared, route) if spec is join_spans else (spec, route)
+        for spec, route in WIRING_WITH_SPAN_CHECK
     )
     with pytest.raises(WiringError, match="no node joins it"):
         build_graph(wiring=wiring)
 
 
 def test_a_join_of_a_node_that_is_no_branch_fails_at_declaration() -> None:
-    @node("plain", reads=CheckQuotesInput, writes=QuoteCheckOutput)
+    @node("plain", reads=CheckQuotesInput, writes=SpanCheckOutput)
     def plain(call: Any) -> Any:
         raise AssertionError("never runs")
 
     with pytest.raises(TypeError, match=r"joins \['plain'\], which are no branch nodes"):
-        node("join_plain", reads=CheckQuotesInput, writes=QuoteCheckOutput, joins=(plain,))
+        node("join_plain", reads=CheckQuotesInput, writes=SpanCheckOutput, joins=(plain,))
 
 
 def test_a_fan_out_with_no_key_is_refused_rather_than_ending_the_run_silently() -> None:
     from graphs.fan_out import EmptyFanOut, branch_sends
 
-    empty = check_quotes  # keys from the bundle's sources: none in this one
+    empty = check_spans  # keys from the bundle's sources: none in this one
     state = {"research": ResearchBundle(task_id="t", result_status="failed")}
     assert source_keys(state) == []
     with pytest.raises(EmptyFanOut, match="found no branch key"):

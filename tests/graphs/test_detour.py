@@ -13,7 +13,7 @@ from graphs.errors import WiringError
 from graphs.nodes.writer import writer
 from graphs.routing import detour
 from graphs.wiring import rerouted, targets
-from tests.extension_quote_check import check_quotes
+from tests.extension_span_check import check_spans
 from tests.placing import drafts_to_review, router
 
 
@@ -25,9 +25,9 @@ def test_a_detour_goes_through_the_new_node_where_the_router_went_to_the_old_one
     routed = detour(pick, "reviewer", via="claim_check")
     assert (routed({"to": "reviewer"}), routed({"to": "conclude"})) == ("claim_check", "conclude")
     assert set(targets(routed)) == {"claim_check", "conclude"}
-    side = detour(pick, "reviewer", via=("check_quotes", "measure_draft"))
-    assert side({"to": "reviewer"}) == ("check_quotes", "measure_draft")
-    assert set(targets(side)) == {"check_quotes", "measure_draft", "conclude"}
+    side = detour(pick, "reviewer", via=("check_spans", "measure_draft"))
+    assert side({"to": "reviewer"}) == ("check_spans", "measure_draft")
+    assert set(targets(side)) == {"check_spans", "measure_draft", "conclude"}
 
 
 def test_a_detour_names_exactly_where_the_project_s_router_can_go() -> None:
@@ -45,7 +45,7 @@ def test_a_detour_from_a_target_the_router_never_takes_is_refused() -> None:
 
 
 def test_rerouting_a_node_the_wiring_lacks_is_refused() -> None:
-    unwired = replace(check_quotes, name="wired_nowhere")
+    unwired = replace(check_spans, name="wired_nowhere")
     with pytest.raises(WiringError, match="'wired_nowhere' is not in the wiring"):
         rerouted(WIRING, unwired, pick)
     wiring = rerouted(WIRING, writer, pick)

@@ -24,11 +24,11 @@ from graphs.nodes.reviewer import reviewer
 from graphs.nodes.writer import writer
 from graphs.routing import STOP
 from graphs.wiring import targets
-from tests.extension_quote_check import OBJECTIVE, check_quotes
 from tests.extension_side_by_side import (
     WIRING_SIDE_BY_SIDE,
     measure_draft,
 )
+from tests.extension_span_check import OBJECTIVE, check_spans
 from tests.graphs.test_branches import completed, joined_handoff
 from tests.placing import drafts_to_review
 from tests.routes import check_handoffs_follow_the_route
@@ -42,26 +42,26 @@ def test_two_kinds_of_branch_run_in_one_step_and_their_join_waits_for_both(
         values = workflow.graph.get_state(workflow.config("t-side")).values
         runs = workflow.history("t-side")
         counts = Counter(run.node_id for run in runs)
-        assert counts["check_quotes"] == len(sources) > 1
+        assert counts["check_spans"] == len(sources) > 1
         assert counts["measure_draft"] == counts["join_checks"] == counts["writer"]
         order = [run.node_id for run in runs]
         last_branch = max(
-            i for i, name in enumerate(order) if name in ("check_quotes", "measure_draft")
+            i for i, name in enumerate(order) if name in ("check_spans", "measure_draft")
         )
         assert order.index("join_checks") > last_branch, "the join ran after both kinds"
         assert order.index("reviewer") > order.index("join_checks")
         assert values["draft_measure"].words == values["draft"].word_count
-        assert values["quote_check"].sources == sources
+        assert values["span_check"].sources == sources
         before = drafts_to_review(WIRING)[0].name  # the Writer, as shipped
         written = joined_handoff(workflow, "t-side", before)
-        assert written.next_nodes == ["check_quotes", "measure_draft"]
+        assert written.next_nodes == ["check_spans", "measure_draft"]
         joined = joined_handoff(workflow, "t-side", "join_checks")
         assert [(b.node, b.key) for b in joined.branches] == [
-            *(("check_quotes", source) for source in sources),
+            *(("check_spans", source) for source in sources),
             ("measure_draft", "one"),
         ]
         edges = check_handoffs_follow_the_route(workflow)
-        assert {(before, "check_quotes"), (before, "measure_draft")} <= edges
+        assert {(before, "check_spans"), (before, "measure_draft")} <= edges
 
 
 def test_a_stopped_branch_of_one_kind_ends_the_run_with_its_own_error(
@@ -82,45 +82,45 @@ def test_a_stopped_branch_of_one_kind_ends_the_run_with_its_own_error(
 def test_a_route_naming_one_branch_node_of_a_join_starts_every_branch_node_it_waits_for(
     settings: Settings,
 ) -> None:
-    def route_to_the_quote_check_only(
+    def route_to_the_span_check_only(
         state: Mapping[str, Any],
-    ) -> Literal["check_quotes", "research", "stale_decision", "conclude", "__end__"]:
+    ) -> Literal["check_spans", "research", "stale_decision", "conclude", "__end__"]:
         target = route_after_writer(state)
-        return "check_quotes" if target == "reviewer" else target
+        return "check_spans" if target == "reviewer" else target
 
     wiring = tuple(
-        (spec, route_to_the_quote_check_only if spec.name == writer.name else route)
+        (spec, route_to_the_span_check_only if spec.name == writer.name else route)
         for spec, route in WIRING_SIDE_BY_SIDE
     )
     built = dict((spec.name, route) for spec, route in routed(wiring))
-    assert targets(built["writer"])[:2] == ("check_quotes", "measure_draft")
-    assert built["writer"].__name__ == "route_to_the_quote_check_only", "errors name it"
+    assert targets(built["writer"])[:2] == ("check_spans", "measure_draft")
+    assert built["writer"].__name__ == "route_to_the_span_check_only", "errors name it"
     with Workflow(settings, wiring=wiring) as workflow:
         _, sources = completed(workflow, "t-side-one")
         counts = Counter(run.node_id for run in workflow.history("t-side-one"))
-        assert counts["check_quotes"] == len(sources) and counts["measure_draft"] == 1
+        assert counts["check_spans"] == len(sources) and counts["measure_draft"] == 1
         written = joined_handoff(workflow, "t-side-one", "writer")
-        assert written.next_nodes == ["check_quotes", "measure_draft"], "the handoff names both"
+        assert written.next_nodes == ["check_spans", "measure_draft"], "the handoff names both"
 
 
 def test_the_first_node_of_the_wiring_starts_the_branch_nodes_its_join_waits_for_too() -> None:
-    join = replace(join_research, joins=(research, check_quotes))
-    wiring = ((research, "join_research"), (check_quotes, "join_research"), (join, STOP))
+    join = replace(join_research, joins=(research, check_spans))
+    wiring = ((research, "join_research"), (check_spans, "join_research"), (join, STOP))
     start = entry_router(routed(wiring))
-    assert targets(start) == ("research", "check_quotes")
-    assert start({}) == ("research", "check_quotes")
+    assert targets(start) == ("research", "check_spans")
+    assert start({}) == ("research", "check_spans")
 
 
 def test_a_router_shared_by_two_nodes_stays_one_router_when_it_grows() -> None:
-    def shared(state: Mapping[str, Any]) -> Literal["check_quotes", "__end__"]:
-        return "check_quotes"
+    def shared(state: Mapping[str, Any]) -> Literal["check_spans", "__end__"]:
+        return "check_spans"
 
     built = routed(((writer, shared), (reviewer, shared), *WIRING_SIDE_BY_SIDE[-3:]))
     assert built[0][1] is built[1][1]
-    assert built[0][1]({}) == ("check_quotes", "measure_draft")
+    assert built[0][1]({}) == ("check_spans", "measure_draft")
 
 
 def test_a_route_returning_a_node_that_is_no_branch_beside_branch_nodes_is_refused() -> None:
-    branches = {spec.name: spec for spec in (check_quotes, measure_draft)}
+    branches = {spec.name: spec for spec in (check_spans, measure_draft)}
     with pytest.raises(PartialFanOut, match="\\['writer'\\] is no branch node"):
-        check_started_together("r", ("check_quotes", "writer"), branches)
+        check_started_together("r", ("check_spans", "writer"), branches)

@@ -19,7 +19,7 @@ from graphs import WIRING, AgentOutput, NodeCall, NodeResult, WriteRequest, node
 from graphs.errors import Omitted
 from graphs.nodes.writer import writer
 from graphs.tools import ToolSpec
-from tests.extension_quote_check import OBJECTIVE
+from tests.extension_span_check import OBJECTIVE
 from tests.extension_tools import (
     ECHO,
     PLANS,

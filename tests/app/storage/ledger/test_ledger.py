@@ -93,7 +93,7 @@ def test_a_tally_is_what_the_records_sum_to_without_reading_them(open_ledger: Op
         ("research", "b", 2, False, "failed"),
         ("research", "b", 4, True, "succeeded"),
         ("research", "c", 5, False, "succeeded"),
-        ("check_quotes", "b", 7, False, "running"),
+        ("check_spans", "b", 7, False, "running"),
     ]
     for node, key, calls, reused, status in rows:
         record = a_run(status, key * 64).model_copy(
@@ -109,14 +109,14 @@ def test_a_tally_is_what_the_records_sum_to_without_reading_them(open_ledger: Op
     runs = ledger.runs("t")
     for node, key, fanned in [
         ("research", "b", ("research",)),
-        ("research", "b", ("research", "check_quotes")),
+        ("research", "b", ("research", "check_spans")),
         ("writer", "a", ()),
-        ("check_quotes", "b", ("check_quotes",)),
+        ("check_spans", "b", ("check_spans",)),
         ("nobody", "e", ("nobody",)),
     ]:
         expected = tally_of(runs, node, key * 64, fanned)
         assert ledger.tally("t", node, key * 64, fanned) == expected, (node, fanned)
-    assert ledger.tally("t", "research", "b" * 64, ("research", "check_quotes")) == Tally(
+    assert ledger.tally("t", "research", "b" * 64, ("research", "check_spans")) == Tally(
         spent=Usage(tool_calls=18, tokens=180),
         attempts=2,
         before_fan_out=Usage(tool_calls=4, tokens=40),

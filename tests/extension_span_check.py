@@ -1,11 +1,13 @@
 """A parallel branch added through the public API: each source's quotes checked side by side.
 
-In a clone the parts below go to three files, as docs/adapt.md shows: the contract to
-``contracts/quote_check.py``, the branch and its join to ``graphs/nodes/quote_check.py``,
+The shape of docs/adapt.md's "A parallel branch", under other names than the page's
+(``check_quotes``), so a project that applied the page keeps these tests as they are.
+In a clone the parts below would go to three files: the contract to
+``contracts/span_check.py``, the branch and its join to ``graphs/nodes/span_check.py``,
 and the wiring to ``graphs/graph.py``. Here the wiring is an extended copy of the
-project's: a new draft goes to ``check_quotes`` (one task per source research read, run in
+project's: a new draft goes to ``check_spans`` (one task per source research read, run in
 parallel) where it went on to review (the Writer's route, as shipped), and the join
-``join_quotes`` hands the merged check to the reviewer.
+``join_spans`` hands the merged check to the reviewer.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from tests.placing import with_extension
 OBJECTIVE = "Explain how the Rosetta Stone led to the decipherment of Egyptian hieroglyphs"
 
 
-# 1. The contract (contracts/quote_check.py)
-class QuoteCheck(VersionedContract):
+# 1. The contract (contracts/span_check.py)
+class SpanCheck(VersionedContract):
     """Whether each fact's quote is what its source snapshot holds at the fact's span."""
 
-    kind: Literal["quote_check"] = Field(default="quote_check", description="Discriminator.")
+    kind: Literal["span_check"] = Field(default="span_check", description="Discriminator.")
     sources: list[str] = Field(description="Source ids whose facts were checked.")
     facts: int = Field(ge=0, description="Facts checked.")
     misquoted: list[str] = Field(description="Claim ids whose quote is not at their span.")
@@ -41,7 +43,7 @@ class QuoteCheck(VersionedContract):
         return f"{self.facts} quotes in {len(self.sources)} sources, {len(self.misquoted)} off"
 
 
-# 2. The branch and its join (graphs/nodes/quote_check.py)
+# 2. The branch and its join (graphs/nodes/span_check.py)
 class CheckQuotesInput(TypedDict):
     """The bundle whose facts are checked against their sources."""
 
@@ -49,26 +51,26 @@ class CheckQuotesInput(TypedDict):
     research: ResearchBundle | None
 
 
-class QuoteCheckOutput(TypedDict, total=False):
+class SpanCheckOutput(TypedDict, total=False):
     """The check: a branch's for its source, the join's for them all."""
 
-    quote_check: QuoteCheck | None
+    span_check: SpanCheck | None
 
 
 def source_keys(state: Mapping[str, Any]) -> list[str]:
     """One branch per source research read."""
-    bundle = require(state, "research", ResearchBundle, node="check_quotes")
+    bundle = require(state, "research", ResearchBundle, node="check_spans")
     return [source.id for source in bundle.sources]
 
 
 @node(
-    "check_quotes",
+    "check_spans",
     reads=CheckQuotesInput,
-    writes=QuoteCheckOutput,
+    writes=SpanCheckOutput,
     branch=source_keys,
     task_view=no_task,
 )
-def check_quotes(call: NodeCall) -> NodeResult:
+def check_spans(call: NodeCall) -> NodeResult:
     """Check the quotes of the facts from this branch's source against its snapshot."""
     bundle: ResearchBundle = call.require("research")
     source = bundle.source(call.step.branch or "")
@@ -77,8 +79,8 @@ def check_quotes(call: NodeCall) -> NodeResult:
     text = call.ctx.store.get(source.snapshot).decode()
     facts = [fact for fact in bundle.facts if fact.source_id == source.id]
     misquoted = [f.id for f in facts if text[f.span.start : f.span.end] != f.quote]
-    check = QuoteCheck(sources=[source.id], facts=len(facts), misquoted=misquoted)
-    return NodeResult({"quote_check": check})
+    check = SpanCheck(sources=[source.id], facts=len(facts), misquoted=misquoted)
+    return NodeResult({"span_check": check})
 
 
 class JoinQuotesInput(TypedDict):
@@ -88,21 +90,21 @@ class JoinQuotesInput(TypedDict):
 
 
 @node(
-    "join_quotes",
+    "join_spans",
     reads=JoinQuotesInput,
-    writes=QuoteCheckOutput,
-    joins=(check_quotes,),
+    writes=SpanCheckOutput,
+    joins=(check_spans,),
     read_by=("reviewer",),
 )
-def join_quotes(call: NodeCall) -> NodeResult:
+def join_spans(call: NodeCall) -> NodeResult:
     """All sources' checks as one."""
-    return NodeResult({"quote_check": merged_check(call)})
+    return NodeResult({"span_check": merged_check(call)})
 
 
-def merged_check(call: NodeCall) -> QuoteCheck:
+def merged_check(call: NodeCall) -> SpanCheck:
     """Every source's check, as one."""
-    checks = [check for _, check in call.branch_outputs(check_quotes, "quote_check")]
-    return QuoteCheck(
+    checks = [check for _, check in call.branch_outputs(check_spans, "span_check")]
+    return SpanCheck(
         sources=[source for check in checks for source in check.sources],
         facts=sum(check.facts for check in checks),
         misquoted=[claim for check in checks for claim in check.misquoted],
@@ -110,19 +112,19 @@ def merged_check(call: NodeCall) -> QuoteCheck:
 
 
 # 3. The wiring (graphs/graph.py)
-def route_after_check_quotes(state: Mapping[str, Any]) -> Literal["join_quotes"]:
+def route_after_check_spans(state: Mapping[str, Any]) -> Literal["join_spans"]:
     """Each source's check goes to the join."""
-    return "join_quotes"
+    return "join_spans"
 
 
-def route_after_join_quotes(state: Mapping[str, Any]) -> Literal["reviewer", "__end__"]:
+def route_after_join_spans(state: Mapping[str, Any]) -> Literal["reviewer", "__end__"]:
     """Checked quotes go to review."""
     return STOP if stopped(state) else "reviewer"
 
 
-WIRING_WITH_QUOTE_CHECK: Wiring = with_extension(
+WIRING_WITH_SPAN_CHECK: Wiring = with_extension(
     WIRING,
-    (check_quotes, route_after_check_quotes),
-    (join_quotes, route_after_join_quotes),
+    (check_spans, route_after_check_spans),
+    (join_spans, route_after_join_spans),
 )
 """The quote check where a new draft goes on to review (``tests.placing``)."""
