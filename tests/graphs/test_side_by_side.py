@@ -17,20 +17,20 @@ from contracts import ErrorCode
 from graphs import WIRING
 from graphs.entry import entry_router
 from graphs.fan_out import PartialFanOut, check_started_together
-from graphs.graph import route_after_writer, routed
+from graphs.graph import routed
 from graphs.nodes.join_research import join_research
 from graphs.nodes.research import research
 from graphs.nodes.reviewer import reviewer
 from graphs.nodes.writer import writer
-from graphs.routing import STOP
-from graphs.wiring import targets
+from graphs.routing import STOP, detour
+from graphs.wiring import rerouted, targets
 from tests.extension_side_by_side import (
     WIRING_SIDE_BY_SIDE,
     measure_draft,
 )
 from tests.extension_span_check import OBJECTIVE, check_spans
 from tests.graphs.test_branches import completed, joined_handoff
-from tests.placing import drafts_to_review
+from tests.placing import drafts_to_review, router
 from tests.routes import check_handoffs_follow_the_route
 
 
@@ -82,24 +82,18 @@ def test_a_stopped_branch_of_one_kind_ends_the_run_with_its_own_error(
 def test_a_route_naming_one_branch_node_of_a_join_starts_every_branch_node_it_waits_for(
     settings: Settings,
 ) -> None:
-    def route_to_the_span_check_only(
-        state: Mapping[str, Any],
-    ) -> Literal["check_spans", "research", "stale_decision", "conclude", "__end__"]:
-        target = route_after_writer(state)
-        return "check_spans" if target == "reviewer" else target
-
-    wiring = tuple(
-        (spec, route_to_the_span_check_only if spec.name == writer.name else route)
-        for spec, route in WIRING_SIDE_BY_SIDE
-    )
+    before = drafts_to_review(WIRING)[0]  # the Writer, as shipped
+    route = router(before, next(route for spec, route in WIRING if spec.name == before.name))
+    to_one = detour(route, "reviewer", via="check_spans")  # names one of the join's two
+    wiring = rerouted(WIRING_SIDE_BY_SIDE, before, to_one)
     built = dict((spec.name, route) for spec, route in routed(wiring))
-    assert targets(built["writer"])[:2] == ("check_spans", "measure_draft")
-    assert built["writer"].__name__ == "route_to_the_span_check_only", "errors name it"
+    assert targets(built[before.name])[:2] == ("check_spans", "measure_draft")
+    assert built[before.name].__name__ == to_one.__name__, "errors name it"
     with Workflow(settings, wiring=wiring) as workflow:
         _, sources = completed(workflow, "t-side-one")
         counts = Counter(run.node_id for run in workflow.history("t-side-one"))
         assert counts["check_spans"] == len(sources) and counts["measure_draft"] == 1
-        written = joined_handoff(workflow, "t-side-one", "writer")
+        written = joined_handoff(workflow, "t-side-one", before.name)
         assert written.next_nodes == ["check_spans", "measure_draft"], "the handoff names both"
 
 
