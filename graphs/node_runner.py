@@ -64,7 +64,7 @@ from contracts import (
 )
 from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.budget import Tally, branch_share, exhausted, fanned_by, left
-from graphs.channels import channels_of
+from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
 from graphs.declare import NodeCall, NodeResult, NodeSpec, branch_results, run_body
 from graphs.errors import ContractViolation, MissingContext, Omitted, TransientError
@@ -365,11 +365,15 @@ class Visit:
             runtime=self.runtime,
         )
 
+    @functools.cached_property
+    def writable(self) -> dict[str, Channel]:
+        """What this node (or the runner for it) may write, each channel with its contract."""
+        return {**self.spec.outputs, **RUNNER_CHANNELS}
+
     def validate(self, update: Mapping[str, Any]) -> dict[str, Any]:
         """The update, each channel checked against what this node (or the runner) writes."""
-        allowed = {**self.spec.outputs, **RUNNER_CHANNELS}
         return {
-            channel: validate_channel(self.spec.name, channel, value, allowed)
+            channel: validate_channel(self.spec.name, channel, value, self.writable)
             for channel, value in update.items()
         }
 
@@ -404,9 +408,8 @@ class Visit:
                 )
             return {}
         update = self.validate(result.update)
-        written = {**self.spec.outputs, **RUNNER_CHANNELS}
         after = self.state.updated(
-            update, {name: ch.reducer for name, ch in written.items() if ch.reducer}
+            update, {name: ch.reducer for name, ch in self.writable.items() if ch.reducer}
         )
         target = on_route(self.route, after)
         first = target if isinstance(target, str) else target[0]

@@ -5,10 +5,10 @@ test, every checkpoint of every thread the test made is walked: the handoff in i
 exactly the node the checkpoint says runs next (``__end__`` when nothing does), and state
 that node's limits as its declaration has them (``allowed_tools``, ``done_when``; none for
 ``__end__``). The edges seen are collected, so the session can report which of the graph's
-edges the suite walked; run with ``--routes-walked`` (``make check``, ``make test``), an
-edge no test walked fails the session (``unwalked``): a value left in a router's
-``Literal`` that no path of it returns any more draws an edge, and its target looks
-reachable, so only a run can tell.
+edges the suite walked; run with ``--routes-walked`` (``make check``, ``make test``), a
+route between two nodes that no test walked fails the session (``unwalked``): a value
+left in a router's ``Literal`` that no path of it returns any more draws an edge, and its
+target looks reachable, so only a run can tell.
 """
 
 from __future__ import annotations
