@@ -62,17 +62,27 @@ def branch_sends(specs: list[NodeSpec], state: Mapping[str, Any]) -> list[Send]:
     would. A kind of work with neither agent nor tools (an outline planned beside research)
     takes no share from the tasks that do spend.
     """
-    keyed = [(spec, branch_keys(spec, state)) for spec in specs]
-    tasks = sum(len(keys) for spec, keys in keyed if spends(spec)) or 1
-    nodes = [spec.name for spec in specs]
     return [
         Send(
             spec.name,
             {
                 **{name: state[name] for name in spec.inputs if name in state and name != "branch"},
-                "branch": BranchTask(node=spec.name, key=key, tasks=tasks, nodes=nodes),
+                "branch": task,
             },
         )
+        for spec, task in branch_tasks(specs, state)
+    ]
+
+
+def branch_tasks(
+    specs: list[NodeSpec], state: Mapping[str, Any]
+) -> list[tuple[NodeSpec, BranchTask]]:
+    """The task of each key of each branch node in ``specs``, as one fan-out starts them."""
+    keyed = [(spec, branch_keys(spec, state)) for spec in specs]
+    tasks = sum(len(keys) for spec, keys in keyed if spends(spec)) or 1
+    nodes = [spec.name for spec in specs]
+    return [
+        (spec, BranchTask(node=spec.name, key=key, tasks=tasks, nodes=nodes))
         for spec, keys in keyed
         for key in keys
     ]

@@ -12,64 +12,78 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from contracts import BranchTask, NodeRun, TaskSpec
+from contracts import NodeRun, TaskSpec
 from graphs.declare import NodeCall, NodeSpec
+from graphs.fan_out import branch_tasks
 from graphs.input_hash import hash_of, input_digests
 from graphs.node_runner import origins, reused_from
 
 RESEARCH = "research"
 
 
-def research_holds(call: NodeCall, task: TaskSpec) -> list[tuple[str, dict[str, str]]] | None:
-    """Each research branch's input hash and digests, when the bundle holds for ``task``.
+Held = list[tuple[NodeSpec, str, dict[str, str]]]
+"""Each kept branch task: its branch node, its input hash and the digests of its inputs."""
 
-    It holds when ``task`` starts the branches the thread's task (``call.task``) started,
-    each with the same view of the task (so the bundle in the state was made from what
-    they would read), and each would replay a recorded result: the first pass of every
-    branch, reading no earlier bundle, has one (the corpus on disk is what it read then).
-    None when the state holds no bundle, or a branch would do new work.
+
+def research_holds(call: NodeCall, task: TaskSpec) -> Held | None:
+    """Each branch task of research's fan-out with its input hash, when the bundle holds.
+
+    The fan-out is research's and every kind of work its join waits for beside it (an
+    outline planned per question), started together as a route to research starts them.
+    It holds when ``task`` starts the tasks the thread's task (``call.task``) started, each
+    with the same view of the task (so what the join merged was made from what they would
+    read), and each would replay a recorded result: the first pass of every branch,
+    reading no earlier bundle, has one (the corpus on disk is what it read then). None when
+    the state holds no bundle, or a branch would do new work.
     """
     spec = call.nodes.get(RESEARCH)
     if spec is None or spec.branch is None or call.read("research") is None:
         return None
-    first: dict[str, object] = {channel: None for channel in spec.inputs}
-    keys = spec.branch({**first, "task": task})
-    if keys != spec.branch({**first, "task": call.task}) or spec.task_view is None:
+    kinds = next(
+        (
+            list(join.joins)
+            for join in call.nodes.values()
+            if spec.name in {kind.name for kind in join.joins}
+        ),
+        [spec],
+    )
+    if any(kind.task_view is None for kind in kinds):
         return None
-    view = spec.task_view
-    if any(view(task, key) != view(call.task, key) for key in keys):
+    first: dict[str, object] = {channel: None for kind in kinds for channel in kind.inputs}
+    started = branch_tasks(kinds, {**first, "task": task})
+    if [b for _, b in started] != [b for _, b in branch_tasks(kinds, {**first, "task": call.task})]:
         return None
-    first["task"] = task
-    found = []
-    for key in keys:
-        branch = BranchTask(node=spec.name, key=key, tasks=len(keys), nodes=[spec.name])
-        digests = input_digests(spec, {**first, "branch": branch}, call.ctx, task)
-        key_hash = hash_of(digests)
-        if call.ctx.ledger.result(call.step.thread_id, spec.name, key_hash) is None:
+    found: Held = []
+    for kind, branch in started:
+        view = kind.task_view
+        assert view is not None
+        if view(task, branch.key) != view(call.task, branch.key):
             return None
-        found.append((key_hash, digests))
+        digests = input_digests(kind, {**first, "task": task, "branch": branch}, call.ctx, task)
+        key_hash = hash_of(digests)
+        if call.ctx.ledger.result(call.step.thread_id, kind.name, key_hash) is None:
+            return None
+        found.append((kind, key_hash, digests))
     return found
 
 
-def record_reused(
-    call: NodeCall, task: TaskSpec, spec: NodeSpec, held: list[tuple[str, dict[str, str]]]
-) -> None:
+def record_reused(call: NodeCall, task: TaskSpec, held: Held) -> None:
     """Audit each kept branch as a reused pass of the new task version, as a visit would.
 
     A branch already audited so for this version is not audited again: ``revise_task``
     runs again when its process died after auditing but before its step was saved.
     """
     runs = call.ctx.ledger.runs(call.step.thread_id)
-    earlier = origins(runs, spec.name)
     audited = {
-        run.input_hash
+        (run.node_id, run.input_hash)
         for run in runs
-        if run.node_id == spec.name and run.reused and run.task_version == task.task_version
+        if run.reused and run.task_version == task.task_version
     }
     now = call.ctx.clock()
-    for key_hash, digests in held:
-        if key_hash in audited:
+    for spec, key_hash, digests in held:
+        if (spec.name, key_hash) in audited:
             continue
+        earlier = origins(runs, spec.name)
         run = NodeRun(
             task_version=task.task_version,
             node_id=spec.name,

@@ -51,10 +51,16 @@ def drafts_to_review(wiring: Wiring) -> list[NodeSpec]:
     return [spec for spec, _ in wiring if REVIEWER in ways[spec.name] and spec.name not in reached]
 
 
-def before_review(wiring: Wiring, via: str | tuple[str, ...]) -> Wiring:
-    """``wiring`` with ``via`` where a new draft goes on to review (``drafts_to_review``)."""
-    found = drafts_to_review(wiring)
-    assert found, "no route of the wiring hands the Reviewer a new draft"
+def before_review(
+    wiring: Wiring, via: str | tuple[str, ...], *, besides: frozenset[str] = frozenset()
+) -> Wiring:
+    """``wiring`` with ``via`` where a new draft goes on to review (``drafts_to_review``).
+
+    ``besides`` names nodes left as they route: the extension's own, when the project has
+    them already.
+    """
+    found = [spec for spec in drafts_to_review(wiring) if spec.name not in besides]
+    assert found or besides, "no route of the wiring hands the Reviewer a new draft"
     for spec in found:
         route = next(route for node, route in wiring if node.name == spec.name)
         wiring = rerouted(wiring, spec, detour(router(spec, route), REVIEWER, via=via))
@@ -66,10 +72,14 @@ def with_extension(
 ) -> Wiring:
     """``wiring`` with the extension's nodes last: ``via`` (its first node) before review.
 
-    A project whose wiring already has nodes of these names added them itself, and routes
-    to them already: the extension's nodes take their place.
+    A project whose wiring already has nodes of these names added them itself: the
+    extension's nodes take their place, and a draft that could still go on to review
+    without them (the project asks its pause only when a task says so) goes to ``via``
+    instead, as the extension's tests expect of every draft.
     """
     names = {spec.name for spec, _ in added}
+    first = via or added[0][0].name
     if not names & {spec.name for spec, _ in wiring}:
-        return (*before_review(wiring, via or added[0][0].name), *added)
-    return (*((spec, route) for spec, route in wiring if spec.name not in names), *added)
+        return (*before_review(wiring, first), *added)
+    replaced = (*((spec, route) for spec, route in wiring if spec.name not in names), *added)
+    return before_review(replaced, first, besides=frozenset(names))

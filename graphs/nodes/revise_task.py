@@ -116,6 +116,6 @@ def revise_task(call: NodeCall) -> NodeResult:
     held = research_holds(call, task)
     if held is not None:  # research would replay every branch: kept, and the run goes on
         del update[RESEARCH]
-        record_reused(call, task, call.nodes[RESEARCH], held)
+        record_reused(call, task, held)
         note += f"; research holds ({len(held)} branches reused)"
     return NodeResult(update, note=note[:500])

@@ -83,14 +83,9 @@ def test_the_added_node_resumes_after_a_kill_and_shows_in_status(tmp_path: Path)
     with extended(Settings(data_dir=Path(data))) as workflow:
         runs = workflow.history("t-kill")
         done = [run.node_id for run in runs if run.status == "succeeded"]
-        assert done == [
-            "research",
-            "join_research",
-            "writer",
-            "claim_check",
-            "reviewer",
-            "finalize",
-        ]
+        path = ("research", "join_research", "writer", "claim_check", "reviewer", "finalize")
+        assert passes(done, *path) == [*path]
+        assert len(set(done)) == len(done), f"a step done before the kill ran again: {done}"
         assert workflow.status("t-kill").outcome is not None
 
 

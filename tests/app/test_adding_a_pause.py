@@ -41,6 +41,7 @@ from tests.extension_edit_titles import (
     route_after_edit_titles,
     wiring_with,
 )
+from tests.routes import check_handoffs_follow_the_route
 
 TITLE = OBJECTIVE  # the writer heads the article with the objective
 RENAMED = "Reading the Rosetta Stone"
@@ -173,6 +174,7 @@ def test_a_valid_decision_resumes_the_thread_and_renames_the_heading(
             "edit_titles",
         )
         assert last.details == {"titles": [{"old": TITLE, "new": RENAMED}]}
+        check_handoffs_follow_the_route(workflow)  # the pause hands the reviewer its draft
 
 
 # -- each step left out ------------------------------------------------------------------

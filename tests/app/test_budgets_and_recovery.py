@@ -46,7 +46,8 @@ def test_a_deadline_in_the_past_fails_before_any_agent_runs(workflow: Workflow) 
         (ErrorCode.BUDGET_EXHAUSTED, "budget.deadline")
     }, "each task stopped where the run starts says why"
     runs = workflow.history("t-late")
-    assert "research" in {run.node_id for run in runs}, "stopped where the run starts"
+    first = workflow.wiring[0][0].name
+    assert first in {run.node_id for run in runs}, "stopped where the run starts"
     assert all(run.status == "failed" for run in runs)
     assert all(run.error and run.error.kind == "budget_exhausted" for run in runs)
     assert workflow.context.store.ids() == [], "no agent wrote anything"
@@ -156,8 +157,9 @@ def test_fault_rules_that_would_never_fire_are_refused_naming_what_exists() -> N
 
     from app.faults.rules import InvalidFaultSpec
 
+    names = ", ".join(spec.name for spec in NODES)
     with pytest.raises(
-        InvalidFaultSpec, match=r"'kill:writre:start' names no node; nodes: research"
+        InvalidFaultSpec, match=rf"'kill:writre:start' names no node; nodes: {names}$"
     ):
         parse_faults("kill:writre:start", NODES)
     with pytest.raises(InvalidFaultSpec, match="'conclude' never reaches 'after_artifact'"):

@@ -98,8 +98,8 @@ def test_kept_research_is_audited_once_when_revise_task_runs_again(workflow: Wor
     nodes = {spec.name: spec for spec, _ in workflow.wiring}
     step = StepInfo(thread_id="t-rev-again", node="revise_task", step=9, task_version=2)
     call = NodeCall(nodes["revise_task"], CheckedState(values), task, workflow.context, step, nodes)
-    held = [(run.input_hash, {"task": run.input_hash}) for run in audited]
-    record_reused(call, task, nodes["research"], held)
+    held = [(nodes["research"], run.input_hash, {"task": run.input_hash}) for run in audited]
+    record_reused(call, task, held)
     assert runs_at(workflow, "t-rev-again", 2, "research") == audited
 
 

@@ -45,9 +45,13 @@ def to_research(state: Mapping[str, Any]) -> Literal["research", "__end__"]:
     return "research"
 
 
+STARTS = WIRING[0][0].name
+"""Where a run of the project's wiring starts."""
+
+
 def first(spec: Any) -> Wiring:
-    """The shipped wiring with ``spec`` where a run starts, handing over to research."""
-    return ((spec, to_research), *WIRING)
+    """The project's wiring with ``spec`` where a run starts, handing over to where it did."""
+    return ((spec, STARTS), *WIRING)
 
 
 @node("orphan", reads=TaskOnly, writes=Nothing)
@@ -65,12 +69,12 @@ def test_the_shipped_wiring_builds_and_its_edges_are_the_ones_routers_name() -> 
     assert ("approve_research", "writer") in edges and ("review_decision", "writer") in edges
     assert ("approve_research", "__end__") in edges and ("review_decision", "__end__") in edges
     extended = build_graph(wiring=first(start)).compile().get_graph()  # reachable: fine
-    assert ("start", "research") in {(edge.source, edge.target) for edge in extended.edges}
+    assert ("start", STARTS) in {(edge.source, edge.target) for edge in extended.edges}
 
 
 def test_a_node_no_route_reaches_fails_the_build() -> None:
     starts = list(targets(entry_router(routed(WIRING))))  # where a run, or a revision, starts
-    assert {"research", "revise_task"} <= set(starts)
+    assert {STARTS} | {spec.name for spec, _ in WIRING if spec.starts_on} == set(starts)
     named = re.escape(str(starts))
     with pytest.raises(WiringError, match=rf"no route from {named} .* reaches \['orphan'\]"):
         build_graph(wiring=(*WIRING, (orphan, to_research)))
