@@ -13,6 +13,7 @@ target looks reachable, so only a run can tell.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.graph import END
@@ -117,9 +118,21 @@ def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
 
 def handed_on_by(workflow: Workflow, thread: str, node: str) -> Handoff:
     """The envelope ``node`` last handed on, from the thread's checkpoint history."""
+    return last_handoff(workflow, thread, lambda handoff: handoff.from_node == node, node)
+
+
+def handed_to(workflow: Workflow, thread: str, node: str) -> Handoff:
+    """The envelope last handed to ``node``, whichever node ran before it."""
+    return last_handoff(workflow, thread, lambda handoff: handoff.next_allowed_action == node, node)
+
+
+def last_handoff(
+    workflow: Workflow, thread: str, wanted: Callable[[Handoff], bool], node: str
+) -> Handoff:
+    """The last envelope of the thread's checkpoint history that ``wanted`` accepts."""
     for snapshot in workflow.graph.get_state_history(workflow.config(thread)):
         handed = snapshot.values.get("handoff")
         handoff = None if handed is None else Handoff.model_validate(handed)
-        if handoff is not None and handoff.from_node == node:
+        if handoff is not None and wanted(handoff):
             return handoff
-    raise AssertionError(f"{node} never handed anything on in thread {thread!r}")
+    raise AssertionError(f"no envelope from or to {node} in thread {thread!r}")
