@@ -436,7 +436,7 @@ class NodeResult:
         output: AgentOutput[Any],
         update: dict[str, Any],
         *,
-        artifact_ids: list[str],
+        artifact_ids: list[str] | None = None,
         checked_inputs: list[str] | None = None,
         note: str | None = None,
     ) -> NodeResult:
@@ -444,7 +444,7 @@ class NodeResult:
         return cls(
             update,
             usage=output.usage,
-            artifact_ids=artifact_ids,
+            artifact_ids=artifact_ids or [],
             checked_inputs=checked_inputs or [],
             receipts=output.receipts,
             note=note,

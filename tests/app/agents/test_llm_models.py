@@ -10,8 +10,9 @@ from pydantic import ValidationError
 
 from app import agents
 from app.agents.models import INSTALL, ModelConfigError, chat_model_for, check_spec
-from app.agents.selection import select_agents
+from app.agents.selection import agent_nodes, select_agents
 from app.settings import PROJECT_ROOT, Settings
+from graphs import WIRING
 from graphs.context import utc_now
 from graphs.errors import ExitCode
 from tests.app.agents.scripted import scripted
@@ -56,6 +57,10 @@ def test_offline_is_the_default_and_means_no_model(monkeypatch: pytest.MonkeyPat
     assert isinstance(reviewer, agents.OfflineReviewerAgent)
 
 
+AGENT_NODES = agent_nodes(spec for spec, _ in WIRING)
+"""The nodes that call an agent, each of which gets a model unless set offline."""
+
+
 def test_environment_selects_a_model_and_per_agent_overrides(
     monkeypatch: pytest.MonkeyPatch, init_calls: list[tuple[str, str]]
 ) -> None:
@@ -72,7 +77,10 @@ def test_environment_selects_a_model_and_per_agent_overrides(
     assert isinstance(research.retrieval, agents.OfflineResearchAgent), "retrieval stays BM25"
     assert isinstance(writer, agents.LLMWriterAgent)
     assert isinstance(reviewer, agents.OfflineReviewerAgent)
-    assert init_calls == [("ollama", "llama3.1:8b"), ("anthropic", "claude-sonnet-4-5")]
+    others = len(AGENT_NODES) - 2  # the writer, and any agent node a project adds
+    assert sorted(init_calls) == sorted(
+        [("ollama", "llama3.1:8b"), *[("anthropic", "claude-sonnet-4-5")] * others]
+    ), "one model per agent node that has one: research's own, the default for the rest"
 
 
 def test_models_given_directly_override_settings(
@@ -86,7 +94,7 @@ def test_models_given_directly_override_settings(
     assert isinstance(reviewer, agents.LLMReviewerAgent) and reviewer.model is fake
     assert isinstance(research, agents.LLMResearchAgent)
     assert isinstance(writer, agents.LLMWriterAgent)
-    assert init_calls == [("openai", "gpt-4.1-mini")] * 2
+    assert init_calls == [("openai", "gpt-4.1-mini")] * (len(AGENT_NODES) - 1)
 
 
 @pytest.mark.parametrize("spec", ["gpt-4.1-mini", "openai:", ":gpt", "Open AI:gpt", ""])

@@ -102,10 +102,12 @@ def test_the_audit_names_the_implementation_and_model_behind_each_result(
         assert llm.run(OBJECTIVE, "t-agents").result_status == "completed"
     named = {run.node_id: run.agent for run in workflow.history("t-agents")}
     given = {"research": research, "writer": writer, "reviewer": reviewer}
-    agents = {
-        role: name or type(workflow.context.agents[role]).__name__ for role, name in given.items()
-    }
     declared = {spec.name: spec.agent for spec, _ in workflow.wiring}
+    agents = {  # a node given no model (any a project adds) names its offline agent
+        node: given.get(node) or type(workflow.context.agents[node]).__name__
+        for node, protocol in declared.items()
+        if protocol is not None
+    }
     assert named == {node: agents.get(node) for node in named}
     assert {node for node in named if declared[node] is not None} == set(agents), (
         "a node that calls no agent names none"
