@@ -14,11 +14,13 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Callable, Mapping
+import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar, cast, get_args, get_type_hints
 
 from langgraph.runtime import Runtime
+from langgraph.types import RetryPolicy
 
 from contracts import (
     BranchResult,
@@ -34,7 +36,7 @@ from graphs.agents import CONTRIBUTED, TOOLS, AgentOutput, request_channels
 from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
-from graphs.errors import ContractViolation, Omitted
+from graphs.errors import ContractViolation, HandoffError, Omitted, TransientError
 from graphs.outcomes import run_outcome
 from graphs.pauses import Pause
 from graphs.ports import StepInfo
@@ -75,12 +77,66 @@ def no_task(task: TaskSpec, key: str | None) -> None:
 
 @dataclass(frozen=True)
 class Retry:
-    """How a failing attempt is tried again (attempts are capped by the task's budget)."""
+    """How a failing attempt is tried again (attempts are capped by the task's budget).
+
+    A node may declare LangGraph's ``RetryPolicy`` instead: its ``retry_on`` chooses which
+    errors are tried again besides a TransientError, its ``max_attempts`` and intervals how
+    often and when; an agent whose output broke its contract gets this class's repairs.
+    """
 
     transient: bool = True
     """Retry a TransientError with doubling backoff."""
     repairs: int = 1
     """Attempts given to an agent whose output broke its contract."""
+
+
+Retries = Retry | RetryPolicy
+"""A node's retry rules: the template's own, or LangGraph's."""
+
+
+def passing(rules: Retries | None, error: Exception) -> bool:
+    """Whether ``error`` is one a later attempt may not meet: audited as transient.
+
+    A TransientError always is. Under a ``RetryPolicy``, so is what its ``retry_on``
+    accepts, as LangGraph decides it; the template's own errors (an omission, a contract
+    broken, an artifact that does not match) never are, whatever it accepts.
+    """
+    if isinstance(error, TransientError):
+        return True
+    if not isinstance(rules, RetryPolicy) or isinstance(error, HandoffError):
+        return False
+    accepts = rules.retry_on
+    if isinstance(accepts, Sequence):
+        return isinstance(error, tuple(accepts))
+    if isinstance(accepts, type):
+        return isinstance(error, accepts)
+    return bool(accepts(error))
+
+
+def tries_again(rules: Retries | None, attempt: int, budget_attempts: int) -> bool:
+    """Whether a passing failure of ``attempt`` is tried again: the budget caps any rules."""
+    if isinstance(rules, RetryPolicy):
+        return attempt < min(rules.max_attempts, budget_attempts)
+    return rules is not None and rules.transient and attempt < budget_attempts
+
+
+def wait_before(rules: Retries | None, attempt: int, base_seconds: float) -> float:
+    """Seconds to wait before the attempt after ``attempt``: the policy's, or doubling."""
+    if isinstance(rules, RetryPolicy):
+        interval = rules.initial_interval * rules.backoff_factor ** (attempt - 1)
+        return min(rules.max_interval, interval) + (random.uniform(0, 1) if rules.jitter else 0)
+    return min(MAX_BACKOFF_SECONDS, base_seconds * 2.0 ** (attempt - 1))
+
+
+def repairs_of(rules: Retries | None) -> int:
+    """Attempts given to an agent whose output broke its contract."""
+    if isinstance(rules, RetryPolicy):
+        return Retry().repairs
+    return rules.repairs if rules is not None else 0
+
+
+MAX_BACKOFF_SECONDS = 5.0
+"""The longest the template's own rules wait between attempts."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +161,7 @@ class Declaration:
     """Records the run's outcome; runs even when the budget is spent."""
     stores_artifacts: bool = False
     """Writes artifacts, so it has an ``after_artifact`` fault point."""
-    retry: Retry | None = Retry()
+    retry: Retries | None = Retry()
     """None: one attempt (always so for pausing nodes)."""
     fingerprint: Fingerprint | None = None
     """Extra input for the input hash that state does not show (e.g. the corpus on disk);

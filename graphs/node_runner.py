@@ -66,7 +66,17 @@ from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.budget import Tally, branch_share, exhausted, fanned_by, left
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
-from graphs.declare import NodeCall, NodeResult, NodeSpec, branch_results, run_body
+from graphs.declare import (
+    NodeCall,
+    NodeResult,
+    NodeSpec,
+    branch_results,
+    passing,
+    repairs_of,
+    run_body,
+    tries_again,
+    wait_before,
+)
 from graphs.errors import ContractViolation, MissingContext, Omitted, TransientError
 from graphs.handoffs import ENVELOPE_READS, derive_handoff
 from graphs.input_hash import hash_of, input_digests
@@ -519,9 +529,6 @@ def over_budget(visit: Visit) -> dict[str, Any] | None:
     return visit.stop(visit.step, problem, retryable=False)
 
 
-MAX_BACKOFF_SECONDS = 5.0
-
-
 def pause(visit: Visit) -> dict[str, Any]:
     """Run a node that asks a person; its attempt is written once the answer is in.
 
@@ -540,7 +547,7 @@ def attempts(visit: Visit) -> dict[str, Any]:
     rules = spec.retry
     tally = visit.tally
     attempt = 1 + tally.attempts
-    repairs = rules.repairs if rules else 0
+    repairs = repairs_of(rules)
     first = attempt
     while True:
         if attempt > first:  # the visit's failed attempts are in the audit now
@@ -555,17 +562,6 @@ def attempts(visit: Visit) -> dict[str, Any]:
         try:
             with ctx.store.batch():  # the attempt's puts, durable before its row names them
                 result, update = visit.perform(call)
-        except TransientError as error:
-            current.finish(usage=_spent(error), error=("transient", error.message))
-            if rules and rules.transient and attempt < task.budget.max_attempts:
-                ctx.sleep(min(MAX_BACKOFF_SECONDS, ctx.backoff_seconds * 2 ** (attempt - 1)))
-                attempt += 1
-                continue
-            detail = ErrorDetail(
-                code=ErrorCode.TRANSIENT,
-                detail=f"{spec.name} failed {attempt} times: {error.message}"[:2000],
-            )
-            return visit.stop(step, detail, retryable=True)
         except ContractViolation as error:
             current.finish(usage=_spent(error), error=("invalid_output", error.message))
             if repairs > 0 and attempt < task.budget.max_attempts:
@@ -590,6 +586,21 @@ def attempts(visit: Visit) -> dict[str, Any]:
         except GraphBubbleUp:
             current.finish_waiting()
             raise
+        except Exception as error:
+            if not passing(rules, error):
+                current.finish(error=("internal", f"{type(error).__name__}: {error}"))
+                raise
+            message = error.message if isinstance(error, TransientError) else repr(error)
+            current.finish(usage=_spent(error), error=("transient", message))
+            if tries_again(rules, attempt, task.budget.max_attempts):
+                ctx.sleep(wait_before(rules, attempt, ctx.backoff_seconds))
+                attempt += 1
+                continue
+            detail = ErrorDetail(
+                code=ErrorCode.TRANSIENT,
+                detail=f"{spec.name} failed {attempt} times: {message}"[:2000],
+            )
+            return visit.stop(step, detail, retryable=True)
         except BaseException as error:
             current.finish(error=("internal", f"{type(error).__name__}: {error}"))
             raise
