@@ -390,7 +390,8 @@ class NodeCall:
         In the order the fan-out started them; every branch the fan-out starts from this
         state must have a result (a join never merges part of its branches silently).
         """
-        if branch not in self.spec.joins:
+        joined = {spec.name: spec for spec in self.spec.joins}
+        if branch.name not in joined:
             raise ContractViolation(
                 f"node {self.spec.name!r} reads the branches of {branch.name!r}, which it "
                 f"does not join; it joins {[spec.name for spec in self.spec.joins]}",
@@ -398,6 +399,7 @@ class NodeCall:
                 channel="branches",
                 fields=["branches"],
             )
+        branch = joined[branch.name]  # as the wiring declares it (a tool given there, say)
         self.merged.add((branch.name, channel))
         return [
             (

@@ -67,7 +67,10 @@ def request_of(spec: NodeSpec) -> type | None:
 def contribute_reads(
     wiring: Sequence[tuple[NodeSpec, RouteT]],
 ) -> list[tuple[NodeSpec, RouteT]]:
-    """Each node with the channels other nodes' ``read_by`` add to its reads."""
+    """Each node with the channels other nodes' ``read_by`` add to its reads.
+
+    Each join waits for the wiring's own declarations of its branch nodes (``joining``).
+    """
     names = {spec.name for spec, _ in wiring}
     added: dict[str, dict[str, Any]] = {}
     for spec, _ in wiring:
@@ -99,7 +102,20 @@ def contribute_reads(
             reads: type = TypedDict(spec.reads.__name__, hints)  # type: ignore[misc]
             spec = replace(spec, reads=reads, contributed=tuple(extra))
         found.append((spec, route))
-    return found
+    nodes = {spec.name: spec for spec, _ in found}
+    return [(joining(spec, nodes), route) for spec, route in found]
+
+
+def joining(spec: NodeSpec, nodes: dict[str, NodeSpec]) -> NodeSpec:
+    """A join waiting for its branch nodes as the wiring declares them, matched by name.
+
+    The join's ``joins=`` names its branch nodes' module declarations; the wiring may give
+    one more than its module did (a tool, through ``dataclasses.replace``), and ``read_by``
+    widens what nodes read.
+    """
+    if not spec.joins:
+        return spec
+    return replace(spec, joins=tuple(nodes.get(branch.name, branch) for branch in spec.joins))
 
 
 def rerouted(wiring: Wiring, spec: NodeSpec, route: Router) -> Wiring:
@@ -267,7 +283,7 @@ def check_branches(
     for spec, route in wiring:
         if spec.branch is None:
             continue
-        joins = [other.name for other, _ in wiring if spec in other.joins]
+        joins = [other.name for other, _ in wiring if spec.name in {b.name for b in other.joins}]
         if list(ends[spec.name]) != joins or len(joins) != 1:
             raise WiringError(
                 f"branch {spec.name!r} must route to the one join that waits for it; its "

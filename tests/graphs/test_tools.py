@@ -14,8 +14,25 @@ from app.agents.writer import OfflineWriterAgent
 from app.services import build_context
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import Budget, DraftArticle, ErrorCode, Handoff, NodeRun, TaskSpec, ToolReceipt
-from graphs import WIRING, AgentOutput, NodeCall, NodeResult, WriteRequest, node
+from contracts import (
+    Budget,
+    DraftArticle,
+    ErrorCode,
+    Handoff,
+    NodeRun,
+    ResearchBundle,
+    TaskSpec,
+    ToolReceipt,
+)
+from graphs import (
+    WIRING,
+    AgentOutput,
+    NodeCall,
+    NodeResult,
+    ResearchRequest,
+    WriteRequest,
+    node,
+)
 from graphs.errors import Omitted
 from graphs.nodes.writer import writer
 from graphs.tools import ToolSpec
@@ -257,3 +274,39 @@ def test_a_tool_the_wiring_gives_a_shipped_agent_node_reaches_its_agent_and_is_r
         handed = handed_to(workflow, "t-writer-tool", "writer")
     assert [receipt.tool for receipt in receipts_of(runs, "writer")] == ["echo"]
     assert handed.allowed_tools == [tool.name for tool in given.tools]
+
+
+@dataclass
+class EchoingResearch:
+    """The context's research agent, calling the tool its node was given before it reads."""
+
+    inner: Any
+
+    def fingerprint(self, task: TaskSpec) -> str:
+        fingerprint: str = self.inner.fingerprint(task)
+        return fingerprint
+
+    def run(self, request: ResearchRequest) -> AgentOutput[ResearchBundle]:
+        assert request.tools is not None, "research's request carries its node's tools"
+        answer = request.tools.call("echo", {"text": request.step.branch or "one"})
+        assert answer.error is None
+        result: AgentOutput[ResearchBundle] = self.inner.run(request)
+        return result
+
+
+def test_a_branch_node_given_a_tool_in_the_wiring_is_the_one_its_join_waits_for(
+    settings: Settings,
+) -> None:
+    shipped = next(spec for spec, _ in WIRING if spec.name == "research")
+    given = replace(shipped, tools=(*shipped.tools, ECHO))  # research's module unchanged
+    wiring = tuple((given if spec is shipped else spec, route) for spec, route in WIRING)
+    context = build_context(settings, wiring=wiring)
+    context = context.with_agent("research", EchoingResearch(context.agents["research"]))
+    with Workflow(settings, context=context, wiring=wiring) as workflow:
+        task = workflow.task(OBJECTIVE, questions=["Who found the Stone?"])
+        assert workflow.run(task, "t-research-tool").result_status == "completed"
+        runs = workflow.history("t-research-tool")
+    branches = [run for run in runs if run.node_id == "research"]
+    assert len(branches) == 2, "one task per question, joined as before"
+    for run in branches:
+        assert [r.tool for r in run.tool_receipts].count("echo") == 1
