@@ -102,7 +102,8 @@ def test_a_model_quotes_what_its_search_found_and_its_refused_calls_are_answered
     )
     done = _run_research(workflow, "t-search", first, _quoting(hit))
     offered = [tool["function"]["name"] for tool in done.model.offered]
-    assert offered == [spec.name for spec in research.tools]
+    wired = next(spec for spec, _ in workflow.wiring if spec.name == research.name)
+    assert offered == [tool.name for tool in wired.tools], "the tools the wiring gives research"
     assert [(fact.source_id, fact.quote) for fact in done.bundle.facts] == [
         (hit.source_id, hit.text)
     ]
