@@ -94,7 +94,7 @@ Retries = Retry | RetryPolicy
 """A node's retry rules: the template's own, or LangGraph's."""
 
 
-def passing(rules: Retries | None, error: Exception) -> bool:
+def is_transient(rules: Retries | None, error: Exception) -> bool:
     """Whether ``error`` is one a later attempt may not meet: audited as transient.
 
     A TransientError always is. Under a ``RetryPolicy``, so is what its ``retry_on``
@@ -114,7 +114,7 @@ def passing(rules: Retries | None, error: Exception) -> bool:
 
 
 def tries_again(rules: Retries | None, attempt: int, budget_attempts: int) -> bool:
-    """Whether a passing failure of ``attempt`` is tried again: the budget caps any rules."""
+    """Whether a transient failure of ``attempt`` is tried again: the budget caps any rules."""
     if isinstance(rules, RetryPolicy):
         return attempt < min(rules.max_attempts, budget_attempts)
     return rules is not None and rules.transient and attempt < budget_attempts

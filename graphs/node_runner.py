@@ -71,7 +71,7 @@ from graphs.declare import (
     NodeResult,
     NodeSpec,
     branch_results,
-    passing,
+    is_transient,
     repairs_of,
     run_body,
     tries_again,
@@ -587,7 +587,7 @@ def attempts(visit: Visit) -> dict[str, Any]:
             current.finish_waiting()
             raise
         except Exception as error:
-            if not passing(rules, error):
+            if not is_transient(rules, error):
                 current.finish(error=("internal", f"{type(error).__name__}: {error}"))
                 raise
             message = error.message if isinstance(error, TransientError) else repr(error)
