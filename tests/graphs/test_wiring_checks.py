@@ -74,7 +74,7 @@ def test_the_shipped_wiring_builds_and_its_edges_are_the_ones_routers_name() -> 
 
 def test_a_node_no_route_reaches_fails_the_build() -> None:
     starts = list(targets(entry_router(routed(WIRING))))  # where a run, or a revision, starts
-    assert {STARTS} | {spec.name for spec, _ in WIRING if spec.starts_on} == set(starts)
+    assert {STARTS} | {spec.name for spec, _ in WIRING if spec.starts_on} <= set(starts)
     named = re.escape(str(starts))
     with pytest.raises(WiringError, match=rf"no route from {named} .* reaches \['orphan'\]"):
         build_graph(wiring=(*WIRING, (orphan, to_research)))
