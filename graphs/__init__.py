@@ -10,7 +10,7 @@ from graphs.agents import (
     WriteRequest,
 )
 from graphs.context import RunContext
-from graphs.declare import NodeSpec, Retry, no_task, node, whole_task
+from graphs.declare import NodeSpec, Retry, get_step_info, no_task, node, whole_task
 from graphs.fan_out import one_task
 from graphs.graph import WIRING, build_graph, workflow_channels
 from graphs.node_runner import NodeCall, NodeResult
@@ -40,6 +40,7 @@ __all__ = [
     "Wiring",
     "WriterAgent",
     "build_graph",
+    "get_step_info",
     "no_task",
     "node",
     "one_task",

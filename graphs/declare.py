@@ -16,6 +16,7 @@ import inspect
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar, cast, get_args, get_type_hints
 
@@ -540,16 +541,43 @@ def takes_runtime(body: NodeBody) -> bool:
     return "runtime" in inspect.signature(body).parameters
 
 
+_STEP: ContextVar[StepInfo] = ContextVar("handoff_step")
+"""The step of the body running in this context (set by ``run_body``)."""
+
+
+def get_step_info() -> StepInfo:
+    """The step the running node's body is at, as LangGraph's ``get_config()`` is the config.
+
+    A body written as a LangGraph node gets no ``NodeCall``; this gives it what a pause's
+    request (``graphs.human.pause_request``), the decision it records and an agent's
+    request are made from: the thread, the superstep, the task version, the budget left.
+    """
+    try:
+        return _STEP.get()
+    except LookupError:
+        raise RuntimeError(
+            "get_step_info() is called from outside a node's body: only a body the runner "
+            "is running has a step"
+        ) from None
+
+
 def run_body(call: NodeCall) -> NodeResult:
     """What the body returns for ``call``, given and taken as a LangGraph node's would be.
 
     A body written as a LangGraph node, ``def count(state: CountInput, runtime:
     Runtime[RunContext]) -> CountOutput``, reads ``state[...]`` (each declared channel as
     its contract) and returns its update as a dict; the runner validates, audits and hands
-    it over as any NodeResult's.
+    it over as any NodeResult's. It reaches its step through :func:`get_step_info`.
     """
     spec = call.spec
-    given = spec.body(call, runtime=call.runtime) if takes_runtime(spec.body) else spec.body(call)
+    token = _STEP.set(call.step)
+    try:
+        if takes_runtime(spec.body):
+            given = spec.body(call, runtime=call.runtime)
+        else:
+            given = spec.body(call)
+    finally:
+        _STEP.reset(token)
     if isinstance(given, NodeResult):
         return given
     if isinstance(given, Mapping):

@@ -3,7 +3,8 @@
 ``def tally(state: TallyInput, runtime: Runtime[RunContext]) -> TallyOutput`` reads each
 declared channel as its contract (``state[...]``), gets LangGraph's runtime with the run's
 services as its context, and returns its update as a dict: validated, audited and handed
-over as a NodeResult is.
+over as a NodeResult is. It may pause as any node does: ``get_step_info()`` gives it the step
+its request and the recorded decision are made from.
 """
 
 from __future__ import annotations
@@ -13,16 +14,27 @@ from typing import Any, Literal
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import is_invalid_resume
 from langgraph.runtime import Runtime
-from pydantic import Field
+from langgraph.types import Command
+from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from app.services import build_context
 from app.settings import Settings
 from app.storage.serde import contract_serializer
-from contracts import ErrorCode, RunOutcome, TaskSpec, VersionedContract
-from graphs import RunContext, build_graph, node
+from contracts import (
+    DecisionLog,
+    ErrorCode,
+    HumanDecision,
+    RunOutcome,
+    TaskSpec,
+    VersionedContract,
+)
+from graphs import RunContext, build_graph, get_step_info, node
 from graphs.errors import Omitted
+from graphs.human import ask, pause_request, recorded, request_in
+from graphs.pauses import Action, Pause
 from graphs.routing import STOP
 from tests.graphs.test_omissions import run
 
@@ -70,6 +82,36 @@ def nosy_tally(state: Any) -> TallyOutput:
     return {"tally": WordTally(words=len(state["draft"].body.sha256))}
 
 
+CountAction = Literal["count", "skip"]
+COUNT: Pause[CountAction] = Pause(
+    "count_words",
+    actions=(Action("count"), Action("skip", needs=("reason",))),
+    literal=CountAction,
+)
+
+
+class CountInput(TypedDict):
+    task: TaskSpec
+    decisions: DecisionLog | None
+
+
+class CountOutput(TypedDict, total=False):
+    decisions: DecisionLog | None
+    tally: WordTally | None
+
+
+@node("count_words", reads=CountInput, writes=CountOutput, pauses=COUNT, terminal=True)
+def count_words(state: CountInput, runtime: Runtime[RunContext]) -> CountOutput:
+    """Asks before counting, as a plain LangGraph node with a typed decision would."""
+    step = get_step_info()
+    request = pause_request(COUNT, step, question="Count the objective's words?")
+    decision = ask(COUNT, request)
+    log = recorded(state["decisions"], decision, request, step)
+    if COUNT.chosen(decision) == "skip":
+        return {"decisions": log}
+    return {"decisions": log, "tally": WordTally(words=len(state["task"].objective.split()))}
+
+
 def test_a_body_written_as_a_langgraph_node_reads_contracts_and_its_update_is_handed_over(
     tmp_path: Path,
 ) -> None:
@@ -111,3 +153,38 @@ def test_the_runtime_a_body_gets_carries_the_services_the_graph_resolved(tmp_pat
     config: Any = {"configurable": {"thread_id": "t-served"}}
     graph.invoke({"task": TaskSpec(task_id="t-served", objective="Count these four words")}, config)
     assert graph.get_state(config).values["tally"].words == 4 and SEEN == [services]
+
+
+def test_a_body_written_as_a_langgraph_node_pauses_and_records_the_typed_decision(
+    tmp_path: Path,
+) -> None:
+    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
+    graph = build_graph(wiring=((count_words, STOP),)).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-count"}}
+    task = TaskSpec(task_id="t-count", objective="Count these four words")
+    graph.invoke({"task": task}, config, context=services)
+    [waiting] = graph.get_state(config).interrupts
+    request = request_in(waiting.value)
+    assert (request.request_kind, request.allowed_actions) == ("count_words", ["count", "skip"])
+    assert request.interrupt_id.startswith("count-words-s"), "made from the body's step"
+
+    wrong = {"interrupt_id": request.interrupt_id, "action": "skip", "decided_by": "t"}
+    with pytest.raises(ValidationError) as refused:
+        graph.invoke(Command(resume=wrong), config, context=services)
+    assert is_invalid_resume(refused.value) and "reason is required" in str(refused.value)
+    assert graph.get_state(config).interrupts, "the thread still waits"
+
+    right = HumanDecision(interrupt_id=request.interrupt_id, action="count", decided_by="t")
+    graph.invoke(Command(resume=right.model_dump(mode="json")), config, context=services)
+    values = graph.get_state(config).values
+    assert values["tally"] == WordTally(words=4)
+    [recorded_decision] = values["decisions"].decisions
+    assert recorded_decision.interrupt_id == request.interrupt_id
+    assert recorded_decision.action == "count"
+
+
+def test_asking_for_the_step_outside_a_body_says_so() -> None:
+    with pytest.raises(RuntimeError, match=r"get_step_info\(\) is called from outside a node"):
+        get_step_info()
