@@ -10,7 +10,7 @@ from graphs.agents import (
     WriteRequest,
 )
 from graphs.context import RunContext
-from graphs.declare import NodeSpec, Retry, get_step_info, no_task, node, whole_task
+from graphs.declare import NodeSpec, get_step_info, no_task, node, whole_task
 from graphs.fan_out import one_task
 from graphs.graph import WIRING, build_graph, workflow_channels
 from graphs.node_runner import NodeCall, NodeResult
@@ -27,7 +27,6 @@ __all__ = [
     "NodeSpec",
     "ResearchAgent",
     "ResearchRequest",
-    "Retry",
     "ReviewRequest",
     "ReviewerAgent",
     "RunContext",

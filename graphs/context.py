@@ -51,8 +51,6 @@ class RunContext:
     sources: SourceProbe
     clock: Callable[[], datetime] = field(default=utc_now)
     sleep: Callable[[float], None] = field(default=time.sleep)
-    backoff_seconds: float = 0.2
-    """First retry delay after a transient error; doubles per attempt (capped at 5 s)."""
     tools: Mapping[str, ToolFn] = field(default_factory=dict)
     """The code of declared tools that bring none of their own, by tool name: the app takes
     it from the agents that provide it (``ToolProvider``), e.g. research's corpus read."""

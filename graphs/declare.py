@@ -15,6 +15,7 @@ import functools
 import inspect
 import json
 import random
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
@@ -76,37 +77,33 @@ def no_task(task: TaskSpec, key: str | None) -> None:
     return None
 
 
-@dataclass(frozen=True)
-class Retry:
-    """How a failing attempt is tried again (attempts are capped by the task's budget).
-
-    A node may declare LangGraph's ``RetryPolicy`` instead: its ``retry_on`` chooses which
-    errors are tried again besides a TransientError, its ``max_attempts`` and intervals how
-    often and when; an agent whose output broke its contract gets this class's repairs.
-    """
-
-    transient: bool = True
-    """Retry a TransientError with doubling backoff."""
-    repairs: int = 1
-    """Attempts given to an agent whose output broke its contract."""
-
-
-Retries = Retry | RetryPolicy
-"""A node's retry rules: the template's own, or LangGraph's."""
+TRANSIENT_RETRY = RetryPolicy(
+    initial_interval=0.2,
+    backoff_factor=2.0,
+    max_interval=5.0,
+    max_attempts=sys.maxsize,
+    jitter=False,
+    retry_on=TransientError,
+)
+"""A node's retries unless it declares its own ``RetryPolicy`` (or None, one attempt): a
+TransientError is tried again 0.2 s later, the wait doubling up to 5 s, as often as the
+task's budget allows (``max_attempts`` caps every policy)."""
+REPAIRS = 1
+"""Attempts given to an agent whose output broke its contract, in a node that retries."""
 
 
-def is_transient(rules: Retries | None, error: Exception) -> bool:
+def is_transient(policy: RetryPolicy | None, error: Exception) -> bool:
     """Whether ``error`` is one a later attempt may not meet: audited as transient.
 
-    A TransientError always is. Under a ``RetryPolicy``, so is what its ``retry_on``
-    accepts, as LangGraph decides it; the template's own errors (an omission, a contract
-    broken, an artifact that does not match) never are, whatever it accepts.
+    A TransientError always is; so is what the policy's ``retry_on`` accepts, as LangGraph
+    decides it. The template's own errors (an omission, a contract broken, an artifact
+    that does not match) never are, whatever it accepts.
     """
     if isinstance(error, TransientError):
         return True
-    if not isinstance(rules, RetryPolicy) or isinstance(error, HandoffError):
+    if policy is None or isinstance(error, HandoffError):
         return False
-    accepts = rules.retry_on
+    accepts = policy.retry_on
     if isinstance(accepts, Sequence):
         return isinstance(error, tuple(accepts))
     if isinstance(accepts, type):
@@ -114,30 +111,15 @@ def is_transient(rules: Retries | None, error: Exception) -> bool:
     return bool(accepts(error))
 
 
-def tries_again(rules: Retries | None, attempt: int, budget_attempts: int) -> bool:
-    """Whether a transient failure of ``attempt`` is tried again: the budget caps any rules."""
-    if isinstance(rules, RetryPolicy):
-        return attempt < min(rules.max_attempts, budget_attempts)
-    return rules is not None and rules.transient and attempt < budget_attempts
+def tries_again(policy: RetryPolicy, attempt: int, budget_attempts: int) -> bool:
+    """Whether a transient failure of ``attempt`` is tried again: the budget caps any policy."""
+    return attempt < min(policy.max_attempts, budget_attempts)
 
 
-def wait_before(rules: Retries | None, attempt: int, base_seconds: float) -> float:
-    """Seconds to wait before the attempt after ``attempt``: the policy's, or doubling."""
-    if isinstance(rules, RetryPolicy):
-        interval = rules.initial_interval * rules.backoff_factor ** (attempt - 1)
-        return min(rules.max_interval, interval) + (random.uniform(0, 1) if rules.jitter else 0)
-    return min(MAX_BACKOFF_SECONDS, base_seconds * 2.0 ** (attempt - 1))
-
-
-def repairs_of(rules: Retries | None) -> int:
-    """Attempts given to an agent whose output broke its contract."""
-    if isinstance(rules, RetryPolicy):
-        return Retry().repairs
-    return rules.repairs if rules is not None else 0
-
-
-MAX_BACKOFF_SECONDS = 5.0
-"""The longest the template's own rules wait between attempts."""
+def wait_before(policy: RetryPolicy, attempt: int) -> float:
+    """Seconds to wait before the attempt after ``attempt``, as LangGraph's policy says."""
+    interval = policy.initial_interval * policy.backoff_factor ** (attempt - 1)
+    return min(policy.max_interval, interval) + (random.uniform(0, 1) if policy.jitter else 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,8 +144,9 @@ class Declaration:
     """Records the run's outcome; runs even when the budget is spent."""
     stores_artifacts: bool = False
     """Writes artifacts, so it has an ``after_artifact`` fault point."""
-    retry: Retries | None = Retry()
-    """None: one attempt (always so for pausing nodes)."""
+    retry: RetryPolicy | None = TRANSIENT_RETRY
+    """LangGraph's ``RetryPolicy``, each attempt audited; None: one attempt (always so for
+    pausing nodes)."""
     fingerprint: Fingerprint | None = None
     """Extra input for the input hash that state does not show (e.g. the corpus on disk);
     called with the node's agent and the task."""

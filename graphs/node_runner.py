@@ -67,12 +67,12 @@ from graphs.budget import Tally, branch_share, exhausted, fanned_by, left
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
 from graphs.declare import (
+    REPAIRS,
     NodeCall,
     NodeResult,
     NodeSpec,
     branch_results,
     is_transient,
-    repairs_of,
     run_body,
     tries_again,
     wait_before,
@@ -544,10 +544,10 @@ def pause(visit: Visit) -> dict[str, Any]:
 def attempts(visit: Visit) -> dict[str, Any]:
     """Run the body until it succeeds, or its retries or repairs run out."""
     spec, ctx, task = visit.spec, visit.ctx, visit.task
-    rules = spec.retry
+    policy = spec.retry
     tally = visit.tally
     attempt = 1 + tally.attempts
-    repairs = repairs_of(rules)
+    repairs = REPAIRS if policy is not None else 0
     first = attempt
     while True:
         if attempt > first:  # the visit's failed attempts are in the audit now
@@ -587,13 +587,13 @@ def attempts(visit: Visit) -> dict[str, Any]:
             current.finish_waiting()
             raise
         except Exception as error:
-            if not is_transient(rules, error):
+            if not is_transient(policy, error):
                 current.finish(error=("internal", f"{type(error).__name__}: {error}"))
                 raise
             message = error.message if isinstance(error, TransientError) else repr(error)
             current.finish(usage=_spent(error), error=("transient", message))
-            if tries_again(rules, attempt, task.budget.max_attempts):
-                ctx.sleep(wait_before(rules, attempt, ctx.backoff_seconds))
+            if policy is not None and tries_again(policy, attempt, task.budget.max_attempts):
+                ctx.sleep(wait_before(policy, attempt))
                 attempt += 1
                 continue
             detail = ErrorDetail(
