@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar, cast, get_args, get_type_hints
 
 from langgraph.runtime import Runtime
-from langgraph.types import RetryPolicy
+from langgraph.types import Command, RetryPolicy
 
 from contracts import (
     BranchResult,
@@ -565,7 +565,14 @@ def run_body(call: NodeCall) -> NodeResult:
         return given
     if isinstance(given, Mapping):
         return NodeResult(dict(given))
+    routes = (
+        ": where the run goes is its router's, the conditional edge of its wiring entry, so "
+        "the envelope it hands over names the node that runs next; "
+        if isinstance(given, Command)
+        else ": "
+    )
     raise TypeError(
-        f"node {spec.name!r} returned {type(given).__name__}: return its update as a dict of "
-        f"the channels it writes ({', '.join(sorted(spec.outputs)) or 'none'}), or a NodeResult"
+        f"node {spec.name!r} returned {type(given).__name__}{routes}return its update as a "
+        f"dict of the channels it writes ({', '.join(sorted(spec.outputs)) or 'none'}), or a "
+        "NodeResult"
     )

@@ -137,6 +137,16 @@ def test_a_body_returning_neither_update_nor_result_fails_naming_what_to_return(
         run(((unsaid_tally, STOP),), tmp_path, "t-unsaid")
 
 
+@node("routing_tally", reads=TallyInput, writes=TallyOutput, terminal=True)
+def routing_tally(state: TallyInput) -> Command[Literal["__end__"]]:
+    return Command(update={"tally": WordTally(words=1)}, goto=STOP)
+
+
+def test_a_body_returning_a_command_is_told_routes_are_its_router_s(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"returned Command: where the run goes is its router's"):
+        run(((routing_tally, STOP),), tmp_path, "t-command")
+
+
 def test_reading_an_undeclared_key_of_the_state_fails_naming_it(tmp_path: Path) -> None:
     with pytest.raises(Omitted, match=r"'nosy_tally' reads 'draft', which its input schema"):
         run(((nosy_tally, STOP),), tmp_path, "t-nosy")
