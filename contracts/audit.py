@@ -20,6 +20,12 @@ class Usage(Contract):
     tool_calls: int = Field(default=0, ge=0, description="Tool calls (reads, searches).")
     tokens: int = Field(default=0, ge=0, description="Model tokens (0 for offline agents).")
 
+    def __add__(self, other: Usage) -> Usage:
+        """Both spends together: an attempt's own and its agent's runs."""
+        return Usage(
+            tool_calls=self.tool_calls + other.tool_calls, tokens=self.tokens + other.tokens
+        )
+
 
 class NodeError(Contract):
     """Why a node attempt failed, classified for recovery."""

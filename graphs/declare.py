@@ -18,11 +18,12 @@ import random
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, cast, get_args, get_type_hints
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
+from typing_extensions import get_protocol_members
 
 from contracts import (
     BranchResult,
@@ -187,6 +188,13 @@ class Declaration:
             raise TypeError(
                 f"node {self.name!r}: a branch cannot pause (its tasks run side by side)"
             )
+        if self.terminal and self.agent is not None:
+            raise TypeError(
+                f"node {self.name!r} is terminal and declares an agent: a terminal node runs "
+                "even when the budget is spent, so its agent could spend past it; leave "
+                "terminal=False (a node after publishing is then skipped when the budget is "
+                "spent, and the run keeps its published outcome)"
+            )
         if self.branch is not None and self.task_view is None:
             raise TypeError(
                 f"branch {self.name!r} declares no task_view: its input hash would cover the "
@@ -300,6 +308,32 @@ def takes_tools(kind: type[Any]) -> bool:
     return found
 
 
+class Charged:
+    """A node's agent as its body reaches it: what each run reports is the attempt's cost.
+
+    However the body calls it (``NodeCall.delegate``, ``call.agent``, or a LangGraph
+    node's ``runtime.context.agents[...]``), the runner charges the usage and keeps the
+    receipts its runs report, so no body can leave them out. Every other member of the
+    agent's protocol is the agent's own, so the wrapper is still that protocol's.
+    """
+
+    def __init__(self, agent: Any, protocol: type | None, reported: list[Any]) -> None:
+        self.agent = agent
+        self.reported = reported
+        for name in get_protocol_members(protocol) if protocol is not None else ():
+            if name != "run":
+                setattr(self, name, getattr(agent, name))
+
+    def run(self, request: Any) -> Any:
+        """The agent's run, its output kept for the runner to charge."""
+        output = self.agent.run(request)
+        self.reported.append(output)
+        return output
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.agent, name)
+
+
 @dataclass
 class NodeCall:
     """What a node body gets: its declared inputs, its agent, services, where it runs."""
@@ -316,6 +350,8 @@ class NodeCall:
     did not read would be dropped (``graphs.node_runner.check_merged``)."""
     runtime: Runtime[RunContext] | None = None
     """LangGraph's runtime for this task, its ``context`` the run's services."""
+    reported: list[AgentOutput[Any]] = field(default_factory=list)
+    """What the node's agent returned in this attempt: the runner charges its usage."""
 
     def __getitem__(self, channel: str) -> Any:
         """``state[channel]`` of a LangGraph node: a declared input as its contract, or None."""
@@ -350,23 +386,20 @@ class NodeCall:
         }
         return kind(**values, **given)
 
-    def delegate(
-        self, kind: type[RequestT], channel: str, **given: Any
-    ) -> tuple[Any, AgentOutput[Any]]:
-        """Run the node's agent and validate its result as ``channel``'s contract.
+    def delegate(self, kind: type[RequestT], channel: str, **given: Any) -> Any:
+        """Run the node's agent and return its result validated as ``channel``'s contract.
 
         The request is built as ``request`` builds it, with the run's artifact store and
         this step unless ``given`` names others, and, when the request has a ``tools``
         field, the node's tools (so a tool given to the node reaches its agent with no
-        second place to name it). The output comes back beside the result for what it cost
-        (``NodeResult.of_agent``).
+        second place to name it). What the run cost is charged to the attempt (``Charged``).
         """
         given.setdefault("store", self.ctx.store)
         given.setdefault("step", self.step)
         if takes_tools(cast(type[Any], kind)):
             given.setdefault(TOOLS, self.tools)
         output: AgentOutput[Any] = self.agent.run(self.request(kind, **given))
-        return self.accept(channel, output.result), output
+        return self.accept(channel, output.result)
 
     def branch_outputs(self, branch: NodeSpec, channel: str) -> list[tuple[str, Any]]:
         """A join's view of one channel of its branches: (key, contract) per branch.
@@ -427,10 +460,21 @@ class NodeCall:
         toolbox = self.__dict__.get("tools")
         return toolbox if isinstance(toolbox, Toolbox) else None
 
-    @property
+    @functools.cached_property
     def agent(self) -> Any:
-        """The agent the app supplies for this node (declared by its protocol)."""
-        return self.ctx.agent_for(self.spec)
+        """The agent the app supplies for this node (declared by its protocol), charged."""
+        return Charged(self.ctx.agent_for(self.spec), self.spec.agent, self.reported)
+
+    def agent_spent(self) -> tuple[Usage, list[ToolReceipt]]:
+        """What the agent's runs in this attempt reported: their usage, their receipts."""
+        usage = sum((output.usage for output in self.reported), Usage())
+        return usage, [receipt for output in self.reported for receipt in output.receipts]
+
+    def services(self) -> RunContext:
+        """The run's services as a LangGraph node's ``runtime.context``: its agent charged."""
+        if self.spec.agent is None or self.spec.name not in self.ctx.agents:
+            return self.ctx
+        return replace(self.ctx, agents={**self.ctx.agents, self.spec.name: self.agent})
 
     def _input(self, channel: str) -> Any:
         """The declared input ``channel``, or ``Omitted``: the declaration must change.
@@ -471,26 +515,6 @@ class NodeResult:
         reused. The node's route must end the run (the runner checks it does).
         """
         return cls({}, note=why[:500], refused=True)
-
-    @classmethod
-    def of_agent(
-        cls,
-        output: AgentOutput[Any],
-        update: dict[str, Any],
-        *,
-        artifact_ids: list[str] | None = None,
-        checked_inputs: list[str] | None = None,
-        note: str | None = None,
-    ) -> NodeResult:
-        """The result of a node whose agent did the work: its usage and tool calls carried."""
-        return cls(
-            update,
-            usage=output.usage,
-            artifact_ids=artifact_ids or [],
-            checked_inputs=checked_inputs or [],
-            receipts=output.receipts,
-            note=note,
-        )
 
 
 def json_or_none(text: str | None) -> Any:
@@ -556,15 +580,17 @@ def run_body(call: NodeCall) -> NodeResult:
     token = _STEP.set(call.step)
     try:
         if takes_runtime(spec.body):
-            given = spec.body(call, runtime=call.runtime)
+            runtime = call.runtime or Runtime(context=call.ctx)
+            given = spec.body(call, runtime=runtime.override(context=call.services()))
         else:
             given = spec.body(call)
     finally:
         _STEP.reset(token)
-    if isinstance(given, NodeResult):
-        return given
     if isinstance(given, Mapping):
-        return NodeResult(dict(given))
+        given = NodeResult(dict(given))
+    if isinstance(given, NodeResult):
+        usage, receipts = call.agent_spent()
+        return replace(given, usage=given.usage + usage, receipts=[*receipts, *given.receipts])
     routes = (
         ": where the run goes is its router's, the conditional edge of its wiring entry, so "
         "the envelope it hands over names the node that runs next; "

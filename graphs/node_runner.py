@@ -60,6 +60,7 @@ from contracts import (
     RunOutcome,
     TaskSpec,
     TaskState,
+    ToolReceipt,
     Usage,
 )
 from graphs.boundary import CheckedState, read, require, validate_channel
@@ -653,15 +654,20 @@ class Attempt:
     ) -> None:
         """Record how the attempt ended; a succeeded one stores the update it returns.
 
-        A failed attempt is charged for the tool calls it made, and receipts them. A
-        refusal (``NodeResult.refused``) is a failed attempt that says why, and stores
-        nothing a later visit could reuse as the node's work.
+        A failed attempt is charged for the tool calls it made and what its agent's runs
+        reported, and receipts them. A refusal (``NodeResult.refused``) is a failed attempt
+        that says why, and stores nothing a later visit could reuse as the node's work.
         """
         if result is not None and result.refused:
             error, update = ("refused_input", result.note or "input refused"), None
+        receipts: list[ToolReceipt] = []
+        if self.call is not None and result is None:
+            spent, receipts = self.call.agent_spent()
+            usage = (usage or Usage()) + spent
         toolbox = self.call.opened_tools() if self.call and result is None else None
         if toolbox is not None:
             usage = toolbox.charged(usage or Usage())
+            receipts = [*toolbox.receipts, *receipts]
         final = self.record.model_copy(
             update={
                 "status": "failed" if error else "succeeded",
@@ -670,7 +676,7 @@ class Attempt:
                 "usage": result.usage if result else usage or Usage(),
                 "artifact_ids": result.artifact_ids if result else [],
                 "checked_inputs": result.checked_inputs if result else [],
-                "tool_receipts": result.receipts if result else toolbox.receipts if toolbox else [],
+                "tool_receipts": result.receipts if result else receipts,
                 "error": NodeError(kind=error[0], detail=error[1][:4000]) if error else None,
                 "reused": reused,
                 "note": (result.note if result else None)

@@ -93,7 +93,7 @@ def research(call: NodeCall) -> NodeResult:
     widen = earlier is not None and earlier.result_status == "failed" and not earlier.widened
     step = replace(call.step, widen=widen) if widen else call.step
     bundle: ResearchBundle
-    bundle, output = call.delegate(
+    bundle = call.delegate(
         ResearchRequest,
         "research",
         task=call.task,
@@ -102,8 +102,7 @@ def research(call: NodeCall) -> NodeResult:
         tools=call.tools,
     )
     written = [source.snapshot for source in bundle.sources] + list(bundle.artifact_refs)
-    return NodeResult.of_agent(
-        output,
+    return NodeResult(
         {"research": bundle},
         artifact_ids=[ref_id(ref) for ref in written],
         note=WIDENED if widen else None,

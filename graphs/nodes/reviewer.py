@@ -52,13 +52,12 @@ def reviewer(call: NodeCall) -> NodeResult:
         if stop is not None:
             return stop
     review: ReviewResult
-    review, output = call.delegate(
+    review = call.delegate(
         ReviewRequest, "review", task=task_in_force(call.task, handoff), draft=draft
     )
     # The node, not the agent, names the bytes reviewed: finalize publishes only those.
     review = review.model_copy(update={"draft_sha256": draft.body.sha256})
-    return NodeResult.of_agent(
-        output,
+    return NodeResult(
         {"review": review, "draft": draft, "freshness": report},
         artifact_ids=[ref_id(review.report)] if review.report else [],
         checked_inputs=summary(report),

@@ -51,9 +51,8 @@ def writer(call: NodeCall) -> NodeResult:
     if stop is not None:
         return stop
     draft: DraftArticle
-    draft, output = call.delegate(WriteRequest, "draft", task=task_in_force(call.task, handoff))
-    return NodeResult.of_agent(
-        output,
+    draft = call.delegate(WriteRequest, "draft", task=task_in_force(call.task, handoff))
+    return NodeResult(
         {"draft": draft, "freshness": report},
         artifact_ids=[ref_id(draft.body)],
         checked_inputs=summary(report),

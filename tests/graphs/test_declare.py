@@ -4,13 +4,15 @@
 declared channel as its contract (``state[...]``), gets LangGraph's runtime with the run's
 services as its context, and returns its update as a dict: validated, audited and handed
 over as a NodeResult is. It may pause as any node does: ``get_step_info()`` gives it the step
-its request and the recorded decision are made from.
+its request and the recorded decision are made from. What its agent's runs report is charged
+to the attempt however the body called it, so no body can leave the cost out.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -27,11 +29,23 @@ from contracts import (
     DecisionLog,
     ErrorCode,
     HumanDecision,
+    NodeRun,
     RunOutcome,
     TaskSpec,
+    Usage,
     VersionedContract,
 )
-from graphs import RunContext, build_graph, get_step_info, node
+from graphs import (
+    AgentOutput,
+    ArtifactStore,
+    NodeCall,
+    RunContext,
+    StepInfo,
+    build_graph,
+    get_step_info,
+    node,
+)
+from graphs.agents import from_channel
 from graphs.errors import Omitted
 from graphs.human import ask, pause_request, recorded, request_in
 from graphs.pauses import Action, Pause
@@ -198,3 +212,74 @@ def test_a_body_written_as_a_langgraph_node_pauses_and_records_the_typed_decisio
 def test_asking_for_the_step_outside_a_body_says_so() -> None:
     with pytest.raises(RuntimeError, match=r"get_step_info\(\) is called from outside a node"):
         get_step_info()
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    task: TaskSpec = field(metadata=from_channel("task"))
+    store: ArtifactStore = field()
+    step: StepInfo = field()
+
+
+@runtime_checkable
+class CountingAgent(Protocol):
+    def run(self, request: CountRequest) -> AgentOutput[WordTally]: ...
+
+
+@dataclass
+class Counting:
+    """Counts the objective's words and says it spent ``tokens``; ``words`` overrides it."""
+
+    tokens: int
+    words: list[int] = field(default_factory=list)
+
+    def run(self, request: CountRequest) -> AgentOutput[WordTally]:
+        words = self.words.pop(0) if self.words else len(request.task.objective.split())
+        return AgentOutput(WordTally.model_construct(words=words), usage=Usage(tokens=self.tokens))
+
+
+@node("agent_tally", reads=TallyInput, writes=TallyOutput, agent=CountingAgent)
+def agent_tally(state: TallyInput, runtime: Runtime[RunContext]) -> TallyOutput:
+    """Asks its agent, as a plain LangGraph node reaches a service: through the context."""
+    agent = runtime.context.agent_for(agent_tally)
+    request = CountRequest(state["task"], runtime.context.store, get_step_info())
+    output = agent.run(request)
+    return {"tally": output.result}
+
+
+@node("delegated_tally", reads=TallyInput, writes=TallyOutput, agent=CountingAgent)
+def delegated_tally(call: NodeCall) -> dict[str, Any]:
+    """Delegates, then returns its update alone: the cost is not the body's to pass on."""
+    return {"tally": call.delegate(CountRequest, "tally")}
+
+
+def audited(spec: Any, agent: Counting, tmp_path: Path, **budget: int) -> list[NodeRun]:
+    """The audit of one run of ``spec`` alone, its agent ``agent``."""
+    settings = Settings(data_dir=tmp_path, database_url="memory://")
+    context = replace(build_context(settings), agents={spec.name: agent})
+    graph = build_graph(wiring=((spec, STOP),)).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-charged"}}
+    task = TaskSpec(task_id="t-charged", objective="Count these four words", budget=budget)
+    graph.invoke({"task": task}, config, context=context)
+    return context.ledger.runs("t-charged")
+
+
+@pytest.mark.parametrize("spec", [agent_tally, delegated_tally], ids=["runtime", "delegate"])
+def test_what_an_agent_spent_is_charged_however_the_body_called_it(
+    spec: Any, tmp_path: Path
+) -> None:
+    [ran] = audited(spec, Counting(tokens=40), tmp_path)
+    assert ran.status == "succeeded" and ran.usage.tokens == 40
+
+
+def test_an_agent_output_breaking_its_contract_is_charged_and_repaired(tmp_path: Path) -> None:
+    runs = audited(delegated_tally, Counting(tokens=40, words=[0]), tmp_path)
+    assert [(run.status, run.usage.tokens) for run in runs] == [("failed", 40), ("succeeded", 40)]
+    assert runs[0].error is not None and runs[0].error.kind == "invalid_output"
+
+
+def test_a_terminal_node_may_not_declare_an_agent_that_could_spend_past_the_budget() -> None:
+    with pytest.raises(TypeError, match=r"'late_tally' is terminal and declares an agent"):
+        node("late_tally", reads=TallyInput, writes=TallyOutput, agent=CountingAgent, terminal=True)

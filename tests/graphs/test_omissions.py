@@ -113,8 +113,8 @@ def test_tools_given_to_a_node_reach_its_agent_without_being_passed_to_delegate(
 ) -> None:
     @node("ask", reads=TaskOnly, writes=ProbeOutput, agent=EchoAgent, tools=(ECHO,))
     def ask(call: NodeCall) -> NodeResult:
-        probe, output = call.delegate(EchoRequest, "tool_probe")  # no tools=call.tools
-        return NodeResult.of_agent(output, {"tool_probe": probe}, artifact_ids=[])
+        probe = call.delegate(EchoRequest, "tool_probe")  # no tools=call.tools
+        return NodeResult({"tool_probe": probe}, artifact_ids=[])
 
     values = run(((ask, to_end),), tmp_path, "t-delegate", ask=Echoing())
     assert values["tool_probe"].answers == ["ok"]
@@ -123,8 +123,8 @@ def test_tools_given_to_a_node_reach_its_agent_without_being_passed_to_delegate(
 def test_tools_given_to_a_node_whose_agent_request_cannot_carry_them_fail_the_build() -> None:
     @node("ask", reads=TaskOnly, writes=ProbeOutput, agent=EchoAgent, tools=(ECHO,))
     def ask(call: NodeCall) -> NodeResult:
-        probe, output = call.delegate(ToollessRequest, "tool_probe")
-        return NodeResult.of_agent(output, {"tool_probe": probe}, artifact_ids=[])
+        probe = call.delegate(ToollessRequest, "tool_probe")
+        return NodeResult({"tool_probe": probe}, artifact_ids=[])
 
     def run_agent(request: ToollessRequest) -> AgentOutput[ToolProbe]:
         raise AssertionError("never built")
