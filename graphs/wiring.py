@@ -103,7 +103,24 @@ def contribute_reads(
             spec = replace(spec, reads=reads, contributed=tuple(extra))
         found.append((spec, route))
     nodes = {spec.name: spec for spec, _ in found}
-    return [(joining(spec, nodes), route) for spec, route in found]
+    return [(starting_over(joining(spec, nodes), nodes), route) for spec, route in found]
+
+
+def starting_over(spec: NodeSpec, nodes: dict[str, NodeSpec]) -> NodeSpec:
+    """A node that starts the task over, writing every channel the other nodes write.
+
+    A channel with a reducer is left out: a write merges into it rather than clearing it.
+    """
+    if not spec.starts_over:
+        return spec
+    hints = get_type_hints(spec.writes, include_extras=True)
+    for other in nodes.values():
+        others = get_type_hints(other.writes, include_extras=True)
+        for name, channel in other.outputs.items():
+            if name not in hints and channel.reducer is None:
+                hints[name] = others[name]
+    writes: type = TypedDict(spec.writes.__name__, hints, total=False)  # type: ignore[misc]
+    return replace(spec, writes=writes)
 
 
 def joining(spec: NodeSpec, nodes: dict[str, NodeSpec]) -> NodeSpec:
@@ -180,11 +197,12 @@ def check_outputs_read(
 
     A node's output that no node declares it reads reaches no agent and no input hash:
     the work runs and nothing after it sees it. A branch's outputs go to its join (see
-    ``graphs.node_runner.check_merged``); a node that only ends the run writes for the caller.
+    ``graphs.node_runner.check_merged``); a node that only ends the run writes for the caller,
+    and one that starts the task over clears what the others wrote.
     """
     read = {name for spec, _ in wiring for name in spec.inputs} | set(channels_of(WorkflowOutput))
     for spec, _ in wiring:
-        if spec.branch is not None or set(ends[spec.name]) <= {END}:
+        if spec.branch is not None or spec.starts_over or set(ends[spec.name]) <= {END}:
             continue
         unread = sorted(set(spec.outputs) - read)
         if unread:

@@ -17,13 +17,9 @@ from typing_extensions import TypedDict
 from contracts import (
     MOVED_QUESTIONS,
     REVISE_ACTION,
-    BranchResults,
     DecisionLog,
-    DraftArticle,
-    FreshnessReport,
     RecordedDecision,
     ResearchBundle,
-    ReviewResult,
     RevisionRefused,
     RunOutcome,
     TaskRevision,
@@ -51,25 +47,31 @@ class ReviseInput(TypedDict):
 
 
 class ReviseOutput(TypedDict, total=False):
-    """The task's next version, the decision recording it, and derived work cleared."""
+    """The task's next version and the decision recording it; derived work cleared.
+
+    The node starts the task over (``starts_over``): the build adds every channel another
+    node writes, and the body clears all but ``KEPT``.
+    """
 
     task: TaskSpec
     revision: TaskRevision | None
     decisions: DecisionLog | None
-    research: ResearchBundle | None
-    draft: DraftArticle | None
-    review: ReviewResult | None
-    freshness: FreshnessReport | None
-    outcome: RunOutcome | None
-    branches: BranchResults | None
 
 
-DERIVED = tuple(sorted(set(ReviseOutput.__annotations__) - {"task", "revision", "decisions"}))
-"""What the old task's run produced: cleared, so no node reads it as the new task's (the
-research bundle is kept when it still holds: ``graphs.research_holds``)."""
+KEPT = frozenset(ReviseOutput.__annotations__)
+"""What a revision keeps: the task, the revision's channel and the decisions made. All else
+the old task's run produced is cleared, so no node reads it as the new task's (the research
+bundle is kept when it still holds: ``graphs.research_holds``)."""
 
 
-@node("revise_task", reads=ReviseInput, writes=ReviseOutput, retry=None, starts_on="revision")
+@node(
+    "revise_task",
+    reads=ReviseInput,
+    writes=ReviseOutput,
+    retry=None,
+    starts_on="revision",
+    starts_over=True,
+)
 def revise_task(call: NodeCall) -> NodeResult:
     """Apply the revision, or leave the thread exactly as it was when it cannot apply.
 
@@ -110,12 +112,12 @@ def revise_task(call: NodeCall) -> NodeResult:
         provenance=call.step.provenance().model_copy(update={"producer": "human"}),
     )
     decisions = [*(log.decisions if log else []), decision]
-    update: dict[str, Any] = {name: None for name in DERIVED}
+    update: dict[str, Any] = {name: None for name in call.spec.outputs if name not in KEPT}
     update.update(task=task, revision=None, decisions=DecisionLog(decisions=decisions))
     note = f"task v{call.task.task_version} -> v{task.task_version}: {'; '.join(changes)}"
     held = research_holds(call, task)
     if held is not None:  # research would replay every branch: kept, and the run goes on
-        del update[RESEARCH]
+        update.pop(RESEARCH, None)
         record_reused(call, task, held)
         note += f"; research holds ({len(held)} branches reused)"
     return NodeResult(update, note=note[:500])

@@ -10,19 +10,25 @@ import re
 from typing import Any
 
 import pytest
+from typing_extensions import TypedDict
 
 from app.agents.apparatus import without_apparatus
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
+from app.settings import Settings
 from app.text.primitives import CITATION
 from app.workflow import Workflow
 from app.workflow.progress import step_summary
 from contracts import NodeRun, RunOutcome, TaskRevision, TaskSpec, TaskState
+from graphs import WIRING
+from graphs import node as declare_node
 from graphs.declare import CheckedState, NodeCall
 from graphs.errors import ContractViolation, SourceRefused
 from graphs.node_runner import SEALED, record_event
 from graphs.ports import StepInfo
 from graphs.research_holds import record_reused
+from graphs.routing import STOP, detour
 from tests.conftest import OBJECTIVE, passes
+from tests.graphs.test_declare import WordTally
 from tests.routes import check_handoffs_follow_the_route
 
 QUESTION = "What does the stone contain?"
@@ -412,3 +418,38 @@ def test_a_revision_to_a_tighter_limit_leaves_no_heading_without_content(
         article = without_apparatus(workflow.artifact("t-tighter", "article").decode())
         sections = re.split(r"^## .+\n", article, flags=re.M)[1:]
         assert all(CITATION.search(text) for text in sections), f"{limit}: {article}"
+
+
+class TallyReads(TypedDict):
+    task: TaskSpec
+    outcome: RunOutcome | None
+
+
+class TallyWrites(TypedDict, total=False):
+    tally: WordTally | None
+
+
+@declare_node("tally_article", reads=TallyReads, writes=TallyWrites, terminal=True)
+def tally_article(state: TallyReads) -> TallyWrites:
+    """A node added after publishing, whose channel no list in the template names."""
+    return {"tally": WordTally(words=state["task"].task_version)}
+
+
+def test_a_revision_clears_what_a_node_added_to_the_wiring_wrote_for_the_old_task(
+    settings: Settings,
+) -> None:
+    wiring = tuple(
+        (spec, detour(route, STOP, via="tally_article") if spec.name == "finalize" else route)
+        for spec, route in WIRING
+    ) + ((tally_article, STOP),)
+    with Workflow(settings, wiring=wiring) as workflow:
+        completed(workflow, "t-rev-added")
+        assert workflow.state("t-rev-added")["tally"] == WordTally(words=1)
+        workflow.revise("t-rev-added", {"max_words": 120, "reason": "a shorter piece"})
+        history = list(workflow.graph.get_state_history(workflow.config("t-rev-added")))
+    revised = [
+        snap for snap in history if "task" in snap.values and snap.values["task"].task_version == 2
+    ]
+    first = revised[-1]  # the checkpoint revise_task wrote: the new task, nothing derived
+    assert first.values.get("tally") is None and first.values.get("draft") is None
+    assert revised[0].values["tally"] == WordTally(words=2), "the new task's run tallied anew"
