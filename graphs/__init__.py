@@ -12,10 +12,10 @@ from graphs.agents import (
 from graphs.context import RunContext
 from graphs.declare import NodeSpec, get_step_info, no_task, node, whole_task
 from graphs.fan_out import one_task
-from graphs.graph import WIRING, build_graph, workflow_channels
+from graphs.graph import WIRING, WorkflowOutput, build_graph, workflow_channels
 from graphs.node_runner import NodeCall, NodeResult
 from graphs.ports import ArtifactStore, RunLedger, StepInfo
-from graphs.state import RunnerWrites, WorkflowInput, WorkflowOutput
+from graphs.state import RunnerWrites, WorkflowInput
 from graphs.wiring import Wiring
 
 __all__ = [

@@ -329,8 +329,18 @@ class Charged:
                 setattr(self, name, getattr(agent, name))
 
     def run(self, request: Any) -> Any:
-        """The agent's run, its output kept for the runner to charge."""
-        output = self.agent.run(request)
+        """The agent's run, its output kept for the runner to charge.
+
+        A run that fails is charged what its error says it spent (agents attach it), even
+        when the body catches the error and goes on.
+        """
+        try:
+            output = self.agent.run(request)
+        except Exception as error:
+            spent = getattr(error, "usage", None)
+            if isinstance(spent, Usage):
+                self.reported.append(AgentOutput(None, usage=spent))
+            raise
         self.reported.append(output)
         return output
 

@@ -27,7 +27,7 @@ from contracts import (
     TaskSpec,
 )
 from graphs.boundary import read, require
-from graphs.channels import Channel, ChannelError, merge, state_schema
+from graphs.channels import Channel, ChannelError, channels_of, merge, state_schema
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
 from graphs.entry import entry_router
@@ -46,8 +46,20 @@ from graphs.nodes.stale_decision import STALE_INPUT, stale_decision
 from graphs.nodes.writer import writer
 from graphs.routing import STOP, RouteState, needs_approval, refused, route_stale, stopped
 from graphs.stale import research_changed
-from graphs.state import BranchInput, RunnerWrites, WorkflowInput, WorkflowOutput
+from graphs.state import BranchInput, RunnerWrites, WorkflowInput
 from graphs.wiring import Wiring, check_wiring, contribute_reads, targets
+
+
+class WorkflowOutput(TypedDict, total=False):
+    """What a finished run returns to its caller (LangGraph's ``output_schema``).
+
+    A channel a node writes for the caller, not for a later node, goes here.
+    """
+
+    outcome: RunOutcome | None
+    research: ResearchBundle | None
+    draft: DraftArticle | None
+    review: ReviewResult | None
 
 
 def route_after_research_branch(state: RouteState) -> Literal["join_research"]:
@@ -301,7 +313,7 @@ def build_graph(
     built = routed(wiring)
     channels = workflow_channels(wiring)
     start = entry_router(built)
-    ends = check_wiring(built, start)
+    ends = check_wiring(built, start, returned=channels_of(WorkflowOutput))
     builder: StateGraph[Any, RunContext, WorkflowInput, WorkflowOutput] = StateGraph(
         state_schema("WorkflowState", channels, [s.starts_on for s, _ in built if s.starts_on]),
         input_schema=WorkflowInput,

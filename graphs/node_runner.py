@@ -564,7 +564,7 @@ def attempts(visit: Visit) -> dict[str, Any]:
             with ctx.store.batch():  # the attempt's puts, durable before its row names them
                 result, update = visit.perform(call)
         except ContractViolation as error:
-            current.finish(usage=_spent(error), error=("invalid_output", error.message))
+            current.finish(error=("invalid_output", error.message))
             if repairs > 0 and attempt < task.budget.max_attempts:
                 repairs -= 1
                 attempt += 1
@@ -592,7 +592,7 @@ def attempts(visit: Visit) -> dict[str, Any]:
                 current.finish(error=("internal", f"{type(error).__name__}: {error}"))
                 raise
             message = error.message if isinstance(error, TransientError) else repr(error)
-            current.finish(usage=_spent(error), error=("transient", message))
+            current.finish(error=("transient", message))
             if policy is not None and tries_again(policy, attempt, task.budget.max_attempts):
                 ctx.sleep(wait_before(policy, attempt))
                 attempt += 1
@@ -607,12 +607,6 @@ def attempts(visit: Visit) -> dict[str, Any]:
             raise
         current.finish(result, update=update)
         return update
-
-
-def _spent(error: BaseException) -> Usage | None:
-    """What a failed attempt had already consumed (agents attach it to their errors)."""
-    usage = getattr(error, "usage", None)
-    return usage if isinstance(usage, Usage) else None
 
 
 class Attempt:

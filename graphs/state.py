@@ -18,10 +18,7 @@ from typing_extensions import TypedDict
 from contracts import (
     BranchResults,
     BranchTask,
-    DraftArticle,
     Handoff,
-    ResearchBundle,
-    ReviewResult,
     RunOutcome,
     TaskRevision,
     TaskSpec,
@@ -67,12 +64,3 @@ class JoinInput(TypedDict):
     """What a join reads besides its declared inputs: every branch's result."""
 
     branches: BranchResults | None
-
-
-class WorkflowOutput(TypedDict, total=False):
-    """What a finished run returns to its caller."""
-
-    outcome: RunOutcome | None
-    research: ResearchBundle | None
-    draft: DraftArticle | None
-    review: ReviewResult | None

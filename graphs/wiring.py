@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import fields, replace
 from typing import Any, TypeVar, get_args, get_type_hints
 
@@ -42,12 +42,10 @@ from langgraph.graph import END
 from typing_extensions import TypedDict
 
 from graphs.agents import CONTRIBUTED, TOOLS, request_channels
-from graphs.channels import channels_of
 from graphs.declare import NodeSpec
 from graphs.errors import WiringError
 from graphs.node_runner import Router
 from graphs.pauses import Pause
-from graphs.state import WorkflowOutput
 
 Route = Router | str | tuple[str, ...]
 """A node's router, or the name of the one node it goes to next (unless the run stops), or
@@ -163,7 +161,7 @@ def targets(route: Router) -> tuple[str, ...]:
 
 
 def check_wiring(
-    wiring: Sequence[tuple[NodeSpec, Router]], start: Router
+    wiring: Sequence[tuple[NodeSpec, Router]], start: Router, *, returned: Collection[str] = ()
 ) -> dict[str, tuple[str, ...]]:
     """Each node's branch targets, once the wiring leaves nothing out (else WiringError).
 
@@ -185,13 +183,15 @@ def check_wiring(
     for spec, _ in wiring:
         check_reads(spec)
         check_tools_reach_agent(spec)
-    check_outputs_read(wiring, ends)
+    check_outputs_read(wiring, ends, returned)
     check_all_wired(wiring)
     return ends
 
 
 def check_outputs_read(
-    wiring: Sequence[tuple[NodeSpec, Router]], ends: dict[str, tuple[str, ...]]
+    wiring: Sequence[tuple[NodeSpec, Router]],
+    ends: dict[str, tuple[str, ...]],
+    returned: Collection[str],
 ) -> None:
     """Every channel a node hands on is read by some node (or returned to the caller).
 
@@ -200,7 +200,7 @@ def check_outputs_read(
     ``graphs.node_runner.check_merged``); a node that only ends the run writes for the caller,
     and one that starts the task over clears what the others wrote.
     """
-    read = {name for spec, _ in wiring for name in spec.inputs} | set(channels_of(WorkflowOutput))
+    read = {name for spec, _ in wiring for name in spec.inputs} | set(returned)
     for spec, _ in wiring:
         if spec.branch is not None or spec.starts_over or set(ends[spec.name]) <= {END}:
             continue
@@ -209,8 +209,9 @@ def check_outputs_read(
             raise WiringError(
                 f"node {spec.name!r} writes {unread}, which no node reads: nothing after it "
                 f"would see its work; name the nodes whose agents read it, "
-                f"@node({spec.name!r}, ..., read_by=('<node>',)), or add it to a reading "
-                "node's input schema"
+                f"@node({spec.name!r}, ..., read_by=('<node>',)), add it to a reading "
+                "node's input schema, or return it to the caller (WorkflowOutput, in the "
+                "wiring's module)"
             )
 
 

@@ -259,9 +259,19 @@ def test_a_budget_spent_by_publishing_skips_a_node_after_it_and_keeps_the_articl
 ) -> None:
     route = detour(route_after_finalize, STOP, via="after_publish")
     wiring = (*rerouted(WIRING, finalize, route), (after_publish, STOP))
+    with Workflow(settings, wiring=wiring) as plain:
+        plain.run(OBJECTIVE, "t-path")
+        path = nodes_run(plain, "t-path")
+        # every agent from the writer on spends, so the budget runs out just before publishing,
+        # whatever nodes a project put between the writer and finalize
+        spenders = {
+            name: None
+            for name in path[path.index("writer") : path.index("finalize")]
+            if name in plain.context.agents
+        }
     with (
         Workflow(settings, wiring=wiring) as plain,
-        Workflow(settings, wiring=wiring, context=costly(plain, "writer", "reviewer")) as workflow,
+        Workflow(settings, wiring=wiring, context=costly(plain, *spenders)) as workflow,
     ):
         workflow.run(OBJECTIVE, "t-measure")
         assert passes(nodes_run(workflow, "t-measure"), "finalize", "after_publish")

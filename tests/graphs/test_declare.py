@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -46,7 +46,7 @@ from graphs import (
     node,
 )
 from graphs.agents import from_channel
-from graphs.errors import Omitted
+from graphs.errors import Omitted, TransientError
 from graphs.human import ask, pause_request, recorded, request_in
 from graphs.pauses import Action, Pause
 from graphs.routing import STOP
@@ -283,3 +283,36 @@ def test_an_agent_output_breaking_its_contract_is_charged_and_repaired(tmp_path:
 def test_a_terminal_node_may_not_declare_an_agent_that_could_spend_past_the_budget() -> None:
     with pytest.raises(TypeError, match=r"'late_tally' is terminal and declares an agent"):
         node("late_tally", reads=TallyInput, writes=TallyOutput, agent=CountingAgent, terminal=True)
+
+
+class Busy(TransientError):
+    """An agent's failure that says what it had spent, as model-backed agents' errors do."""
+
+    usage = Usage(tokens=30)
+
+
+class Flaky:
+    """Fails once, having spent 30 tokens, then counts."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    def run(self, request: CountRequest) -> AgentOutput[WordTally]:
+        if not self.failed:
+            self.failed = True
+            raise Busy("the model is busy")
+        return AgentOutput(WordTally(words=4), usage=Usage(tokens=5))
+
+
+@node("patient_tally", reads=TallyInput, writes=TallyOutput, agent=CountingAgent)
+def patient_tally(call: NodeCall) -> dict[str, Any]:
+    """Catches its agent's failure and asks again: both runs are the attempt's cost."""
+    try:
+        return {"tally": call.delegate(CountRequest, "tally")}
+    except Busy:
+        return {"tally": call.delegate(CountRequest, "tally")}
+
+
+def test_a_failed_agent_run_the_body_caught_is_charged_all_the_same(tmp_path: Path) -> None:
+    [ran] = audited(patient_tally, cast(Any, Flaky()), tmp_path)
+    assert ran.status == "succeeded" and ran.usage.tokens == 35

@@ -24,7 +24,7 @@ from app.settings import Settings
 from app.storage.backends import UnsupportedDatabaseUrl, artifact_store_for
 from app.workflow import Workflow
 from contracts import HumanDecision, RunOutcome, TaskSpec, TaskState
-from graphs import workflow_channels
+from graphs import WorkflowInput, WorkflowOutput, workflow_channels
 from graphs.boundary import validate_channel
 from graphs.human import request_in
 from tests.conftest import OBJECTIVE
@@ -84,11 +84,11 @@ def test_studio_gets_the_input_output_and_context_schemas(served_folder: Path) -
     """
     graph = server.served_graph()
     given = graph.get_input_jsonschema()
-    assert set(given["properties"]) == {"task", "revision"}  # a revision: a later run's input
+    assert set(given["properties"]) == set(WorkflowInput.__annotations__)  # a revision too
     assert "reason" in given["$defs"]["TaskRevision"]["required"]
     assert "objective" in given["$defs"]["TaskSpec"]["required"]
     returned = graph.get_output_jsonschema()
-    assert set(returned["properties"]) == {"outcome", "research", "draft", "review"}
+    assert set(returned["properties"]) == set(WorkflowOutput.__annotations__)
     assert "RunOutcome" in returned["$defs"]
     chosen = graph.get_context_jsonschema()
     assert chosen is not None
