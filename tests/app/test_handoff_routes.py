@@ -37,7 +37,7 @@ def stop_before(workflow: Workflow, thread_id: str, node: str, corpus: Path, pol
         durability="sync",
         interrupt_before=[node],
     )
-    assert workflow.status(thread_id).next_nodes == (node,)
+    assert node in workflow.status(thread_id).next_nodes, "stopped before it (maybe beside others)"
 
 
 def walked(workflow: Workflow, *edges: tuple[str, str]) -> None:

@@ -221,7 +221,9 @@ def test_an_accepted_edit_before_finalize_is_reviewed_never_published_unreviewed
     article = workflow.artifact("t-accept-empty", "article").decode()
     assert article != body and CITATION.search(article), "the empty edit was not published"
     nodes = [run.node_id for run in workflow.history("t-accept-empty") if run.status == "succeeded"]
-    assert nodes[nodes.index("stale_decision") :][:3] == ["stale_decision", "reviewer", "writer"]
+    after = nodes[nodes.index("stale_decision") :]
+    first = passes(after, "stale_decision", "reviewer", "writer")[:3]
+    assert first == ["stale_decision", "reviewer", "writer"], "reviewed, then written again"
 
 
 def test_an_edit_that_is_not_text_is_refused_and_the_thread_keeps_its_draft(
