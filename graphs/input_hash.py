@@ -125,6 +125,8 @@ def task_view(spec: NodeSpec, task: TaskSpec, state: Mapping[str, Any]) -> Any:
     """
     if spec.task_view is None:
         return whole_task(task, None)
+    if spec.branch is None:  # only a branch task is handed a ``branch``
+        return spec.task_view(task, None)
     branch = state.get("branch")
     key = None if branch is None else validate_as(spec.name, "branch", branch, BranchTask).key
     return spec.task_view(task, key)

@@ -26,9 +26,9 @@ from graphs.errors import ContractViolation, SourceRefused
 from graphs.node_runner import SEALED, record_event
 from graphs.ports import StepInfo
 from graphs.research_holds import record_reused
-from graphs.routing import STOP, detour
-from tests.conftest import OBJECTIVE, passes
+from tests.conftest import OBJECTIVE, nodes_run, passes
 from tests.graphs.test_declare import WordTally
+from tests.placing import with_extension
 from tests.routes import check_handoffs_follow_the_route
 
 QUESTION = "What does the stone contain?"
@@ -304,11 +304,11 @@ def test_an_envelope_of_an_older_task_version_is_never_consumed(workflow: Workfl
     completed(workflow, "t-rev-stale", constraints={"max_words": 300})
     config = workflow.config("t-rev-stale")
     old = workflow.state("t-rev-stale")["handoff"]
+    path = nodes_run(workflow, "t-rev-stale")
+    before_writer = path[path.index("writer") - 1]  # the node whose route hands the Writer on
     workflow.revise("t-rev-stale", {"max_words": 150, "reason": "shorter"})
     stale = old.model_copy(update={"next_allowed_action": "writer"})
-    workflow.graph.update_state(
-        config, {"handoff": stale, "outcome": None}, as_node="approve_research"
-    )
+    workflow.graph.update_state(config, {"handoff": stale, "outcome": None}, as_node=before_writer)
     with pytest.raises(ContractViolation, match=r"envelope for task v1 .* task is v2"):
         workflow.graph.invoke(None, config, context=workflow.context)
 
@@ -429,19 +429,16 @@ class TallyWrites(TypedDict, total=False):
     tally: WordTally | None
 
 
-@declare_node("tally_article", reads=TallyReads, writes=TallyWrites, terminal=True)
+@declare_node("tally_article", reads=TallyReads, writes=TallyWrites, read_by=("reviewer",))
 def tally_article(state: TallyReads) -> TallyWrites:
-    """A node added after publishing, whose channel no list in the template names."""
+    """A node a project added, whose channel no list in the template names."""
     return {"tally": WordTally(words=state["task"].task_version)}
 
 
 def test_a_revision_clears_what_a_node_added_to_the_wiring_wrote_for_the_old_task(
     settings: Settings,
 ) -> None:
-    wiring = tuple(
-        (spec, detour(route, STOP, via="tally_article") if spec.name == "finalize" else route)
-        for spec, route in WIRING
-    ) + ((tally_article, STOP),)
+    wiring = with_extension(WIRING, (tally_article, "reviewer"), via="tally_article")
     with Workflow(settings, wiring=wiring) as workflow:
         completed(workflow, "t-rev-added")
         assert workflow.state("t-rev-added")["tally"] == WordTally(words=1)

@@ -7,18 +7,20 @@ import importlib.machinery
 import sys
 import types
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import DraftArticle, Handoff, TaskSpec
-from graphs import WIRING, NodeCall, NodeResult, NodeSpec
+from graphs import WIRING, NodeCall, NodeResult, NodeSpec, node
 from graphs.errors import ContractViolation, Omitted
 from graphs.input_hash import code_version, input_hash
 from graphs.node_runner import NodeCall as RunnerCall
+from graphs.routing import STOP, RouteState
 from tests.contracts.examples import EXAMPLES
+from tests.graphs.test_omissions import Nothing, TaskOnly, run
 
 SPECS = {spec.name: spec for spec, _ in WIRING}
 
@@ -171,3 +173,22 @@ def test_code_with_no_source_file_is_hashed_by_its_name(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "typed_in", typed_in)
     exec(compile("class Agent:\n    pass\n", "<stdin>", "exec"), typed_in.__dict__)
     assert code_version(typed_in.Agent()) == "typed_in.Agent:unread"
+
+
+def test_a_task_view_on_a_node_outside_a_branch_is_called_without_a_key(tmp_path: Any) -> None:
+    """Only a branch task is handed a ``branch``; any node may narrow what of the task it uses."""
+    seen: list[str | None] = []
+
+    def objective_only(task: TaskSpec, key: str | None) -> str:
+        seen.append(key)
+        return task.objective
+
+    @node("narrow", reads=TaskOnly, writes=Nothing, task_view=objective_only)
+    def narrow(call: NodeCall) -> NodeResult:
+        return NodeResult({})
+
+    def ends(state: RouteState) -> Literal["__end__"]:  # reads its own channels, not all
+        return STOP
+
+    run(((narrow, ends),), tmp_path, "t-narrow")
+    assert seen == [None]
