@@ -54,8 +54,10 @@ Fingerprint = Callable[[Any, Any], str]
 TaskView = Callable[[TaskSpec, str | None], Any]
 RequestT = TypeVar("RequestT")
 
-BranchKeys = Callable[[Mapping[str, Any]], list[str]]
-"""The keys a fan-out starts one branch task for, from the state it fans out from."""
+BranchKeys = Callable[..., list[str]]
+"""The keys a fan-out starts one branch task for, from the state it fans out from; given
+LangGraph's ``runtime`` too if it takes one, as a LangGraph edge is (its ``context`` the
+run's services: keys read from an artifact in the store, say)."""
 
 FAULT_POINTS = (
     "start",
@@ -237,11 +239,18 @@ class NodeSpec(Declaration):
 
     @property
     def inputs(self) -> dict[str, Channel]:
-        """The channels read, with their contracts (a branch's key, a join's results too)."""
+        """The channels read, with their contracts (a branch's key, a join's results too).
+
+        A join also reads what its branch nodes read: it asks their keys functions which
+        results to wait for, from the state their fan-out saw.
+        """
         found = dict(channels_of(self.reads))
         if self.branch is not None:
             found.update(channels_of(BranchInput))
+        for branch in self.joins:
+            found.update((name, c) for name, c in branch.inputs.items() if name not in found)
         if self.joins:
+            found.pop("branch", None)
             found.update(channels_of(JoinInput))
         return found
 
@@ -442,7 +451,7 @@ class NodeCall:
                     branch.outputs,
                 ),
             )
-            for key, result in branch_results(self.spec, branch, self.state).items()
+            for key, result in branch_results(self.spec, branch, self.state, self.runtime).items()
         ]
 
     def accept(self, channel: str, value: Any) -> Any:
@@ -536,12 +545,24 @@ def json_or_none(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def keys_of(
+    branch: NodeSpec, state: Mapping[str, Any], runtime: Runtime[RunContext] | None
+) -> list[str]:
+    """The keys ``branch`` fans out to from this state (and the runtime, if it takes one)."""
+    assert branch.branch is not None
+    if takes_runtime(branch.branch):
+        return branch.branch(state, runtime=runtime)
+    return branch.branch(state)
+
+
 def branch_results(
-    join: NodeSpec, branch: NodeSpec, state: Mapping[str, Any]
+    join: NodeSpec,
+    branch: NodeSpec,
+    state: Mapping[str, Any],
+    runtime: Runtime[RunContext] | None,
 ) -> dict[str, BranchResult]:
     """The latest result of each branch ``branch`` fans out to from this state, by key."""
-    assert branch.branch is not None
-    keys = branch.branch(state)
+    keys = keys_of(branch, state, runtime)
     results = read(state, "branches", BranchResults, node=join.name)
     found = results.of(branch.name) if results else {}
     missing = [key for key in keys if key not in found]
@@ -557,7 +578,7 @@ def branch_results(
 
 
 @functools.cache
-def takes_runtime(body: NodeBody) -> bool:
+def takes_runtime(body: Callable[..., Any]) -> bool:
     """Whether a body takes LangGraph's runtime: a parameter named so, as LangGraph reads it."""
     return "runtime" in inspect.signature(body).parameters
 

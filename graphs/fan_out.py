@@ -15,14 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
+from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Send
 
 from contracts import BranchTask
-from graphs.declare import NodeSpec
-from graphs.node_runner import Router, on_route, state_type
+from graphs.context import RunContext
+from graphs.declare import NodeSpec, keys_of
+from graphs.node_runner import ContextFactory, Router, on_route, resolve_context, state_type
 from graphs.wiring import targets
 
-Edge = Callable[[Mapping[str, Any]], Any]
+Edge = Callable[..., Any]
 
 
 class EmptyFanOut(ValueError):
@@ -38,10 +40,11 @@ def one_task(state: Mapping[str, Any]) -> list[str]:
     return ["one"]
 
 
-def branch_keys(spec: NodeSpec, state: Mapping[str, Any]) -> list[str]:
+def branch_keys(
+    spec: NodeSpec, state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
+) -> list[str]:
     """The keys the fan-out to branch node ``spec`` starts one task each for."""
-    assert spec.branch is not None
-    keys = spec.branch(state)
+    keys = keys_of(spec, state, runtime)
     if not keys:
         raise EmptyFanOut(f"the fan-out to {spec.name!r} found no branch key in this state")
     if len(set(keys)) != len(keys):
@@ -54,7 +57,9 @@ def spends(spec: NodeSpec) -> bool:
     return spec.agent is not None or bool(spec.tools)
 
 
-def branch_sends(specs: list[NodeSpec], state: Mapping[str, Any]) -> list[Send]:
+def branch_sends(
+    specs: list[NodeSpec], state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
+) -> list[Send]:
     """One task per key of each branch node in ``specs``, each with the inputs it declares.
 
     Every task learns how many the fan-out started that can spend, and which nodes: it may
@@ -70,15 +75,15 @@ def branch_sends(specs: list[NodeSpec], state: Mapping[str, Any]) -> list[Send]:
                 "branch": task,
             },
         )
-        for spec, task in branch_tasks(specs, state)
+        for spec, task in branch_tasks(specs, state, runtime)
     ]
 
 
 def branch_tasks(
-    specs: list[NodeSpec], state: Mapping[str, Any]
+    specs: list[NodeSpec], state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
 ) -> list[tuple[NodeSpec, BranchTask]]:
     """The task of each key of each branch node in ``specs``, as one fan-out starts them."""
-    keyed = [(spec, branch_keys(spec, state)) for spec in specs]
+    keyed = [(spec, branch_keys(spec, state, runtime)) for spec in specs]
     tasks = sum(len(keys) for spec, keys in keyed if spends(spec)) or 1
     nodes = [spec.name for spec in specs]
     return [
@@ -91,16 +96,25 @@ def branch_tasks(
 def fanning(
     route: Callable[[Mapping[str, Any]], str | tuple[str, ...]],
     branches: dict[str, NodeSpec],
+    default_context: ContextFactory | None = None,
 ) -> Edge:
-    """The conditional edge for ``route``: each branch node's name becomes its tasks."""
+    """The conditional edge for ``route``: each branch node's name becomes its tasks.
+
+    A keys function that takes LangGraph's runtime gets the run's, its context the run's
+    services, resolved as a node's are (``default_context``).
+    """
 
     def edge(state: Mapping[str, Any]) -> Any:
         chosen = on_route(route, state)
+        if isinstance(chosen, str) and chosen not in branches:
+            return chosen
+        runtime: Runtime[RunContext] | None = get_runtime()  # None in update_state
+        if runtime is not None:
+            runtime = runtime.override(context=resolve_context(runtime, default_context))
         if isinstance(chosen, str):
-            spec = branches.get(chosen)
-            return chosen if spec is None else branch_sends([spec], state)
+            return branch_sends([branches[chosen]], state, runtime)
         check_started_together(getattr(route, "__name__", "edge"), chosen, branches)
-        return branch_sends([branches[target] for target in chosen], state)
+        return branch_sends([branches[target] for target in chosen], state, runtime)
 
     edge.__name__ = getattr(route, "__name__", "edge")
     return edge

@@ -327,7 +327,8 @@ def build_graph(
         runner = run_node(spec, route, default_context, nodes)
         schema = input_schema(spec, route, channels)
         builder.add_node(spec.name, runner, defer=bool(spec.joins), input_schema=schema)
-        edge = fanning(route, branches)
+        edge = fanning(route, branches, default_context)
         builder.add_conditional_edges(spec.name, edge, list(ends[spec.name]))
-    builder.add_conditional_edges(START, fanning(start, branches), list(targets(start)))
+    start_edge = fanning(start, branches, default_context)
+    builder.add_conditional_edges(START, start_edge, list(targets(start)))
     return builder

@@ -274,8 +274,9 @@ def agent_name(ctx: RunContext, spec: NodeSpec) -> str | None:
 
 def visit_update(visit: Visit) -> dict[str, Any]:
     """The update of one visit: the first of the runner's steps that produces one."""
-    if visit.spec.joins and (outcome := stopped_outcome(visit.spec, visit.state)) is not None:
-        return visit.hand_over(NodeResult({"outcome": with_draft(visit, outcome)}))
+    stopped = stopped_outcome(visit.spec, visit.state, visit.runtime) if visit.spec.joins else None
+    if stopped is not None:
+        return visit.hand_over(NodeResult({"outcome": with_draft(visit, stopped)}))
     update = reuse(visit) or over_budget(visit)
     if update is not None:
         return update
@@ -392,7 +393,7 @@ class Visit:
         """Run the body: its result, with the tool calls it made, and the update handed over."""
         result = run_body(call)
         if call.spec.joins and not result.refused:
-            check_merged(call.spec, self.state, call.merged)
+            check_merged(call.spec, self.state, call.merged, self.runtime)
         toolbox = call.opened_tools()
         if toolbox is not None:  # this attempt's tool calls: receipts first, their cost added
             result = replace(
@@ -435,7 +436,7 @@ class Visit:
         if not isinstance(target, str):  # branch nodes of several kinds, side by side
             handoff = handoff.model_copy(update={"next_nodes": list(target)})
         if self.spec.joins:
-            handoff = joined_handoff(self.spec, self.state, handoff)
+            handoff = joined_handoff(self.spec, self.state, handoff, self.runtime)
         update["handoff"] = handoff
         return update
 
@@ -809,7 +810,9 @@ def _worked(run: NodeRun) -> bool:
     return run.status == "succeeded" and not run.reused
 
 
-def stopped_outcome(join: NodeSpec, state: Mapping[str, Any]) -> RunOutcome | None:
+def stopped_outcome(
+    join: NodeSpec, state: Mapping[str, Any], runtime: Runtime[RunContext] | None
+) -> RunOutcome | None:
     """The outcome a join ends the run with when one of its branches had to stop.
 
     Every branch that stopped contributes its errors, in fan-out order; the first one's
@@ -818,7 +821,7 @@ def stopped_outcome(join: NodeSpec, state: Mapping[str, Any]) -> RunOutcome | No
     stops = [
         result.outcome
         for branch in join.joins
-        for result in branch_results(join, branch, state).values()
+        for result in branch_results(join, branch, state, runtime).values()
         if result.outcome is not None
     ]
     if not stops:
@@ -831,7 +834,12 @@ def stopped_outcome(join: NodeSpec, state: Mapping[str, Any]) -> RunOutcome | No
     )
 
 
-def joined_handoff(spec: NodeSpec, state: Mapping[str, Any], handoff: Handoff) -> Handoff:
+def joined_handoff(
+    spec: NodeSpec,
+    state: Mapping[str, Any],
+    handoff: Handoff,
+    runtime: Runtime[RunContext] | None,
+) -> Handoff:
     """A join's envelope lists every branch it waited for, with its inputs and receipts."""
     joined = [
         JoinedBranch(
@@ -842,7 +850,7 @@ def joined_handoff(spec: NodeSpec, state: Mapping[str, Any], handoff: Handoff) -
             tool_receipts=result.handoff.tool_receipts,
         )
         for branch in spec.joins
-        for key, result in branch_results(spec, branch, state).items()
+        for key, result in branch_results(spec, branch, state, runtime).items()
     ]
     receipts = [receipt for item in joined for receipt in item.tool_receipts]
     return handoff.model_copy(
@@ -880,7 +888,12 @@ def as_branch_result(
     return {"branches": BranchResults(results=[result])}
 
 
-def check_merged(join: NodeSpec, state: Mapping[str, Any], merged: set[tuple[str, str]]) -> None:
+def check_merged(
+    join: NodeSpec,
+    state: Mapping[str, Any],
+    merged: set[tuple[str, str]],
+    runtime: Runtime[RunContext] | None,
+) -> None:
     """A join's body read every output its branches produced (else ``Omitted``).
 
     The join's update takes the branches' results out of the state (``consumed``): an
@@ -890,7 +903,7 @@ def check_merged(join: NodeSpec, state: Mapping[str, Any], merged: set[tuple[str
     dropped = sorted(
         (branch.name, channel)
         for branch in join.joins
-        for result in branch_results(join, branch, state).values()
+        for result in branch_results(join, branch, state, runtime).values()
         for channel in result.outputs
         if (branch.name, channel) not in merged
     )

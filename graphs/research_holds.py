@@ -50,8 +50,9 @@ def research_holds(call: NodeCall, task: TaskSpec) -> Held | None:
     if any(kind.task_view is None for kind in kinds):
         return None
     first: dict[str, object] = {channel: None for kind in kinds for channel in kind.inputs}
-    started = branch_tasks(kinds, {**first, "task": task})
-    if [b for _, b in started] != [b for _, b in branch_tasks(kinds, {**first, "task": call.task})]:
+    started = branch_tasks(kinds, {**first, "task": task}, call.runtime)
+    before = branch_tasks(kinds, {**first, "task": call.task}, call.runtime)
+    if [b for _, b in started] != [b for _, b in before]:
         return None
     found: Held = []
     for kind, branch in started:
