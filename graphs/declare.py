@@ -23,9 +23,11 @@ from typing import Any, TypeVar, cast, get_args, get_type_hints
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
+from pydantic import BaseModel
 from typing_extensions import get_protocol_members
 
 from contracts import (
+    ArtifactRef,
     BranchResult,
     BranchResults,
     ResultStatus,
@@ -42,7 +44,7 @@ from graphs.context import RunContext
 from graphs.errors import ContractViolation, HandoffError, Omitted, TransientError
 from graphs.outcomes import run_outcome
 from graphs.pauses import Pause
-from graphs.ports import StepInfo
+from graphs.ports import StepInfo, ref_id
 from graphs.state import BranchInput, JoinInput
 from graphs.tools import Toolbox, ToolEnv
 from graphs.tools.declare import ToolSpec
@@ -577,6 +579,22 @@ def branch_results(
     return {key: found[key] for key in keys}
 
 
+def stored_in(update: Mapping[str, Any]) -> list[str]:
+    """The artifact revisions an update's contracts name at their top level, as audited.
+
+    A body returning its update as a LangGraph node does names what it stored this way,
+    so the audit lists it as a NodeResult's ``artifact_ids`` would.
+    """
+    found: list[str] = []
+    for value in update.values():
+        for name in type(value).model_fields if isinstance(value, BaseModel) else ():
+            held = getattr(value, name)
+            for ref in held if isinstance(held, list) else [held]:
+                if isinstance(ref, ArtifactRef) and ref_id(ref) not in found:
+                    found.append(ref_id(ref))
+    return found
+
+
 @functools.cache
 def takes_runtime(body: Callable[..., Any]) -> bool:
     """Whether a body takes LangGraph's runtime: a parameter named so, as LangGraph reads it."""
@@ -622,7 +640,7 @@ def run_body(call: NodeCall) -> NodeResult:
     finally:
         _STEP.reset(token)
     if isinstance(given, Mapping):
-        given = NodeResult(dict(given))
+        given = NodeResult(dict(given), artifact_ids=stored_in(given))
     if isinstance(given, NodeResult):
         usage, receipts = call.agent_spent()
         return replace(given, usage=given.usage + usage, receipts=[*receipts, *given.receipts])

@@ -46,7 +46,11 @@ def branch_keys(
     """The keys the fan-out to branch node ``spec`` starts one task each for."""
     keys = keys_of(spec, state, runtime)
     if not keys:
-        raise EmptyFanOut(f"the fan-out to {spec.name!r} found no branch key in this state")
+        raise EmptyFanOut(
+            f"the fan-out to {spec.name!r} found no branch key in this state: nothing would "
+            "run and the run would stop; give its keys function a key for the case (one task "
+            "that handles nothing to do), or route around the branch when there is no work"
+        )
     if len(set(keys)) != len(keys):
         raise EmptyFanOut(f"the fan-out to {spec.name!r} gave a key twice: {keys}")
     return keys

@@ -50,6 +50,7 @@ from graphs.errors import Omitted, TransientError
 from graphs.human import ask, pause_request, recorded, request_in
 from graphs.pauses import Action, Pause
 from graphs.routing import STOP
+from tests.graphs.test_fan_out import Lines
 from tests.graphs.test_omissions import run
 
 
@@ -316,3 +317,23 @@ def patient_tally(call: NodeCall) -> dict[str, Any]:
 def test_a_failed_agent_run_the_body_caught_is_charged_all_the_same(tmp_path: Path) -> None:
     [ran] = audited(patient_tally, cast(Any, Flaky()), tmp_path)
     assert ran.status == "succeeded" and ran.usage.tokens == 35
+
+
+class StoredOutput(TypedDict, total=False):
+    lines: Lines | None
+
+
+@node("store_lines", reads=TallyInput, writes=StoredOutput, stores_artifacts=True)
+def store_lines(state: TallyInput, runtime: Runtime[RunContext]) -> StoredOutput:
+    """Stores a text and returns its reference, as a plain LangGraph node would."""
+    name = get_step_info().artifact_id("lines")
+    ref = runtime.context.store.put(name, "notes", b"one\ntwo\n", "text/plain")
+    return {"lines": Lines(body=ref)}
+
+
+def test_what_a_plain_body_stored_is_audited_from_the_references_it_returns(
+    tmp_path: Path,
+) -> None:
+    [ran] = audited(store_lines, Counting(tokens=0), tmp_path)
+    [stored] = ran.artifact_ids
+    assert stored.endswith("-lines@1") and "t-charged" in stored
