@@ -177,7 +177,7 @@ class Declaration:
     of at the wiring's first node (``revise_task`` starts on a ``revision``)."""
     starts_over: bool = False
     """Starts the task over: ``build_graph`` adds every channel another node writes to its
-    writes (``graphs.wiring.contribute_reads``), so it clears what the old task's run
+    writes (``graphs.wiring.starting_over``), so it clears what the old task's run
     derived, a node added later included, with no list to keep up."""
     tools: tuple[ToolSpec, ...] = ()
     """The tools its body and agent may call (``NodeCall.tools``); any other is refused.

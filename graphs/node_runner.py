@@ -659,10 +659,10 @@ class Attempt:
         if self.call is not None and result is None:
             spent, receipts = self.call.agent_spent()
             usage = (usage or Usage()) + spent
-        toolbox = self.call.opened_tools() if self.call and result is None else None
-        if toolbox is not None:
-            usage = toolbox.charged(usage or Usage())
-            receipts = [*toolbox.receipts, *receipts]
+            toolbox = self.call.opened_tools()
+            if toolbox is not None:
+                usage = toolbox.charged(usage)
+                receipts = [*toolbox.receipts, *receipts]
         final = self.record.model_copy(
             update={
                 "status": "failed" if error else "succeeded",

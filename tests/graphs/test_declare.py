@@ -37,20 +37,18 @@ from contracts import (
 )
 from graphs import (
     AgentOutput,
-    ArtifactStore,
     NodeCall,
     RunContext,
-    StepInfo,
     build_graph,
     get_step_info,
     node,
 )
-from graphs.agents import from_channel
 from graphs.errors import Omitted, TransientError
 from graphs.human import ask, pause_request, recorded, request_in
 from graphs.pauses import Action, Pause
 from graphs.routing import STOP
 from tests.graphs.test_fan_out import Lines
+from tests.graphs.test_omissions import ToollessRequest as CountRequest
 from tests.graphs.test_omissions import run
 
 
@@ -213,13 +211,6 @@ def test_a_body_written_as_a_langgraph_node_pauses_and_records_the_typed_decisio
 def test_asking_for_the_step_outside_a_body_says_so() -> None:
     with pytest.raises(RuntimeError, match=r"get_step_info\(\) is called from outside a node"):
         get_step_info()
-
-
-@dataclass(frozen=True)
-class CountRequest:
-    task: TaskSpec = field(metadata=from_channel("task"))
-    store: ArtifactStore = field()
-    step: StepInfo = field()
 
 
 @runtime_checkable

@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 from contracts import ArtifactRef, TaskSpec, VersionedContract
 from graphs import NodeCall, NodeResult, RunContext, build_graph, no_task, node
 from graphs.routing import STOP
-from tests.graphs.test_omissions import run
+from tests.graphs.test_omissions import TaskOnly, run
 
 TEXT = "alpha beta\ngamma\ndelta epsilon zeta\n"
 
@@ -43,10 +43,6 @@ class WordsCounted(VersionedContract):
     kind: Literal["words_counted"] = Field(default="words_counted", description="Discriminator.")
     lines: int = Field(ge=0, description="Lines counted.")
     words: int = Field(ge=0, description="Words in all of them.")
-
-
-class TaskOnly(TypedDict):
-    task: TaskSpec
 
 
 class LinesOutput(TypedDict, total=False):
