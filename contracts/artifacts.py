@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 from pydantic.config import JsonDict
 
 from contracts.base import Identifier, Sha256Hex, VersionedContract
@@ -23,8 +23,10 @@ def example_ref(kind: str, artifact_id: str) -> JsonDict:
     }
 
 
-ArtifactKind = Literal["source", "notes", "draft", "review", "article", "human"]
-"""What an artifact is; the first segment of its URI."""
+ArtifactKind = Annotated[str, StringConstraints(pattern=r"^[a-z]+$", max_length=40)]
+"""What an artifact is, the first segment of its URI: lower-case letters. The shipped nodes
+store ``source``, ``notes``, ``draft``, ``review``, ``article`` and ``human``; a node a
+project adds names its own, with no list to extend."""
 
 
 class ArtifactRef(VersionedContract):

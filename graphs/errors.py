@@ -96,6 +96,18 @@ class IntegrityError(ArtifactError):
     exit_code = ExitCode.INTEGRITY
 
 
+class StaleInput(HandoffError):
+    """An input a node was handed changed or went away before the node read it.
+
+    Raised at the boundary for artifacts of channels the task's ``on_stale`` policy does not
+    route (``graphs.freshness.OWN_RULES``): nothing was consumed and the thread waits at
+    the step, for the revision it was handed to be restored, or for a revision of the task.
+    """
+
+    code = ErrorCode.STALE_INPUT
+    exit_code = ExitCode.INTEGRITY
+
+
 class MissingContext(HandoffError, RuntimeError):
     """A node ran without the runtime services it needs."""
 

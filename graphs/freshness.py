@@ -7,6 +7,12 @@ store, and the source's current bytes where it was read from.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterator, Mapping
+from typing import Any, get_args
+
+from pydantic import BaseModel
+
 from contracts import (
     ArtifactRef,
     DraftArticle,
@@ -16,12 +22,57 @@ from contracts import (
     RefStatus,
     ResearchBundle,
 )
-from graphs.errors import SourceRefused
+from graphs.errors import IntegrityError, SourceRefused, StaleInput
 from graphs.ports import ArtifactStore, SourceProbe, scoped_artifact_id
 
 RESEARCH, DRAFT = "research", "draft"
 """The state channel each checked input was handed over in (a check's ``producer``)."""
 SEVERITY: dict[RefStatus, int] = {"fresh": 0, "stale": 1, "missing": 2, "tampered": 3}
+OWN_RULES = frozenset({RESEARCH, DRAFT, "handoff", "decisions", "outcome", "branches"})
+"""Channels whose artifact references follow rules of their own: research's and the draft's
+are checked by ``graphs.stale.guard`` under the task's ``on_stale`` policy; the envelope's
+are the pins themselves; a person's evidence and a run's recorded end are records; a
+branch's results are its join's to merge. A reference in any other channel, a contract a
+project adds included, is pinned in the envelope and checked before a node reads it
+(``refuse_changed``)."""
+
+
+@functools.cache
+def may_hold_refs(kind: type[BaseModel]) -> bool:
+    """Whether a contract's fields can reach an ``ArtifactRef`` (asked once per class)."""
+    if issubclass(kind, ArtifactRef):
+        return True
+
+    def reaches(annotation: Any) -> bool:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return annotation is not kind and may_hold_refs(annotation)
+        return any(reaches(arg) for arg in get_args(annotation))
+
+    return any(reaches(field.annotation) for field in kind.model_fields.values())
+
+
+def refs_in(value: Any) -> Iterator[ArtifactRef]:
+    """Every artifact reference inside a contract value, in field order, however deep."""
+    if isinstance(value, ArtifactRef):
+        yield value
+    elif isinstance(value, BaseModel):
+        if may_hold_refs(type(value)):
+            for name in type(value).model_fields:
+                yield from refs_in(getattr(value, name))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from refs_in(item)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from refs_in(item)
+
+
+def refs_of(state: Mapping[str, Any]) -> Iterator[tuple[str, ArtifactRef]]:
+    """Each reference in the channels of ``state`` outside ``OWN_RULES``, with its channel."""
+    for channel in state:
+        if channel not in OWN_RULES:
+            for ref in refs_in(state[channel]):
+                yield channel, ref
 
 
 def check_artifact(
@@ -147,6 +198,47 @@ def check_inputs(
         checked=len(checks),
         checks=problems,
         round=rounds if verdict != "fresh" else 0,
+    )
+
+
+def refuse_changed(
+    node: str, inputs: Mapping[str, Any], store: ArtifactStore, thread_id: str
+) -> None:
+    """Refuse a node's inputs when an artifact they reference is not the one handed over.
+
+    ``inputs`` are the channels the node reads, validated. Only research and the draft have
+    producers the task's ``on_stale`` policy routes back to; for any other reference a
+    changed, missing or foreign artifact stops the node before its body: nothing is
+    consumed, and the thread waits at this step.
+    """
+    found = list(refs_of(inputs))
+    owned = scoped_artifact_id(thread_id, "")
+    foreign = [
+        f"{channel} {ref.uri}" for channel, ref in found if not ref.artifact_id.startswith(owned)
+    ]
+    if foreign:
+        raise IntegrityError(
+            f"{node} refused its inputs: {', '.join(foreign)} is not this thread's artifact "
+            f"(the ids of thread {thread_id!r} start {owned!r}); nothing was consumed"
+        )
+    checks = [
+        check_artifact(f"{channel} {ref.uri}@{ref.revision}", channel, ref, store)
+        for channel, ref in found
+    ]
+    problems = [check for check in checks if check is not None]
+    if not problems:
+        return
+    described = "; ".join(f"{check.name}: {check.status}" for check in problems)
+    if any(check.status == "tampered" for check in problems):
+        raise IntegrityError(
+            f"{node} refused its inputs: {described}; nothing was consumed and the thread "
+            "waits at this step: restore the stored bytes and resume it, or cancel it"
+        )
+    raise StaleInput(
+        f"{node} refused its inputs: {described}; they changed since they were handed over "
+        "and nothing was consumed. The thread waits at this step: revise the task so their "
+        "producer runs again, or cancel it (the task's on_stale policy routes changes of "
+        f"{RESEARCH} and the {DRAFT} only)"
     )
 
 

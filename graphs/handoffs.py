@@ -22,12 +22,12 @@ from contracts import (
     Handoff,
     Question,
     ResearchBundle,
-    ReviewResult,
     RunOutcome,
     TaskSpec,
     ToolReceipt,
 )
 from graphs.boundary import read, require
+from graphs.freshness import refs_of
 from graphs.ports import StepInfo
 
 if TYPE_CHECKING:
@@ -109,15 +109,18 @@ def open_questions(bundle: ResearchBundle | None, log: DecisionLog | None) -> li
 def handed_artifacts(
     state: Mapping[str, Any], node: str, bundle: ResearchBundle | None
 ) -> list[ArtifactRef]:
-    """Every artifact the state references, at the revision it pins (``bundle``: read)."""
+    """Every artifact the state references, at the revision it pins (``bundle``: read).
+
+    Besides research's, the draft's and the published article, every reference in any other
+    channel (``refs_of``: a contract a project adds too), each revision once.
+    """
     draft = read(state, "draft", DraftArticle, node=node)
-    review = read(state, "review", ReviewResult, node=node)
     outcome = read(state, "outcome", RunOutcome, node=node)
     refs = list(bundle.artifact_refs) if bundle else []
     refs += [draft.body] if draft else []
-    refs += [review.report] if review and review.report else []
+    refs += [ref for _, ref in refs_of(state)]
     refs += [outcome.article] if outcome and outcome.article else []
-    return refs
+    return list({(ref.artifact_id, ref.revision): ref for ref in refs}.values())
 
 
 def derive_handoff(

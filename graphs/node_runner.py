@@ -79,6 +79,7 @@ from graphs.declare import (
     wait_before,
 )
 from graphs.errors import ContractViolation, MissingContext, Omitted, TransientError
+from graphs.freshness import OWN_RULES, refuse_changed
 from graphs.handoffs import ENVELOPE_READS, derive_handoff
 from graphs.input_hash import hash_of, input_digests
 from graphs.outcomes import run_outcome
@@ -280,6 +281,12 @@ def visit_update(visit: Visit) -> dict[str, Any]:
     update = reuse(visit) or over_budget(visit)
     if update is not None:
         return update
+    inputs = {
+        channel: read(visit.state, channel, declared.contract, node=visit.spec.name)
+        for channel, declared in visit.spec.inputs.items()
+        if channel not in OWN_RULES
+    }
+    refuse_changed(visit.spec.name, inputs, visit.ctx.store, visit.step.thread_id)
     return pause(visit) if visit.spec.pauses else attempts(visit)
 
 

@@ -300,7 +300,7 @@ def test_invalid_kind_or_media_type_is_refused_before_writing(
 ) -> None:
     store = harness.store
     with pytest.raises(ValueError):
-        store.put("t1-draft", "bogus", b"x", MD)  # type: ignore[arg-type]
+        store.put("t1-draft", "Not a kind", b"x", MD)
     with pytest.raises(ValueError):
         store.put("t1-draft", "draft", b"x", "not a media type")
     assert harness.untouched()
@@ -527,7 +527,7 @@ def test_parse_artifact_uri_splits_kind_and_id() -> None:
         "artifact://draft/../x",
         "artifact://draft/a/b",
         "artifact://Draft/t1",
-        "artifact://bogus/t1",
+        "artifact://dr4ft/t1",
         "artifact:///t1",
         "artifact://draft/.hidden",
         "artifact://draft/a..b",
