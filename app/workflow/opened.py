@@ -65,7 +65,7 @@ class Opened:
         self._glance: tuple[GlanceSaver, Graph] | None = None
 
     def open(self) -> None:
-        """Open the checkpointer and compile the graph with it."""
+        """Open the checkpointer and compile the graph with it and LangGraph's store."""
         if self._stack is not None:
             return
         stack = ExitStack()
@@ -78,7 +78,9 @@ class Opened:
                 stack.close()
                 raise
             self._stack = stack
-            self._graph = build_graph(wiring=self.wiring).compile(checkpointer=self._backend.saver)
+            self._graph = build_graph(wiring=self.wiring).compile(
+                checkpointer=self._backend.saver, store=self._backend.langgraph_store
+            )
 
     def close(self) -> None:
         """Release the checkpointer's connections."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
 from app.errors import DatabaseUnavailable
 from app.settings import Settings
@@ -27,6 +29,7 @@ from app.storage.artifacts import (
 )
 from app.storage.checkpointing import SingleWriterSaver
 from app.storage.encryption import KeyRing, check_keys, key_ring
+from app.storage.langgraph_store import SealedStore
 from app.storage.ledger import RunLedgerBackend
 from app.storage.ledger.base import SqlRunLedger
 from app.storage.locks import ThreadLock
@@ -58,6 +61,9 @@ class Backend:
     lock: ThreadLock
     pool: Any | None = None
     """The PostgreSQL connection pool the saver, audit and artifacts share."""
+    langgraph_store: BaseStore | None = None
+    """LangGraph's long-term store (``runtime.store``), beside the checkpoints; None when
+    opened read-only (``app.storage.langgraph_store``)."""
 
     @property
     def where(self) -> str:
@@ -221,6 +227,15 @@ class StorageBackend(ABC):
         """Blobs in the artifact folder; the histories too, unless the backend keeps them."""
         return FilesystemArtifactStore(settings.resolved_artifact_dir())
 
+    def langgraph_store(
+        self, settings: Settings, stack: contextlib.ExitStack, pool: Any | None
+    ) -> BaseStore:
+        """LangGraph's long-term store where the checkpoints are; ``stack`` closes it.
+
+        Here: in this process, as the checkpoints of ``memory://`` are.
+        """
+        return InMemoryStore()
+
     def failure(self, error: BaseException, settings: Settings) -> HandoffError | None:
         """The project's error for a storage failure under these settings, else None.
 
@@ -266,6 +281,7 @@ class StorageBackend(ABC):
         stack.callback(store.close)
         lock = self.lock(url, settings)
         stack.callback(lock.close)
+        kept = None if read_only else self.langgraph_store(settings, stack, pool)
         return Backend(
             url=url,
             saver=SingleWriterSaver(inner, lock.writer),
@@ -273,6 +289,7 @@ class StorageBackend(ABC):
             store=store,
             lock=lock,
             pool=pool,
+            langgraph_store=SealedStore(kept, keys) if kept and keys else kept,
         )
 
     async def _prepare(self, url: str) -> None:

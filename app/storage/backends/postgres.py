@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from app.errors import DatabaseUnavailable
 from app.settings import Settings
@@ -19,6 +20,7 @@ from app.storage.artifacts import PostgresArtifactStore
 from app.storage.artifacts.postgres import POSTGRES_SCHEMA as ARTIFACT_SCHEMA
 from app.storage.backends.base import ArtifactStoreBackend, Backend, StorageBackend
 from app.storage.encryption import KEY_TABLE, KeyRing, key_ring
+from app.storage.langgraph_store import PostgresStoreOnFirstUse
 from app.storage.ledger import RunLedgerBackend
 from app.storage.ledger.postgres import POSTGRES_SCHEMA as LEDGER_SCHEMA
 from app.storage.ledger.postgres import PostgresRunLedger
@@ -180,6 +182,12 @@ class PostgresBackend(StorageBackend):
                 raise
             raise unavailable(url, error) from error
         return saver, pool
+
+    def langgraph_store(
+        self, settings: Settings, stack: contextlib.ExitStack, pool: Any | None
+    ) -> BaseStore:
+        """LangGraph's ``PostgresStore`` on the backend's pool, its tables made on first use."""
+        return PostgresStoreOnFirstUse(pool)
 
     def tables(self, backend: Backend) -> list[str]:
         """The tables in the URL's schema."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from app.settings import Settings
 from app.storage import sqlite_files
@@ -23,6 +24,7 @@ from app.storage.backends.base import (
 from app.storage.backends.sqlite_saver import BlobSqliteSaver
 from app.storage.backends.sqlite_saver_sql import READ_TABLES
 from app.storage.encryption import KEY_TABLE, KeyRing
+from app.storage.langgraph_store import sqlite_store
 from app.storage.ledger import RunLedgerBackend
 from app.storage.ledger.sqlite import SqliteRunLedger
 from app.storage.locks import FileThreadLock, ThreadLock
@@ -79,6 +81,16 @@ class SqliteBackend(StorageBackend):
             yield saver
         finally:
             conn.close()
+
+    def langgraph_store(
+        self, settings: Settings, stack: contextlib.ExitStack, pool: Any | None
+    ) -> BaseStore:
+        """LangGraph's ``SqliteStore`` in the checkpoints' file, its tables made on first use."""
+        store, conn = sqlite_store(
+            sqlite_path(settings.resolved_database_url()), settings.database_timeout
+        )
+        stack.callback(conn.close)
+        return store
 
     def _storage(
         self,
