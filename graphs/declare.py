@@ -41,7 +41,7 @@ from graphs.agents import CONTRIBUTED, TOOLS, AgentOutput, request_channels
 from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
-from graphs.errors import ContractViolation, HandoffError, Omitted, TransientError
+from graphs.errors import ContractViolation, EmptyFanOut, HandoffError, Omitted, TransientError
 from graphs.outcomes import run_outcome
 from graphs.pauses import Pause
 from graphs.ports import StepInfo, ref_id
@@ -550,11 +550,24 @@ def json_or_none(text: str | None) -> Any:
 def keys_of(
     branch: NodeSpec, state: Mapping[str, Any], runtime: Runtime[RunContext] | None
 ) -> list[str]:
-    """The keys ``branch`` fans out to from this state (and the runtime, if it takes one)."""
+    """The keys ``branch`` fans out to from this state (and the runtime, if it takes one).
+
+    None, or one twice, is refused: nothing would run and the run would stop.
+    """
     assert branch.branch is not None
     if takes_runtime(branch.branch):
-        return branch.branch(state, runtime=runtime)
-    return branch.branch(state)
+        keys = branch.branch(state, runtime=runtime)
+    else:
+        keys = branch.branch(state)
+    if not keys:
+        raise EmptyFanOut(
+            f"the fan-out to {branch.name!r} found no branch key in this state: nothing would "
+            "run and the run would stop; give its keys function a key for the case (one task "
+            "that handles nothing to do), or route around the branch when there is no work"
+        )
+    if len(set(keys)) != len(keys):
+        raise EmptyFanOut(f"the fan-out to {branch.name!r} gave a key twice: {keys}")
+    return list(keys)
 
 
 def branch_results(

@@ -108,6 +108,10 @@ class StaleInput(HandoffError):
     exit_code = ExitCode.INTEGRITY
 
 
+class EmptyFanOut(HandoffError, ValueError):
+    """A fan-out whose keys function gave no key (or one twice): nothing would run."""
+
+
 class MissingContext(HandoffError, RuntimeError):
     """A node ran without the runtime services it needs."""
 

@@ -27,10 +27,6 @@ from graphs.wiring import targets
 Edge = Callable[..., Any]
 
 
-class EmptyFanOut(ValueError):
-    """A fan-out whose keys function gave no key: nothing would run, the run would stop."""
-
-
 class PartialFanOut(ValueError):
     """A route to several nodes that are not all branch nodes."""
 
@@ -38,22 +34,6 @@ class PartialFanOut(ValueError):
 def one_task(state: Mapping[str, Any]) -> list[str]:
     """The keys of a branch node that runs once, beside branch nodes of other kinds."""
     return ["one"]
-
-
-def branch_keys(
-    spec: NodeSpec, state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
-) -> list[str]:
-    """The keys the fan-out to branch node ``spec`` starts one task each for."""
-    keys = keys_of(spec, state, runtime)
-    if not keys:
-        raise EmptyFanOut(
-            f"the fan-out to {spec.name!r} found no branch key in this state: nothing would "
-            "run and the run would stop; give its keys function a key for the case (one task "
-            "that handles nothing to do), or route around the branch when there is no work"
-        )
-    if len(set(keys)) != len(keys):
-        raise EmptyFanOut(f"the fan-out to {spec.name!r} gave a key twice: {keys}")
-    return keys
 
 
 def spends(spec: NodeSpec) -> bool:
@@ -87,7 +67,7 @@ def branch_tasks(
     specs: list[NodeSpec], state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
 ) -> list[tuple[NodeSpec, BranchTask]]:
     """The task of each key of each branch node in ``specs``, as one fan-out starts them."""
-    keyed = [(spec, branch_keys(spec, state, runtime)) for spec in specs]
+    keyed = [(spec, keys_of(spec, state, runtime)) for spec in specs]
     tasks = sum(len(keys) for spec, keys in keyed if spends(spec)) or 1
     nodes = [spec.name for spec in specs]
     return [

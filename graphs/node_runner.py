@@ -74,6 +74,7 @@ from graphs.declare import (
     NodeSpec,
     branch_results,
     is_transient,
+    keys_of,
     run_body,
     tries_again,
     wait_before,
@@ -433,6 +434,9 @@ class Visit:
         target = on_route(self.route, after)
         first = target if isinstance(target, str) else target[0]
         names = (target,) if isinstance(target, str) else target
+        for name in names:
+            if name in self.nodes and self.nodes[name].branch is not None:
+                fans_out(self.nodes[name], after, self.runtime)
         handoff = derive_handoff(
             after,
             producer=self.step,
@@ -451,6 +455,20 @@ class Visit:
         """The run stops here, with ``error``: the outcome handed over as the update."""
         outcome = stop_outcome(self.state, self.task, step, error, retryable=retryable)
         return self.hand_over(NodeResult({"outcome": outcome}))
+
+
+def fans_out(branch: NodeSpec, state: CheckedState, runtime: Runtime[RunContext] | None) -> None:
+    """Refuse a route to a fan-out with no key in the attempt that takes it (``keys_of``).
+
+    The fan-out's edge runs after the node's attempt is recorded as finished: refused
+    there, a resume would replay that attempt and be refused again. Refused here, the
+    attempt fails and a resume runs the node again. Keys read from channels this node is
+    not handed are left to the edge.
+    """
+    try:
+        keys_of(branch, state, runtime)
+    except Omitted:
+        return
 
 
 def with_draft(visit: Visit, stopped: RunOutcome) -> RunOutcome:

@@ -210,7 +210,8 @@ def test_a_join_of_a_node_that_is_no_branch_fails_at_declaration() -> None:
 
 
 def test_a_fan_out_with_no_key_is_refused_rather_than_ending_the_run_silently() -> None:
-    from graphs.fan_out import EmptyFanOut, branch_sends
+    from graphs.errors import EmptyFanOut
+    from graphs.fan_out import branch_sends
 
     empty = check_spans  # keys from the bundle's sources: none in this one
     state = {"research": ResearchBundle(task_id="t", result_status="failed")}

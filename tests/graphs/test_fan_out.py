@@ -11,12 +11,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from app.services import build_context
+from app.settings import Settings
+from app.storage.serde import contract_serializer
 from contracts import ArtifactRef, TaskSpec, VersionedContract
 from graphs import NodeCall, NodeResult, RunContext, build_graph, no_task, node
+from graphs.errors import EmptyFanOut
 from graphs.routing import STOP
 from tests.graphs.test_omissions import TaskOnly, run
 
@@ -106,3 +112,36 @@ def test_the_graph_builds_with_a_keys_function_taking_the_runtime() -> None:
         wiring=((write_lines, "count_line"), (count_line, "join_lines"), (join_lines, STOP))
     ).compile()
     assert {"write_lines", "count_line", "join_lines"} <= set(graph.get_graph().nodes)
+
+
+TEXTS: list[str] = []
+
+
+@node("write_texts", reads=TaskOnly, writes=LinesOutput, stores_artifacts=True)
+def write_texts(call: NodeCall) -> NodeResult:
+    """Writes the next of ``TEXTS``: an empty text first, as a producer with no work might."""
+    text = TEXTS.pop(0)
+    ref = call.ctx.store.put(call.step.artifact_id("lines"), "notes", text.encode(), "text/plain")
+    return NodeResult({"lines": Lines(body=ref)})
+
+
+def test_a_fan_out_with_no_key_fails_the_attempt_routing_to_it_so_a_resume_runs_it_again(
+    tmp_path: Path,
+) -> None:
+    TEXTS[:] = ["", TEXT]
+    wiring = ((write_texts, "count_line"), (count_line, "join_lines"), (join_lines, STOP))
+    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
+    graph = build_graph(wiring=wiring).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-empty"}}
+    with pytest.raises(EmptyFanOut, match="the fan-out to 'count_line' found no branch key"):
+        graph.invoke(
+            {"task": TaskSpec(task_id="t-empty", objective="Count")}, config, context=services
+        )
+    [attempt] = services.ledger.runs("t-empty")
+    assert attempt.node_id == "write_texts" and attempt.status != "completed"
+
+    graph.invoke(None, config, context=services)
+    assert graph.get_state(config).values["words_counted"] == WordsCounted(lines=3, words=6)
+    assert TEXTS == [], "the producer ran again, not replayed from its first attempt"
