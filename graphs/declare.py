@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar, cast, get_args, get_type_hints
+from typing import Any, TypeVar, cast, get_args, get_origin, get_type_hints
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
@@ -49,9 +49,10 @@ from graphs.state import BranchInput, JoinInput
 from graphs.tools import Toolbox, ToolEnv
 from graphs.tools.declare import ToolSpec
 
-NodeBody = Callable[..., "NodeResult | Mapping[str, object]"]
+NodeBody = Callable[..., "NodeResult | Mapping[str, object] | Command[Any]"]
 """A node's body: given its NodeCall (and LangGraph's ``runtime``, if it takes one), it
-returns a NodeResult or, as a LangGraph node does, its update (see ``run_body``)."""
+returns a NodeResult or, as a LangGraph node does, its update, or a ``Command`` that also
+says where the run goes (see ``run_body``)."""
 Fingerprint = Callable[[Any, Any], str]
 TaskView = Callable[[TaskSpec, str | None], Any]
 RequestT = TypeVar("RequestT")
@@ -261,6 +262,11 @@ class NodeSpec(Declaration):
         """The channels written, with their contracts."""
         return channels_of(self.writes)
 
+    @property
+    def goes_to(self) -> tuple[str, ...]:
+        """Where the node routes itself with ``Command(goto=...)`` (``command_targets``)."""
+        return command_targets(self.body)
+
     def fault_points(self) -> tuple[str, ...]:
         """The fault points this node reaches; a rule naming another one would never fire."""
         points = ["start"]
@@ -283,6 +289,28 @@ class Declared(Declaration):
         spec = NodeSpec(**declared, body=body)
         spec.inputs, spec.outputs  # noqa: B018 - a schema that names no contract fails here
         return spec
+
+
+@functools.cache
+def command_targets(body: Callable[..., Any]) -> tuple[str, ...]:
+    """Where a body returning ``Command[Literal[...]]`` may go; () if it returns its update.
+
+    LangGraph reads a node's destinations from that annotation too.
+    Such a node is wired with no router, ``(node, None)``: where it goes is its own.
+    """
+    returned = inspect.get_annotations(body).get("return")
+    if returned is None or (isinstance(returned, str) and "Command" not in returned):
+        return ()
+    hint = get_type_hints(body).get("return")
+    if get_origin(hint) is not Command:
+        return ()
+    found = tuple(arg for literal in get_args(hint) for arg in get_args(literal))
+    if not found or not all(isinstance(arg, str) for arg in found):
+        raise TypeError(
+            f"node body {body.__name__} returns {hint}: name where it may go, "
+            "Command[Literal['writer', 'research']]"
+        )
+    return found
 
 
 node = Declared
@@ -528,6 +556,8 @@ class NodeResult:
     receipts: list[ToolReceipt] = field(default_factory=list)
     note: str | None = None
     """Why this pass ran, for the audit (``NodeRun.note``), when it is not the obvious one."""
+    goto: str | tuple[str, ...] | None = None
+    """Where a node that routes itself goes next (its ``Command(goto=...)``)."""
     refused: bool = False
     """The node refused its input (``note`` says why): see ``refusal``."""
 
@@ -618,6 +648,21 @@ _STEP: ContextVar[StepInfo] = ContextVar("handoff_step")
 """The step of the body running in this context (set by ``run_body``)."""
 
 
+def commanded(spec: NodeSpec, command: Command[Any]) -> NodeResult:
+    """A ``Command`` a node routes itself with: its update, and where it goes."""
+    goto: Any = command.goto
+    names = (goto,) if isinstance(goto, str) else tuple(goto)
+    strays = [name for name in names if not isinstance(name, str) or name not in spec.goes_to]
+    if command.graph is not None or command.resume is not None or not names or strays:
+        raise TypeError(
+            f"node {spec.name!r} returned {command!r}: a node's Command goes to nodes its "
+            f"return type names ({', '.join(spec.goes_to)}), in this graph, with no resume"
+        )
+    update = dict(command.update or {})
+    goes = names[0] if isinstance(goto, str) else cast(tuple[str, ...], names)
+    return NodeResult(update, artifact_ids=stored_in(update), goto=goes)
+
+
 def get_step_info() -> StepInfo:
     """The step the running node's body is at, as LangGraph's ``get_config()`` is the config.
 
@@ -652,6 +697,8 @@ def run_body(call: NodeCall) -> NodeResult:
             given = spec.body(call)
     finally:
         _STEP.reset(token)
+    if isinstance(given, Command) and spec.goes_to:
+        given = commanded(spec, given)
     if isinstance(given, Mapping):
         given = NodeResult(dict(given), artifact_ids=stored_in(given))
     if isinstance(given, NodeResult):
@@ -659,7 +706,8 @@ def run_body(call: NodeCall) -> NodeResult:
         return replace(given, usage=given.usage + usage, receipts=[*receipts, *given.receipts])
     routes = (
         ": where the run goes is its router's, the conditional edge of its wiring entry, so "
-        "the envelope it hands over names the node that runs next; "
+        "the envelope it hands over names the node that runs next (or annotate the body "
+        "-> Command[Literal[...]] and wire it with no router, (node, None)); "
         if isinstance(given, Command)
         else ": "
     )

@@ -21,6 +21,7 @@ from contracts import (
     DraftArticle,
     ErrorCode,
     FreshnessReport,
+    Handoff,
     ResearchBundle,
     ReviewResult,
     RunOutcome,
@@ -31,6 +32,7 @@ from graphs.channels import Channel, ChannelError, channels_of, merge, state_sch
 from graphs.context import RunContext
 from graphs.declare import NodeSpec
 from graphs.entry import entry_router
+from graphs.errors import WiringError
 from graphs.fan_out import fanning, side_by_side, together
 from graphs.node_runner import ContextFactory, Router, node_schema, run_node
 from graphs.nodes import export_article as export
@@ -47,7 +49,7 @@ from graphs.nodes.writer import writer
 from graphs.routing import STOP, RouteState, needs_approval, refused, route_stale, stopped
 from graphs.stale import research_changed
 from graphs.state import BranchInput, RunnerWrites, WorkflowInput
-from graphs.wiring import Wiring, check_wiring, contribute_reads, targets
+from graphs.wiring import Route, Wiring, check_wiring, contribute_reads, targets
 
 
 class WorkflowOutput(TypedDict, total=False):
@@ -216,6 +218,56 @@ def then(target: str | tuple[str, ...], *, branch: bool = False) -> Router:
     return route
 
 
+class HandedState(RouteState, total=False):
+    """What the router of a node that routes itself reads: the envelope it handed over."""
+
+    handoff: Handoff | None
+
+
+def goes_as_commanded(spec: NodeSpec) -> Router:
+    """The router of a node whose body returns ``Command(goto=...)``: where it went.
+
+    The runner hands over the envelope for the node the Command named, so this edge
+    follows the envelope's next node, unless the run must stop; its ``Literal`` is the
+    body's return type's, and the end.
+    """
+
+    def route(state: HandedState) -> str | tuple[str, ...]:
+        if stopped(state):
+            return STOP
+        handed = require(state, "handoff", Handoff, node=spec.name)
+        if handed.from_node != spec.name:
+            raise WiringError(
+                f"node {spec.name!r} is wired to route itself but returned no Command: "
+                f"return Command(goto=..., update=...) to one of {list(spec.goes_to)}"
+            )
+        return tuple(handed.next_nodes) if handed.next_nodes else handed.next_allowed_action
+
+    route.__name__ = route.__qualname__ = f"goto_of_{spec.name}"
+    route.__annotations__ = {
+        "state": HandedState,
+        "return": cast(Any, Literal)[(*spec.goes_to, STOP)],
+    }
+    return route
+
+
+def router_of(spec: NodeSpec, route: Route) -> Router:
+    """A wiring entry's router: its own, one made for a named next node, or the Command's."""
+    if spec.goes_to and route is not None:
+        raise WiringError(
+            f"node {spec.name!r} routes itself (its body returns Command[Literal[...]]) and "
+            f"is wired with a route too: wire it as ({spec.name}, None)"
+        )
+    if route is None:
+        if not spec.goes_to:
+            raise WiringError(
+                f"node {spec.name!r} is wired with no route: give it a router, the node it "
+                "goes to, or annotate its body -> Command[Literal[...]] and return a Command"
+            )
+        return goes_as_commanded(spec)
+    return route if callable(route) else then(route, branch=spec.branch is not None)
+
+
 def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
     """The wiring as LangGraph builds it: ``read_by`` applied, named next nodes a router.
 
@@ -226,7 +278,7 @@ def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
     made: dict[Router, Router] = {}
     found: list[tuple[NodeSpec, Router]] = []
     for spec, route in contribute_reads(wiring):
-        router = route if callable(route) else then(route, branch=spec.branch is not None)
+        router = router_of(spec, route)
         if router not in made:
             made[router] = together(router, siblings)
         found.append((spec, made[router]))

@@ -431,7 +431,11 @@ class Visit:
         after = self.state.updated(
             update, {name: ch.reducer for name, ch in self.writable.items() if ch.reducer}
         )
-        target = on_route(self.route, after)
+        if result.goto is None:
+            target = on_route(self.route, after)
+        else:  # the body's Command: its router follows the envelope made here
+            ended = read(after, "outcome", RunOutcome, node=self.spec.name) is not None
+            target = END if ended else result.goto
         first = target if isinstance(target, str) else target[0]
         names = (target,) if isinstance(target, str) else target
         for name in names:
@@ -528,10 +532,15 @@ def reuse(visit: Visit) -> dict[str, Any] | None:
     if stored is None:
         return None
     update = visit.validate(json.loads(stored))
-    made: Handoff | None = update.pop("handoff", None)  # rows stored by earlier code hold it
+    made: Handoff | None = update.pop("handoff", None)  # kept for a node routing itself
+    if visit.spec.goes_to and made is None:
+        return None  # where its Command went is not recorded: it runs again
     origin = worked_run(visit)
     receipts = made.tool_receipts if made else origin.tool_receipts if origin else []
-    update = visit.hand_over(NodeResult(update, receipts=receipts))
+    goto = None
+    if visit.spec.goes_to and made is not None:
+        goto = tuple(made.next_nodes) if made.next_nodes else made.next_allowed_action
+    update = visit.hand_over(NodeResult(update, receipts=receipts, goto=goto))
     Attempt(visit, visit.step).finish(reused=True)
     return update
 
@@ -703,8 +712,10 @@ class Attempt:
                 or (reuse_note(self.visit) if reused else self.why),
             }
         )
-        # The envelope is left out: a reuse derives it again, for the task version then.
-        stored = None if update is None else _dump(update, leave_out="handoff")
+        # The envelope is left out: a reuse derives it again, for the task version then;
+        # a node that routes itself keeps it, as the record of where its Command went.
+        kept = "" if self.visit.spec.goes_to else "handoff"
+        stored = None if update is None else _dump(update, leave_out=kept)
         try:
             self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, final, stored)
         finally:  # the span ends (and stops being current) even if the row cannot be written

@@ -47,9 +47,10 @@ from graphs.errors import WiringError
 from graphs.node_runner import Router
 from graphs.pauses import Pause
 
-Route = Router | str | tuple[str, ...]
+Route = Router | str | tuple[str, ...] | None
 """A node's router, or the name of the one node it goes to next (unless the run stops), or
-the branch nodes it starts side by side."""
+the branch nodes it starts side by side; None for a node whose body routes itself, returning
+``Command[Literal[...]]``."""
 Wiring = tuple[tuple[NodeSpec, Route], ...]
 """Nodes with their routes; the first node is where a run starts."""
 RouteT = TypeVar("RouteT")

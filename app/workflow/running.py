@@ -38,6 +38,7 @@ from graphs import RunContext
 from graphs.admission import admit
 from graphs.boundary import read
 from graphs.errors import WiringError
+from graphs.graph import routed
 from graphs.human import expired_decision, has_expired
 from graphs.node_runner import record_event
 from graphs.wiring import Wiring, targets
@@ -260,9 +261,8 @@ def ending_node(wiring: Wiring) -> str:
     A terminal node's route may go on (finalize's goes to the export, or to a node a project
     adds after publishing): recorded as one, a cancelled thread would be left a node to run.
     """
-    for spec, route in wiring:
-        ends = targets(route) if callable(route) else (route,) if isinstance(route, str) else route
-        if set(ends) == {END}:
+    for spec, route in routed(wiring):
+        if set(targets(route)) == {END}:
             return spec.name
     raise WiringError("no node of the wiring routes only to the end: a cancel has none to end as")
 

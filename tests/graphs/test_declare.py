@@ -43,7 +43,7 @@ from graphs import (
     get_step_info,
     node,
 )
-from graphs.errors import Omitted, TransientError
+from graphs.errors import Omitted, TransientError, WiringError
 from graphs.human import ask, pause_request, recorded, request_in
 from graphs.pauses import Action, Pause
 from graphs.routing import STOP
@@ -151,13 +151,75 @@ def test_a_body_returning_neither_update_nor_result_fails_naming_what_to_return(
 
 
 @node("routing_tally", reads=TallyInput, writes=TallyOutput, terminal=True)
-def routing_tally(state: TallyInput) -> Command[Literal["__end__"]]:
+def routing_tally(state: TallyInput) -> Any:
     return Command(update={"tally": WordTally(words=1)}, goto=STOP)
 
 
-def test_a_body_returning_a_command_is_told_routes_are_its_router_s(tmp_path: Path) -> None:
+def test_a_body_returning_an_unannotated_command_is_told_how_to_route_itself(
+    tmp_path: Path,
+) -> None:
     with pytest.raises(TypeError, match=r"returned Command: where the run goes is its router's"):
         run(((routing_tally, STOP),), tmp_path, "t-command")
+
+
+PICKS: list[str] = []
+
+
+class Unwritten(TypedDict, total=False):
+    """A node that only decides where the run goes writes nothing."""
+
+
+@node("pick", reads=TallyInput, writes=Unwritten)
+def pick(state: TallyInput) -> Command[Literal["tally", "short_tally"]]:
+    """Routes itself, as a LangGraph node returning a Command does."""
+    return Command(goto=PICKS.pop(0))
+
+
+@node("short_tally", reads=TallyInput, writes=TallyOutput, terminal=True)
+def short_tally(state: TallyInput) -> TallyOutput:
+    return {"tally": WordTally(words=1)}
+
+
+PICKING = ((pick, None), (tally, STOP), (short_tally, STOP))
+
+
+def test_a_body_returning_a_command_goes_where_it_says_and_a_replay_goes_there_again(
+    tmp_path: Path,
+) -> None:
+    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
+    graph = build_graph(wiring=PICKING).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-pick"}}
+    PICKS[:] = ["short_tally"]
+    graph.invoke(
+        {"task": TaskSpec(task_id="t-pick", objective="Pick one")}, config, context=services
+    )
+    assert graph.get_state(config).values["tally"] == WordTally(words=1)
+    history = list(graph.get_state_history(config))
+    [handed] = [snap.values["handoff"] for snap in history if snap.next == ("short_tally",)]
+    assert (handed.from_node, handed.next_allowed_action) == ("pick", "short_tally")
+
+    [before] = [snap for snap in history if snap.next == ("pick",)]
+    graph.invoke(None, before.config, context=services)  # PICKS is empty: the body may not run
+    assert graph.get_state(config).values["tally"] == WordTally(words=1)
+    picks = [run for run in services.ledger.runs("t-pick") if run.node_id == "pick"]
+    assert [run.reused for run in picks] == [False, True], "replayed where its Command went"
+
+
+def test_a_command_to_a_node_its_return_type_does_not_name_fails_naming_them(
+    tmp_path: Path,
+) -> None:
+    PICKS[:] = ["count_words"]
+    with pytest.raises(TypeError, match=r"return type names \(tally, short_tally\)"):
+        run(PICKING, tmp_path, "t-stray")
+
+
+def test_a_node_routing_itself_is_wired_without_a_router_and_any_other_with_one() -> None:
+    with pytest.raises(WiringError, match=r"wire it as \(pick, None\)"):
+        build_graph(wiring=((pick, "tally"), (tally, STOP), (short_tally, STOP)))
+    with pytest.raises(WiringError, match=r"'tally' is wired with no route"):
+        build_graph(wiring=((tally, None),))
 
 
 def test_reading_an_undeclared_key_of_the_state_fails_naming_it(tmp_path: Path) -> None:
