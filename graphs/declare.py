@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, cast, get_args, get_origin, get_type_hints
 
+from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
 from pydantic import BaseModel
@@ -283,12 +284,40 @@ class NodeSpec(Declaration):
 class Declared(Declaration):
     """``@node(...)``: a checked declaration waiting for its body."""
 
-    def __call__(self, body: NodeBody) -> NodeSpec:
-        """The node: this declaration with its body."""
+    def __call__(self, body: NodeBody | Pregel[Any, Any, Any, Any]) -> NodeSpec:
+        """The node: this declaration with its body, or a compiled graph run as its body."""
         declared = {item.name: getattr(self, item.name) for item in fields(Declaration)}
+        if isinstance(body, Pregel):
+            body = subgraph_body(self.name, body, self.writes)
+        elif not callable(body):
+            raise TypeError(
+                f"node {self.name!r}: its body must be a function or a compiled graph, not "
+                f"{type(body).__name__}"
+            )
         spec = NodeSpec(**declared, body=body)
         spec.inputs, spec.outputs  # noqa: B018 - a schema that names no contract fails here
         return spec
+
+
+def subgraph_body(name: str, graph: Pregel[Any, Any, Any, Any], writes: type) -> NodeBody:
+    """A compiled graph as a node's body: the declared inputs in, the declared writes out.
+
+    It runs inside the node, so LangGraph checkpoints its steps under the node's namespace
+    in the thread: a run killed inside it resumes at its last finished step. The input
+    hash covers its nodes' code (``graphs.input_hash.code_version``).
+    """
+    written = set(channels_of(writes))
+
+    def body(state: Any) -> dict[str, Any]:
+        given = {channel: state[channel] for channel in state.spec.inputs}
+        out = graph.invoke(
+            {channel: value for channel, value in given.items() if value is not None}
+        )
+        return {channel: value for channel, value in out.items() if channel in written}
+
+    body.__name__ = body.__qualname__ = f"{name}_subgraph"
+    body.subgraph = graph  # type: ignore[attr-defined]  # read by code_version
+    return body
 
 
 @functools.cache

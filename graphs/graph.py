@@ -274,6 +274,13 @@ def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
     Each route starts every branch node of a join it starts one of (``fan_out.together``);
     a router several nodes share stays one router.
     """
+    strays = [type(spec).__name__ for spec, _ in wiring if not isinstance(spec, NodeSpec)]
+    if strays:
+        raise WiringError(
+            f"the wiring's entries are (node, route) with a node declared by @node(...), not "
+            f"{', '.join(strays)}; a compiled graph runs as a node's body: "
+            "node('polish', reads=..., writes=...)(polish_graph)"
+        )
     siblings = side_by_side(spec for spec, _ in wiring)
     made: dict[Router, Router] = {}
     found: list[tuple[NodeSpec, Router]] = []

@@ -42,9 +42,22 @@ def _source_digest(path: str) -> str:
 
 
 def code_version(*objects: object) -> str:
-    """A digest of the source files that define these objects (their classes for instances)."""
+    """A digest of the source files that define these objects (their classes for instances).
+
+    A compiled graph run as a body (``graphs.declare.subgraph_body``) is the code of its
+    nodes' functions.
+    """
+    found: list[object] = []
+    for obj in objects:
+        graph = getattr(obj, "subgraph", None)
+        builder = getattr(graph, "builder", None)
+        if builder is None:
+            found.append(obj)
+            continue
+        for spec in getattr(builder, "nodes", {}).values():
+            found.append(getattr(spec.runnable, "func", None) or spec.runnable)
     targets = (
-        obj if inspect.isclass(obj) or inspect.isroutine(obj) else type(obj) for obj in objects
+        obj if inspect.isclass(obj) or inspect.isroutine(obj) else type(obj) for obj in found
     )
     return "|".join(_code_part(cast(Hashable, target)) for target in targets)
 

@@ -550,11 +550,17 @@ def over_budget(visit: Visit) -> dict[str, Any] | None:
 
     A join merges work its branches already paid for: stopping it would lose their
     (partial) results, and the next node's step is where the spent budget stops the run.
+    A node that can spend no tokens or tool calls (no agent, no tools) and asks no person
+    is stopped by a passed deadline only: spent tokens stop the next node that could spend.
     """
-    if visit.spec.terminal or visit.spec.joins:
+    spec = visit.spec
+    if spec.terminal or spec.joins:
         return None
     problem = exhausted(visit.task, visit.tally.spent, visit.ctx.clock())
     if problem is None:
+        return None
+    idle = spec.agent is None and not spec.tools and spec.pauses is None
+    if idle and problem.field != "budget.deadline":
         return None
     Attempt(visit, visit.step).finish(error=("budget_exhausted", problem.detail))
     published = read(visit.state, "outcome", RunOutcome, node=visit.spec.name)

@@ -15,14 +15,16 @@ from app.settings import Settings
 from app.workflow import Workflow
 from contracts import ErrorCode, RunOutcome, TaskSpec, TaskState, Usage
 from graphs import WIRING, AgentOutput, NodeCall, NodeResult, RunContext, node
-from graphs.graph import route_after_finalize
+from graphs.graph import route_after_finalize, route_after_review
 from graphs.nodes.finalize import finalize
 from graphs.nodes.research import WIDENED
+from graphs.nodes.reviewer import reviewer
 from graphs.routing import STOP, detour
 from graphs.wiring import rerouted
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE, nodes_run, passes, write_corpus
 from tests.extension_span_check import WIRING_WITH_SPAN_CHECK
+from tests.extension_tools import ECHO
 
 NODES = [spec for spec, _ in WIRING]
 
@@ -248,9 +250,15 @@ class AfterPublishInput(TypedDict):
     outcome: RunOutcome | None
 
 
-@node("after_publish", reads=AfterPublishInput, writes=AfterPublishInput)
+@node("after_publish", reads=AfterPublishInput, writes=AfterPublishInput, tools=(ECHO,))
 def after_publish(call: NodeCall) -> NodeResult:
-    """A project's node after publishing (an index, a notification): it changes nothing."""
+    """A project's node after publishing (a notification through a tool): it could spend."""
+    return NodeResult({})
+
+
+@node("before_publish", reads=AfterPublishInput, writes=AfterPublishInput)
+def before_publish(call: NodeCall) -> NodeResult:
+    """A project's step before publishing with no agent and no tools: it cannot spend."""
     return NodeResult({})
 
 
@@ -283,6 +291,24 @@ def test_a_budget_spent_by_publishing_skips_a_node_after_it_and_keeps_the_articl
         [skipped] = [run for run in workflow.history("t-spent") if run.node_id == "after_publish"]
         assert skipped.status == "failed" and skipped.error is not None
         assert skipped.error.kind == "budget_exhausted"
+
+
+def test_a_spent_budget_lets_a_node_that_cannot_spend_run_on_to_publishing(
+    settings: Settings,
+) -> None:
+    route = detour(route_after_review, "finalize", via="before_publish")
+    wiring = (*rerouted(WIRING, reviewer, route), (before_publish, "finalize"))
+    with (
+        Workflow(settings, wiring=wiring) as plain,
+        Workflow(settings, wiring=wiring, context=costly(plain, "writer", "reviewer")) as workflow,
+    ):
+        workflow.run(OBJECTIVE, "t-measure-idle")
+        spent = tokens_before(workflow, "t-measure-idle", "finalize")
+        task = TaskSpec(task_id="t-idle", objective=OBJECTIVE, budget={"max_tokens": spent})
+        outcome = workflow.run(task, "t-idle")
+        assert (outcome.state, outcome.result_status) == (TaskState.COMPLETED, "completed")
+        [ran] = [run for run in workflow.history("t-idle") if run.node_id == "before_publish"]
+        assert ran.status == "succeeded", "nothing it does spends, so nothing stops it"
 
 
 def test_a_budget_spent_before_a_branch_after_the_writer_ends_partial_with_the_draft(

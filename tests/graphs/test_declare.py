@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import is_invalid_resume
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import Field, ValidationError
@@ -45,6 +46,7 @@ from graphs import (
 )
 from graphs.errors import Omitted, TransientError, WiringError
 from graphs.human import ask, pause_request, recorded, request_in
+from graphs.input_hash import code_version
 from graphs.pauses import Action, Pause
 from graphs.routing import STOP
 from tests.graphs.test_fan_out import Lines
@@ -390,3 +392,43 @@ def test_what_a_plain_body_stored_is_audited_from_the_references_it_returns(
     [ran] = audited(store_lines, Counting(tokens=0), tmp_path)
     [stored] = ran.artifact_ids
     assert stored.endswith("-lines@1") and "t-charged" in stored
+
+
+class CountingState(TypedDict, total=False):
+    task: TaskSpec
+    words: list[str]
+    tally: WordTally | None
+
+
+def split_words(state: CountingState) -> CountingState:
+    return {"words": state["task"].objective.split()}
+
+
+def count_words_split(state: CountingState) -> CountingState:
+    return {"tally": WordTally(words=len(state["words"]))}
+
+
+def counting_graph() -> Any:
+    """A two-step LangGraph graph of its own, compiled as any subgraph is."""
+    steps = StateGraph(CountingState)
+    steps.add_node("split_words", split_words)
+    steps.add_node("count_words_split", count_words_split)
+    steps.add_edge(START, "split_words")
+    steps.add_edge("split_words", "count_words_split")
+    return steps.compile(name="counting")
+
+
+counted = node("counted", reads=TallyInput, writes=TallyOutput, terminal=True)(counting_graph())
+
+
+def test_a_compiled_graph_runs_as_a_node_s_body_its_code_in_the_input_hash(tmp_path: Path) -> None:
+    values = run(((counted, STOP),), tmp_path, "t-subgraph")
+    assert values["tally"] == WordTally(words=7)  # "Show what a step left out does"
+    assert values["handoff"].from_node == "counted" and "words" not in values
+    version = code_version(counted.body)
+    assert "split_words" in version and "count_words_split" in version
+
+
+def test_a_compiled_graph_put_in_the_wiring_is_told_to_be_a_node_s_body() -> None:
+    with pytest.raises(WiringError, match=r"a compiled graph runs as a node's body"):
+        build_graph(wiring=((counting_graph(), STOP),))  # type: ignore[arg-type]
