@@ -79,7 +79,14 @@ from graphs.declare import (
     tries_again,
     wait_before,
 )
-from graphs.errors import ContractViolation, MissingContext, Omitted, TransientError
+from graphs.errors import (
+    ContractViolation,
+    IntegrityError,
+    MissingContext,
+    Omitted,
+    StaleInput,
+    TransientError,
+)
 from graphs.freshness import OWN_RULES, refuse_changed
 from graphs.handoffs import ENVELOPE_READS, derive_handoff
 from graphs.input_hash import hash_of, input_digests
@@ -287,7 +294,11 @@ def visit_update(visit: Visit) -> dict[str, Any]:
         for channel, declared in visit.spec.inputs.items()
         if channel not in OWN_RULES
     }
-    refuse_changed(visit.spec.name, inputs, visit.ctx.store, visit.step.thread_id)
+    try:
+        refuse_changed(visit.spec.name, inputs, visit.ctx.store, visit.step.thread_id)
+    except (IntegrityError, StaleInput) as refusal:  # recorded, so history says why it waits
+        Attempt(visit, visit.step).finish(error=("stale_input", refusal.message))
+        raise
     return pause(visit) if visit.spec.pauses else attempts(visit)
 
 

@@ -148,8 +148,9 @@ def show(
         str | None,
         typer.Option(
             "--artifact",
-            help=f"One of: {', '.join(ARTIFACT_NAMES)} (default: article); "
-            "or a source id (src-N) for its snapshot as stored.",
+            help=f"One of: {', '.join(ARTIFACT_NAMES)} (default: article); the kind of an "
+            "artifact a project's node stores (e.g. outline); or a source id (src-N) for its "
+            "snapshot as stored.",
         ),
     ] = None,
     source: Annotated[

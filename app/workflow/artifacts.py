@@ -30,6 +30,7 @@ from contracts import (
 )
 from graphs.boundary import read
 from graphs.errors import IntegrityError
+from graphs.freshness import refs_of
 from graphs.ports import scoped_artifact_id
 
 ArtifactName = Literal["article", "draft", "notes", "research", "review"]
@@ -45,17 +46,25 @@ class Artifacts:
         self.reader = reader
 
     def artifact_ref(self, thread_id: str, name: str) -> ArtifactRef:
-        """Only the thread's own is answered (:func:`owned`), whoever asks by its name."""
+        """Only the thread's own is answered (:func:`owned`), whoever asks by its name.
+
+        Besides the shipped names, an artifact of a kind a project's node stores is named
+        by its kind (``outline``), found in whichever contract of the state holds it.
+        """
         if SOURCE_ID.match(name):
             values = self.reader.values(thread_id)
             research = read(values, "research", ResearchBundle, node="workflow")
             return owned_snapshot(thread_id, research, name)
-        if name not in ARTIFACT_NAMES:
-            raise UnknownArtifactName(
-                f"unknown artifact {name!r}; expected one of {', '.join(ARTIFACT_NAMES)}, "
-                f"or a source id such as src-1 (list them: `handoff sources {thread_id}`)"
-            )
         values = self.reader.values(thread_id)
+        if name not in ARTIFACT_NAMES:
+            kinds = {ref.kind: ref for _, ref in refs_of(values)}  # a node a project added
+            if name in kinds:
+                return owned(thread_id, name, kinds[name])
+            raise UnknownArtifactName(
+                f"unknown artifact {name!r}; expected one of "
+                f"{', '.join(sorted({*ARTIFACT_NAMES, *kinds}))}, or a source id such as src-1 "
+                f"(list them: `handoff sources {thread_id}`)"
+            )
         ref: ArtifactRef | None = None
         if name == "article":
             outcome = read(values, "outcome", RunOutcome, node="workflow")

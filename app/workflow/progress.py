@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from contracts import VersionedContract
 
 PAUSED = "paused"
 """The step name a pause reports (LangGraph streams it as ``__interrupt__``)."""
+
+
+CUSTOM_EVENT = "__custom__"
+"""The progress callback's name for what a node sent with LangGraph's ``get_stream_writer()``
+(``stream_mode="custom"``), given as ``{"event": ...}``."""
 
 
 def step_summary(node: str, values: dict[str, Any]) -> tuple[str, str]:
@@ -18,6 +24,9 @@ def step_summary(node: str, values: dict[str, Any]) -> tuple[str, str]:
     """
     if node == "__interrupt__":
         return PAUSED, "waiting for a human decision"
+    if node == CUSTOM_EVENT:  # a node's own progress, as it sent it
+        event = values["event"]
+        return "progress", event if isinstance(event, str) else json.dumps(event, default=str)
     summary = " · ".join(
         text
         for channel, value in values.items()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import END
 from langgraph.types import Command
@@ -23,6 +23,7 @@ from app.workflow.decisions import check_decision, pause_of
 from app.workflow.guard import WriteGuard
 from app.workflow.ids import check_thread_id, new_thread_id
 from app.workflow.opened import Opened, thread_config
+from app.workflow.progress import CUSTOM_EVENT
 from app.workflow.reading import ThreadReader, request_of
 from contracts import (
     DecisionLog,
@@ -44,6 +45,8 @@ from graphs.node_runner import record_event
 from graphs.wiring import Wiring, targets
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
+"""Called with each node's name and what it wrote as it finishes; with ``CUSTOM_EVENT`` and
+``{"event": ...}`` for what a node sends with LangGraph's ``get_stream_writer()``."""
 
 ABANDONED = "attempt did not finish: its process ended before recording a result"
 """What an attempt left running by a process that died is recorded as, before a new run."""
@@ -192,9 +195,14 @@ class Runner:
                 thread_config(thread_id),
                 context=services,
                 durability="sync",
-                stream_mode="updates",
+                stream_mode=["updates", "custom"],
             ):
-                for node, values in update.items():
+                mode, chunk = cast(tuple[str, Any], update)
+                if mode == "custom":  # what a node sent with LangGraph's get_stream_writer()
+                    if on_progress is not None:
+                        on_progress(CUSTOM_EVENT, {"event": chunk})
+                    continue
+                for node, values in chunk.items():
                     if node == "__metadata__":  # LangGraph's note on a resumed step's writes
                         continue
                     written = values if isinstance(values, dict) else {}

@@ -123,6 +123,11 @@ def test_a_reader_refuses_a_project_artifact_that_changed_since_it_was_handed_ov
     assert "nothing was consumed" in message
     state = graph.get_state(config)
     assert state.next == ("read_summary",) and "read_back" not in state.values
+    [refused_run] = [
+        run for run in services.ledger.runs("t-stale") if run.node_id == "read_summary"
+    ]
+    assert refused_run.error is not None and refused_run.error.kind == "stale_input"
+    assert "t-stale-summary@1: stale" in refused_run.error.detail, "the audit says why it waits"
 
 
 def test_a_reader_refuses_another_threads_artifact_put_in_its_state(tmp_path: Path) -> None:

@@ -12,16 +12,21 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
+from langgraph.config import get_stream_writer
 
 from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
 from app.settings import BUNDLED_CORPUS, Settings
 from app.storage.thread_reads import GlanceSaver
 from app.text.primitives import CITATION
 from app.workflow import Workflow
+from app.workflow.progress import step_summary
 from contracts import ResearchBundle, RunOutcome, TaskState, VersionedContract
-from graphs import workflow_channels
+from graphs import node, workflow_channels
+from graphs.routing import STOP
 from tests.backends import sqlite_settings
 from tests.conftest import OBJECTIVE, nodes_run, passes, write_corpus
+from tests.graphs.test_declare import TallyInput, TallyOutput, WordTally
+from tests.graphs.test_freshness import read_summary, summarize
 
 SECOND_CORPUS = {
     "honeybees.md": (
@@ -212,6 +217,34 @@ def test_named_artifacts_resolve_and_unknown_names_are_refused(workflow: Workflo
     with pytest.raises(UnknownArtifactName, match="expected one of"):
         workflow.artifact("t-names", "secrets")
     assert workflow.threads() == ["t-names"]
+
+
+def test_an_artifact_of_a_kind_a_project_node_stores_is_named_by_its_kind(
+    settings: Settings,
+) -> None:
+    wiring = ((summarize, "read_summary"), (read_summary, STOP))
+    with Workflow(settings, wiring=wiring) as workflow:
+        workflow.run(OBJECTIVE, "t-kinds")
+        assert workflow.artifact("t-kinds", "summary") == OBJECTIVE.encode()
+        with pytest.raises(UnknownArtifactName, match=r"expected one of .*summary"):
+            workflow.artifact("t-kinds", "secrets")
+
+
+@node("announce", reads=TallyInput, writes=TallyOutput, terminal=True)
+def announce(state: TallyInput) -> TallyOutput:
+    """Streams its progress as a LangGraph node does, then counts."""
+    get_stream_writer()({"counting": state["task"].objective})
+    return {"tally": WordTally(words=len(state["task"].objective.split()))}
+
+
+def test_what_a_node_streams_reaches_the_progress_a_run_reports(settings: Settings) -> None:
+    seen: list[tuple[str, str]] = []
+    with Workflow(settings, wiring=((announce, STOP),)) as workflow:
+        workflow.run(
+            OBJECTIVE, "t-streams", on_progress=lambda *step: seen.append(step_summary(*step))
+        )
+    assert seen[0] == ("progress", json.dumps({"counting": OBJECTIVE}))
+    assert seen[1][0] == "announce", "sent while the node ran, before its update"
 
 
 def test_outcome_is_recorded_in_state_not_only_returned(workflow: Workflow) -> None:
