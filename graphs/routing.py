@@ -23,9 +23,10 @@ from contracts import (
     TaskSpec,
 )
 from graphs.boundary import read, require
+from graphs.declare import NodeSpec
 from graphs.node_runner import Router, state_type
 from graphs.stale import only_revised_draft, research_changed
-from graphs.wiring import targets
+from graphs.wiring import Route, Wiring, targets
 
 STOP: Literal["__end__"] = "__end__"
 assert STOP == END
@@ -114,3 +115,27 @@ def detour(route: Router, target: str, *, via: str | tuple[str, ...]) -> Router:
         "return": literal[kept] | through,
     }
     return routed
+
+
+def placed_before(
+    wiring: Wiring, target: str, node: NodeSpec, route: Route | None = None
+) -> Wiring:
+    """``wiring`` with ``node`` on every way into ``target``, going on to it (or ``route``).
+
+    Each route that can go to ``target`` goes to ``node`` instead: a router by ``detour``, a
+    named next node by its name. That is every edge into ``target`` changed, as putting a
+    node before another changes them in plain LangGraph, so a run reaching ``target`` from
+    research, a person's decision, a revision or a review round passes ``node`` first (run
+    again only when its inputs changed: else its result is reused). A node that routes
+    itself (``Command``) keeps its ways.
+    """
+    placed: list[tuple[NodeSpec, Route]] = []
+    for spec, way in wiring:
+        if callable(way) and target in targets(way):
+            way = detour(way, target, via=node.name)
+        elif isinstance(way, str) and way == target:
+            way = node.name
+        elif isinstance(way, tuple) and target in way:
+            way = tuple(node.name if name == target else name for name in way)
+        placed.append((spec, way))
+    return (*placed, (node, target if route is None else route))

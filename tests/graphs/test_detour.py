@@ -7,13 +7,19 @@ from dataclasses import replace
 from typing import Any, Literal
 
 import pytest
+from typing_extensions import TypedDict
 
-from graphs import WIRING
+from app.settings import Settings
+from app.workflow import Workflow
+from graphs import WIRING, node
 from graphs.errors import WiringError
 from graphs.nodes.writer import writer
-from graphs.routing import detour
+from graphs.routing import detour, placed_before
 from graphs.wiring import rerouted, targets
+from tests.app.test_review_loop import SloppyWriter
+from tests.conftest import OBJECTIVE, nodes_run
 from tests.extension_span_check import check_spans
+from tests.graphs.test_omissions import TaskOnly
 from tests.placing import drafts_to_review, router
 
 
@@ -51,3 +57,27 @@ def test_rerouting_a_node_the_wiring_lacks_is_refused() -> None:
     wiring = rerouted(WIRING, writer, pick)
     assert [route for spec, route in wiring if spec.name == writer.name] == [pick]
     assert len(wiring) == len(WIRING)
+
+
+class Unwritten(TypedDict, total=False):
+    """A step that only looks: it writes nothing."""
+
+
+@node("plan", reads=TaskOnly, writes=Unwritten)
+def plan(state: TaskOnly) -> Unwritten:
+    """A step a project puts before every writing round."""
+    return {}
+
+
+def test_a_node_placed_before_another_runs_on_every_way_into_it(settings: Settings) -> None:
+    """From research, a review round and a revision alike (each route into the writer)."""
+    wiring = placed_before(WIRING, "writer", plan)
+    with Workflow(settings, wiring=wiring) as plain:
+        sloppy = plain.context.with_agent("writer", SloppyWriter(bad_rounds=1))
+        with Workflow(settings, wiring=wiring, context=sloppy) as workflow:
+            workflow.run(OBJECTIVE, "t-plan")
+            workflow.revise("t-plan", {"max_words": 150, "reason": "a shorter piece"})
+            ran = nodes_run(workflow, "t-plan")
+    writes = [at for at, name in enumerate(ran) if name == "writer"]
+    assert len(writes) >= 3, "a first draft, a redraft after review, one after the revision"
+    assert all(ran[at - 1] == "plan" for at in writes), ran
