@@ -11,10 +11,12 @@ from typing_extensions import TypedDict
 
 from app.settings import Settings
 from app.workflow import Workflow
-from graphs import WIRING, node
+from contracts import DraftArticle, RunOutcome, TaskSpec, TaskState
+from graphs import WIRING, get_step_info, node
 from graphs.errors import WiringError
 from graphs.nodes.writer import writer
-from graphs.routing import detour, placed_before
+from graphs.outcomes import run_outcome
+from graphs.routing import STOP, RouteState, detour, placed_before, stopped
 from graphs.wiring import rerouted, targets
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE, nodes_run
@@ -81,3 +83,47 @@ def test_a_node_placed_before_another_runs_on_every_way_into_it(settings: Settin
     writes = [at for at, name in enumerate(ran) if name == "writer"]
     assert len(writes) >= 3, "a first draft, a redraft after review, one after the revision"
     assert all(ran[at - 1] == "plan" for at in writes), ran
+
+
+REFUSE: list[bool] = []
+
+
+class GateInput(TypedDict):
+    task: TaskSpec
+    draft: DraftArticle | None
+
+
+class GateOutput(TypedDict, total=False):
+    outcome: RunOutcome | None
+
+
+@node("gate", reads=GateInput, writes=GateOutput)
+def gate(state: GateInput) -> GateOutput:
+    """A check that must hold before anything is published."""
+    if not REFUSE[0]:
+        return {}
+    refused = run_outcome(
+        state["task"], get_step_info(), TaskState.REJECTED, "failed", draft=state["draft"]
+    )
+    return {"outcome": refused}
+
+
+def route_after_gate(state: RouteState) -> Literal["finalize", "__end__"]:
+    return STOP if stopped(state) else "finalize"
+
+
+@pytest.mark.parametrize("refuse", [False, True], ids=["holds", "refuses"])
+def test_a_check_on_every_way_into_finalize_gates_publishing(
+    settings: Settings, refuse: bool
+) -> None:
+    REFUSE[:] = [refuse]
+    wiring = placed_before(WIRING, "finalize", gate, route_after_gate)
+    with Workflow(settings, wiring=wiring) as workflow:
+        outcome = workflow.run(OBJECTIVE, "t-gate")
+        ran = nodes_run(workflow, "t-gate")
+    assert "gate" in ran
+    if refuse:
+        assert outcome.article is None and outcome.state == TaskState.REJECTED
+        assert "finalize" not in ran
+    else:
+        assert outcome.article is not None and ran.index("gate") < ran.index("finalize")
