@@ -14,6 +14,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, DeltaChannelHistory
 
+from app.errors import CheckpointNotLatest
+
 WriterRoute = Callable[[str], "BaseCheckpointSaver[str] | None"]
 """Given a thread id, the saver its writes must go through, or None for the inner saver."""
 
@@ -42,6 +44,8 @@ class SingleWriterSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=inner.serde)
         self.inner = inner
         self.route = route
+        self._heads: dict[tuple[str, str], str | None] = {}
+        """The latest checkpoint of each (thread, namespace) as this saver last saw it."""
 
     def _writer(self, thread_id: str) -> BaseCheckpointSaver[str]:
         return self.route(thread_id) or self.inner
@@ -65,12 +69,35 @@ class SingleWriterSaver(BaseCheckpointSaver[str]):
         return self.inner.list(config, **options)
 
     def put(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> RunnableConfig:
-        """Write through the thread's lock when this process holds it.
+        """Write through the thread's lock when this process holds it; never a fork.
 
         The checkpoint, metadata and versions pass on as given: only ``config`` (which
-        names the thread) is this wrapper's business.
+        names the thread and the checkpoint the new one follows) is this wrapper's business.
+        A checkpoint that follows one other than the thread's latest would start a second
+        history (LangGraph's time travel: a run or ``update_state`` from an earlier
+        checkpoint): the audit, the reuse of results and the artifacts are the thread's, one
+        history's, so it is refused and nothing is written. A revision is how a thread
+        changes course.
         """
-        return self._writer(_thread_of(config)).put(config, *args, **kwargs)
+        configurable = config.get("configurable") or {}
+        thread = _thread_of(config)
+        key = (thread, str(configurable.get("checkpoint_ns") or ""))
+        parent = configurable.get("checkpoint_id")
+        if parent is not None and self._heads.get(key, "") != parent:
+            latest = self.inner.get_tuple(
+                {"configurable": {"thread_id": thread, "checkpoint_ns": key[1]}}
+            )
+            head = latest.config["configurable"]["checkpoint_id"] if latest else None
+            if head is not None and head != parent:
+                raise CheckpointNotLatest(
+                    f"thread {thread!r}: a run goes on only from its latest checkpoint "
+                    f"({head}), not from {parent}, which would fork the thread's history "
+                    "(its audit, reused results and artifacts are one history's); nothing was "
+                    "written: revise the thread to change its course, or start a new thread"
+                )
+        saved = self._writer(thread).put(config, *args, **kwargs)
+        self._heads[key] = (saved.get("configurable") or {}).get("checkpoint_id")
+        return saved
 
     def put_writes(self, config: RunnableConfig, *args: Any, **kwargs: Any) -> None:
         """Write through the thread's lock when this process holds it (as ``put``)."""

@@ -14,7 +14,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
 from langgraph.config import get_stream_writer
 
-from app.errors import InvalidThreadId, ThreadExists, ThreadNotFound, UnknownArtifactName
+from app.errors import (
+    CheckpointNotLatest,
+    InvalidThreadId,
+    ThreadExists,
+    ThreadNotFound,
+    UnknownArtifactName,
+)
 from app.settings import BUNDLED_CORPUS, Settings
 from app.storage.thread_reads import GlanceSaver
 from app.text.primitives import CITATION
@@ -245,6 +251,26 @@ def test_what_a_node_streams_reaches_the_progress_a_run_reports(settings: Settin
         )
     assert seen[0] == ("progress", json.dumps({"counting": OBJECTIVE}))
     assert seen[1][0] == "announce", "sent while the node ran, before its update"
+
+
+def test_a_run_or_an_edit_from_an_earlier_checkpoint_is_refused_and_writes_nothing(
+    workflow: Workflow,
+) -> None:
+    """LangGraph's time travel would fork the thread: its audit, reuse and artifacts are one
+    history's, so a fork would mix two (a revision is how a thread changes course)."""
+    workflow.run(OBJECTIVE, "t-fork")
+    config = workflow.config("t-fork")
+    head = workflow.graph.get_state(config).config
+    history = list(workflow.graph.get_state_history(config))
+    [before_writer] = [snap for snap in history if snap.next == ("writer",)]
+    with pytest.raises(CheckpointNotLatest, match="would fork the thread's history"):
+        workflow.graph.invoke(None, before_writer.config, context=workflow.context)
+    with pytest.raises(CheckpointNotLatest, match="goes on only from its latest checkpoint"):
+        workflow.graph.update_state(before_writer.config, None)
+    assert workflow.graph.get_state(config).config == head, "the thread's history is as it was"
+    assert len(list(workflow.graph.get_state_history(config))) == len(history)
+    revised = workflow.revise("t-fork", {"max_words": 150, "reason": "a shorter piece"})
+    assert revised.result_status == "completed", "a revision goes on from the latest one"
 
 
 def test_outcome_is_recorded_in_state_not_only_returned(workflow: Workflow) -> None:
