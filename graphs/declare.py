@@ -16,11 +16,15 @@ import inspect
 import json
 import random
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, cast, get_args, get_origin, get_type_hints
 
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import LLMResult
+from langchain_core.tracers.context import register_configure_hook
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
 from langgraph.types import Command, RetryPolicy
@@ -692,6 +696,32 @@ def commanded(spec: NodeSpec, command: Command[Any]) -> NodeResult:
     return NodeResult(update, artifact_ids=stored_in(update), goto=goes)
 
 
+class ModelUsage(BaseCallbackHandler):
+    """What the chat models a body calls itself report spending (their ``usage_metadata``).
+
+    A body with no declared agent may call a LangChain chat model directly; LangChain hands
+    every model run in the body's context to this handler (a configure hook, as its own
+    ``get_usage_metadata_callback`` is), so those tokens are charged to the attempt too.
+    """
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self._lock = threading.Lock()
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        """Add the tokens each generation's message reports."""
+        for generations in response.generations:
+            for generation in generations:
+                spent = getattr(getattr(generation, "message", None), "usage_metadata", None)
+                if spent:
+                    with self._lock:
+                        self.tokens += int(spent.get("total_tokens", 0))
+
+
+_MODEL_USAGE: ContextVar[ModelUsage | None] = ContextVar("handoff_model_usage", default=None)
+register_configure_hook(_MODEL_USAGE, inheritable=True)
+
+
 def get_step_info() -> StepInfo:
     """The step the running node's body is at, as LangGraph's ``get_config()`` is the config.
 
@@ -718,6 +748,8 @@ def run_body(call: NodeCall) -> NodeResult:
     """
     spec = call.spec
     token = _STEP.set(call.step)
+    models = ModelUsage() if spec.agent is None else None  # an agent reports its own
+    counting = _MODEL_USAGE.set(models)
     try:
         if takes_runtime(spec.body):
             runtime = call.runtime or Runtime(context=call.ctx)
@@ -725,7 +757,10 @@ def run_body(call: NodeCall) -> NodeResult:
         else:
             given = spec.body(call)
     finally:
+        _MODEL_USAGE.reset(counting)
         _STEP.reset(token)
+        if models is not None and models.tokens:  # charged as an agent's run is, failed too
+            call.reported.append(AgentOutput(None, usage=Usage(tokens=models.tokens)))
     if isinstance(given, Command) and spec.goes_to:
         given = commanded(spec, given)
     if isinstance(given, Mapping):

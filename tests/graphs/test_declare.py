@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import is_invalid_resume
 from langgraph.graph import START, StateGraph
@@ -432,3 +434,37 @@ def test_a_compiled_graph_runs_as_a_node_s_body_its_code_in_the_input_hash(tmp_p
 def test_a_compiled_graph_put_in_the_wiring_is_told_to_be_a_node_s_body() -> None:
     with pytest.raises(WiringError, match=r"a compiled graph runs as a node's body"):
         build_graph(wiring=((counting_graph(), STOP),))  # type: ignore[arg-type]
+
+
+def talking_model(tokens: int) -> GenericFakeChatModel:
+    """A chat model that answers once, reporting ``tokens`` spent, as a provider's does."""
+    spent = {"input_tokens": tokens - 1, "output_tokens": 1, "total_tokens": tokens}
+    return GenericFakeChatModel(messages=iter([AIMessage(content="seven", usage_metadata=spent)]))
+
+
+@node("asks_a_model", reads=TallyInput, writes=TallyOutput, terminal=True, retry=None)
+def asks_a_model(state: TallyInput) -> TallyOutput:
+    """Calls a chat model itself, with no agent declared."""
+    answer = talking_model(1000).invoke(state["task"].objective)
+    if state["task"].objective.startswith("Fail"):
+        raise ValueError("the model's answer could not be used")
+    return {"tally": WordTally(words=len(str(answer.content).split()) or 1)}
+
+
+@pytest.mark.parametrize("objective", ["Count these words", "Fail after asking"])
+def test_a_chat_model_a_body_calls_itself_is_charged_to_the_attempt(
+    tmp_path: Path, objective: str
+) -> None:
+    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
+    graph = build_graph(wiring=((asks_a_model, STOP),)).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-model"}}
+    try:
+        graph.invoke(
+            {"task": TaskSpec(task_id="t-model", objective=objective)}, config, context=services
+        )
+    except ValueError:
+        assert objective.startswith("Fail")
+    [attempt] = services.ledger.runs("t-model")
+    assert attempt.usage.tokens == 1000, "what the model reported, whether the body used it or not"
