@@ -48,7 +48,7 @@ from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
 from graphs.errors import ContractViolation, EmptyFanOut, HandoffError, Omitted, TransientError
 from graphs.outcomes import run_outcome
-from graphs.pauses import Pause
+from graphs.pauses import ASKING, Pause
 from graphs.ports import StepInfo, ref_id
 from graphs.state import BranchInput, JoinInput
 from graphs.tools import Toolbox, ToolEnv
@@ -750,6 +750,7 @@ def run_body(call: NodeCall) -> NodeResult:
     token = _STEP.set(call.step)
     models = ModelUsage() if spec.agent is None else None  # an agent reports its own
     counting = _MODEL_USAGE.set(models)
+    asking = ASKING.set((spec.name, spec.pauses))
     try:
         if takes_runtime(spec.body):
             runtime = call.runtime or Runtime(context=call.ctx)
@@ -757,6 +758,7 @@ def run_body(call: NodeCall) -> NodeResult:
         else:
             given = spec.body(call)
     finally:
+        ASKING.reset(asking)
         _MODEL_USAGE.reset(counting)
         _STEP.reset(token)
         if models is not None and models.tokens:  # charged as an agent's run is, failed too

@@ -35,7 +35,7 @@ from contracts import (
 )
 from graphs.context import RunContext
 from graphs.decision_schema import THREAD_MARK, decision_schema
-from graphs.pauses import Pause, PauseDeclarationError
+from graphs.pauses import ASKING, Pause, PauseDeclarationError
 from graphs.ports import StepInfo
 
 TOP_FACTS = 5
@@ -184,6 +184,15 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
     so in the run context (``RunContext.admitted``), so its decision is not checked again.
     Either way the request's schema is what a paused thread shows its clients.
     """
+    running = ASKING.get()
+    if running is not None and (running[1] is None or running[1].kind != pause.kind):
+        node, declared = running
+        raise PauseDeclarationError(
+            f"node {node!r} asks through pause {pause.kind!r}, which it does not declare "
+            f"(it declares {declared.kind if declared else 'none'!r}): no way in could answer "
+            "it; a node asks through the one pause it declares (pauses=...), so a second "
+            "question is an action of that pause, or a node of its own after this one"
+        )
     schema = decision_schema(request, pause)
     shown = [{**inbox_view(request, pause), "request": request.model_dump(mode="json")}]
     if _admitted(request):

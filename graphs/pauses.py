@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, get_args, get_origin
 
@@ -45,6 +46,11 @@ ActionT = TypeVar("ActionT", bound=str, default=str, covariant=True)
 
 class PauseDeclarationError(ValueError):
     """A pause or action declared so that no decision could answer it as meant."""
+
+
+ASKING: ContextVar[tuple[str, Pause[Any] | None] | None] = ContextVar("asking", default=None)
+"""The running node's name and the pause it declares (the runner sets it around a body), so
+a question put through another pause, which no way in could answer, is refused when asked."""
 
 
 @dataclass(frozen=True)

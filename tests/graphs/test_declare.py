@@ -49,7 +49,7 @@ from graphs import (
 from graphs.errors import Omitted, TransientError, WiringError
 from graphs.human import ask, pause_request, recorded, request_in
 from graphs.input_hash import code_version
-from graphs.pauses import Action, Pause
+from graphs.pauses import Action, Pause, PauseDeclarationError
 from graphs.routing import STOP
 from tests.graphs.test_fan_out import Lines
 from tests.graphs.test_omissions import ToollessRequest as CountRequest
@@ -468,3 +468,32 @@ def test_a_chat_model_a_body_calls_itself_is_charged_to_the_attempt(
         assert objective.startswith("Fail")
     [attempt] = services.ledger.runs("t-model")
     assert attempt.usage.tokens == 1000, "what the model reported, whether the body used it or not"
+
+
+WHEN: Pause[Literal["now", "later"]] = Pause(
+    "publish_when", actions=(Action("now"), Action("later")), literal=Literal["now", "later"]
+)
+
+
+@node("asks_twice", reads=CountInput, writes=CountOutput, pauses=COUNT, terminal=True)
+def asks_twice(state: CountInput) -> CountOutput:
+    """Asks its own pause, then a second question through a pause it does not declare."""
+    step = get_step_info()
+    ask(COUNT, pause_request(COUNT, step, question="Count the objective's words?"))
+    ask(WHEN, pause_request(WHEN, step, question="Publish now?"))
+    return {}
+
+
+def test_a_question_through_a_pause_the_node_does_not_declare_fails_naming_both(
+    tmp_path: Path,
+) -> None:
+    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
+    graph = build_graph(wiring=((asks_twice, STOP),)).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-twice"}}
+    graph.invoke({"task": TaskSpec(task_id="t-twice", objective="Ask")}, config, context=services)
+    [waiting] = graph.get_state(config).interrupts
+    answer = {"interrupt_id": request_in(waiting.value).interrupt_id, "action": "count"}
+    with pytest.raises(PauseDeclarationError, match=r"'asks_twice' asks through pause 'publish_w"):
+        graph.invoke(Command(resume={**answer, "decided_by": "t"}), config, context=services)
