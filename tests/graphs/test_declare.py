@@ -129,6 +129,15 @@ def count_words(state: CountInput, runtime: Runtime[RunContext]) -> CountOutput:
     return {"decisions": log, "tally": WordTally(words=len(state["task"].objective.split()))}
 
 
+def compiled(wiring: Any, tmp_path: Path) -> tuple[Any, RunContext]:
+    """``wiring``'s graph on an in-memory checkpointer, and the services its runs are given."""
+    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
+    graph = build_graph(wiring=wiring).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    return graph, services
+
+
 def test_a_body_written_as_a_langgraph_node_reads_contracts_and_its_update_is_handed_over(
     tmp_path: Path,
 ) -> None:
@@ -190,10 +199,7 @@ PICKING = ((pick, None), (tally, STOP), (short_tally, STOP))
 def test_a_body_returning_a_command_goes_where_it_says_and_a_replay_goes_there_again(
     tmp_path: Path,
 ) -> None:
-    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
-    graph = build_graph(wiring=PICKING).compile(
-        checkpointer=InMemorySaver(serde=contract_serializer())
-    )
+    graph, services = compiled(PICKING, tmp_path)
     config: Any = {"configurable": {"thread_id": "t-pick"}}
     PICKS[:] = ["short_tally"]
     graph.invoke(
@@ -247,10 +253,7 @@ def test_the_runtime_a_body_gets_carries_the_services_the_graph_resolved(tmp_pat
 def test_a_body_written_as_a_langgraph_node_pauses_and_records_the_typed_decision(
     tmp_path: Path,
 ) -> None:
-    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
-    graph = build_graph(wiring=((count_words, STOP),)).compile(
-        checkpointer=InMemorySaver(serde=contract_serializer())
-    )
+    graph, services = compiled(((count_words, STOP),), tmp_path)
     config: Any = {"configurable": {"thread_id": "t-count"}}
     task = TaskSpec(task_id="t-count", objective="Count these four words")
     graph.invoke({"task": task}, config, context=services)
@@ -455,10 +458,7 @@ def asks_a_model(state: TallyInput) -> TallyOutput:
 def test_a_chat_model_a_body_calls_itself_is_charged_to_the_attempt(
     tmp_path: Path, objective: str
 ) -> None:
-    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
-    graph = build_graph(wiring=((asks_a_model, STOP),)).compile(
-        checkpointer=InMemorySaver(serde=contract_serializer())
-    )
+    graph, services = compiled(((asks_a_model, STOP),), tmp_path)
     config: Any = {"configurable": {"thread_id": "t-model"}}
     try:
         graph.invoke(
@@ -487,10 +487,7 @@ def asks_twice(state: CountInput) -> CountOutput:
 def test_a_question_through_a_pause_the_node_does_not_declare_fails_naming_both(
     tmp_path: Path,
 ) -> None:
-    services = build_context(Settings(data_dir=tmp_path, database_url="memory://"))
-    graph = build_graph(wiring=((asks_twice, STOP),)).compile(
-        checkpointer=InMemorySaver(serde=contract_serializer())
-    )
+    graph, services = compiled(((asks_twice, STOP),), tmp_path)
     config: Any = {"configurable": {"thread_id": "t-twice"}}
     graph.invoke({"task": TaskSpec(task_id="t-twice", objective="Ask")}, config, context=services)
     [waiting] = graph.get_state(config).interrupts
