@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_args, get_type_hints
@@ -19,6 +20,7 @@ import typer
 from app.cli.decisions import DecisionFlags
 from app.workflow import Workflow
 from contracts import Constraints, TaskSpec
+from graphs.errors import UsageError
 
 Command = TypeVar("Command", bound=Callable[..., None])
 KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
@@ -41,6 +43,15 @@ MaxRoundsOpt = Annotated[int | None, typer.Option("--max-rounds", help="Review r
 QuestionOpt = Annotated[
     list[str] | None,
     typer.Option("--question", help="Sub-question to research besides the objective (repeatable)."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="A task field by its dotted path, KEY=VALUE (repeatable; the value read as JSON "
+        "when it is JSON, else as text): any field a project adds to TaskSpec, e.g. "
+        "--set policies.editorial_gate=true.",
+    ),
 ]
 ApprovalOpt = Annotated[
     bool, typer.Option("--require-approval", help="Pause for approval after research.")
@@ -109,6 +120,7 @@ TASK_OPTIONS: dict[str, Any] = {
     "ask_on_review": AskOnReviewOpt,
     "export": ExportOpt,
     "decision_timeout": DecisionTimeoutOpt,
+    "set": SetOpt,
 }
 """A task's options (``run``, ``submit``), by the keyword the command's body gets each as
 (Typer's idiom: the keyword is the parameter's name, the flag is declared in its option)."""
@@ -184,7 +196,7 @@ def task_of(workflow: Workflow, objective: str, params: dict[str, Any]) -> TaskS
     budget: dict[str, Any] = {}
     if params["max_rounds"] is not None:
         budget["max_review_rounds"] = params["max_rounds"]
-    return workflow.task(
+    task = workflow.task(
         objective,
         corpus=[str(path) for path in params["corpus"] or []],
         constraints=Constraints(
@@ -199,3 +211,38 @@ def task_of(workflow: Workflow, objective: str, params: dict[str, Any]) -> TaskS
             "decision_timeout": params["decision_timeout"],
         },
     )
+    return with_fields(task, params.get("set") or [])
+
+
+class TaskFieldUsage(UsageError):
+    """A ``--set`` that names no task field the way ``KEY=VALUE`` does."""
+
+
+def with_fields(task: TaskSpec, assignments: list[str]) -> TaskSpec:
+    """``task`` with each ``--set KEY=VALUE`` applied, validated as a TaskSpec again.
+
+    A field a project adds to the task (a policy, a tone) is set from the CLI with no option
+    of its own; a wrong path or value is refused naming the field, as any task is.
+    """
+    if not assignments:
+        return task
+    data = task.model_dump(mode="json")
+    for assignment in assignments:
+        key, sep, raw = assignment.partition("=")
+        if not sep or not key.strip():
+            raise TaskFieldUsage(
+                f"--set {assignment!r}: expected KEY=VALUE, e.g. --set policies.editorial_gate=true"
+            )
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        *path, last = key.strip().split(".")
+        target = data
+        for part in path:
+            inner = target.setdefault(part, {})
+            if not isinstance(inner, dict):
+                raise TaskFieldUsage(f"--set {key}: {part!r} is not a group of task fields")
+            target = inner
+        target[last] = value
+    return TaskSpec.model_validate(data)

@@ -95,6 +95,19 @@ def test_invalid_input_exits_usage_naming_the_field(tmp_path: Path) -> None:
 
 
 @pytest.mark.e2e
+def test_set_gives_any_task_field_by_its_path_and_refuses_one_the_task_lacks(
+    tmp_path: Path,
+) -> None:
+    waiting = handoff(tmp_path, "run", OBJECTIVE, "--set", "policies.require_approval=true")
+    assert waiting.returncode == ExitCode.WAITING_FOR_HUMAN, waiting.stderr
+    unknown = handoff(tmp_path, "run", OBJECTIVE, "--set", "policies.editorial_gate=true")
+    assert unknown.returncode == ExitCode.USAGE
+    assert "policies.editorial_gate" in unknown.stderr and "Traceback" not in unknown.stderr
+    bare = handoff(tmp_path, "run", OBJECTIVE, "--set", "policies")
+    assert bare.returncode == ExitCode.USAGE and "expected KEY=VALUE" in bare.stderr
+
+
+@pytest.mark.e2e
 def test_a_corpus_answering_nothing_exits_partial_naming_the_question(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
