@@ -153,10 +153,15 @@ class CheckedState(Mapping[str, Any]):
         """The state after ``update``, whose values were validated on the way out.
 
         A channel with a reducer gets what LangGraph will store: the update merged into
-        its value (validated when first read, as any value the node did not write itself).
+        its value (validated when first read, as any value the node did not write itself);
+        the first write of a channel never written is taken as it is, as LangGraph takes it.
         """
         given = reducers or {}
-        merging = {channel: given[channel] for channel in update if channel in given}
+        merging = {
+            channel: given[channel]
+            for channel in update
+            if channel in given and channel in self._state
+        }
         values = {
             channel: merging[channel](self._state.get(channel), value)
             if channel in merging

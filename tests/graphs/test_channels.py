@@ -7,6 +7,7 @@ and what the runner routes and hands over from is the merged value LangGraph sto
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -119,3 +120,30 @@ def test_two_reducers_for_one_channel_fail_the_build_naming_both() -> None:
 
     with pytest.raises(ChannelError, match=r"'notes' merges writes with appended .* kept_last"):
         merge([("first_note writes", NotesWritten), ("other writes", OtherWrites)])
+
+
+def joined(current: NoteLog, update: NoteLog) -> NoteLog:
+    """A reducer as LangGraph's docs write one (``operator.add``): never given an empty value."""
+    return NoteLog(notes=[*current.notes, *update.notes])
+
+
+class JoinedWritten(TypedDict, total=False):
+    notes: Annotated[NoteLog | None, joined]
+
+
+first_joined = replace(first_note, name="first_joined", writes=JoinedWritten)
+second_joined = replace(second_note, name="second_joined", writes=JoinedWritten)
+
+
+def test_the_first_write_of_an_empty_channel_is_taken_as_is_as_langgraph_takes_it(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path, database_url="memory://")
+    wiring: Wiring = ((first_joined, "second_joined"), (second_joined, STOP))
+    graph = build_graph(wiring=wiring).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-joined"}}
+    task = TaskSpec(task_id="t-joined", objective="Add a note at each node")
+    graph.invoke({"task": task}, config, context=build_context(settings))
+    assert graph.get_state(config).values["notes"] == NoteLog(notes=["first", "second"])
