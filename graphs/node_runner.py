@@ -345,7 +345,18 @@ def on_route(route: Router, state: Mapping[str, Any]) -> str | tuple[str, ...]:
     name = getattr(route, "__name__", "router")
     kind = getattr(state_type(route), "__name__", "its TypedDict")
     fix = f"add it to {kind}, or type the router's state Mapping[str, Any] to read it all"
-    return route(view.restricted(route_reads(route), f"router {name}", fix))
+    found = route(view.restricted(route_reads(route), f"router {name}", fix))
+    if isinstance(found, str) or (
+        isinstance(found, tuple) and all(isinstance(target, str) for target in found)
+    ):
+        return found
+    raise TypeError(
+        f"router {name} returned {type(found).__name__} {str(found)[:200]}: a router returns "
+        "the name of the node the run goes to (or of branch nodes started side by side); "
+        "LangGraph's map over Send tasks is a branch node here: declare the node it starts "
+        "with branch=<keys function> and a join with joins=(node,), and return its name "
+        "(docs/adapt.md, A parallel branch)"
+    )
 
 
 RUNNER_CHANNELS = channels_of(RunnerWrites)

@@ -157,7 +157,10 @@ def targets(route: Router) -> tuple[str, ...]:
         else:
             pending += list(args)
     if not found:
-        raise TypeError(f"router {route.__name__} must return a Literal of node names")
+        raise TypeError(
+            f"router {route.__name__} must return a Literal of node names; a map over Send "
+            "tasks is a branch node here (branch= and a join, docs/adapt.md, A parallel branch)"
+        )
     return tuple(found)
 
 

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
 
 import pytest
+from langgraph.types import Send
 
 from contracts import (
     ArtifactRef,
@@ -13,9 +16,14 @@ from contracts import (
     ReviewResult,
     TaskSpec,
 )
+from graphs import build_graph
 from graphs.errors import ContractViolation
 from graphs.graph import route_after_research, route_after_review
+from graphs.routing import STOP
 from tests.contracts.examples import EXAMPLES
+from tests.graphs.test_declare import tally
+from tests.graphs.test_detour import plan
+from tests.graphs.test_omissions import run
 
 SHA = "a" * 64
 
@@ -99,3 +107,19 @@ def test_router_without_review_names_the_missing_channel() -> None:
     del state["review"]
     with pytest.raises(ContractViolation, match="review"):
         route_after_review(state)
+
+
+def sends_tasks(state: Mapping[str, Any]) -> Literal["tally"]:
+    """LangGraph's map step, written as its docs write one."""
+    return [Send("tally", {"task": state["task"]})]  # type: ignore[return-value]
+
+
+def sends_typed(state: Mapping[str, Any]) -> list[Send]:
+    return [Send("tally", {"task": state["task"]})]
+
+
+def test_a_router_returning_send_tasks_is_told_a_map_is_a_branch_node(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"returned list .*map over Send tasks is a branch node"):
+        run(((plan, sends_tasks), (tally, STOP)), tmp_path, "t-send")
+    with pytest.raises(TypeError, match=r"map over Send tasks is a branch node here \(branch="):
+        build_graph(wiring=((plan, sends_typed), (tally, STOP)))
