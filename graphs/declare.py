@@ -11,6 +11,7 @@ audits and hands over the rest.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
@@ -744,7 +745,10 @@ def run_body(call: NodeCall) -> NodeResult:
     A body written as a LangGraph node, ``def count(state: CountInput, runtime:
     Runtime[RunContext]) -> CountOutput``, reads ``state[...]`` (each declared channel as
     its contract) and returns its update as a dict; the runner validates, audits and hands
-    it over as any NodeResult's. It reaches its step through :func:`get_step_info`.
+    it over as any NodeResult's. It reaches its step through :func:`get_step_info`. An
+    ``async def`` body runs to its end on an event loop of its own in the thread the node
+    runs in (LangGraph runs a sync node in a worker thread under ``ainvoke`` and the dev
+    server), with the same context: its config, its step, its pause.
     """
     spec = call.spec
     token = _STEP.set(call.step)
@@ -757,6 +761,8 @@ def run_body(call: NodeCall) -> NodeResult:
             given = spec.body(call, runtime=runtime.override(context=call.services()))
         else:
             given = spec.body(call)
+        if inspect.iscoroutine(given):  # an async body, run to its end where the node runs
+            given = asyncio.run(given)
     finally:
         ASKING.reset(asking)
         _MODEL_USAGE.reset(counting)

@@ -10,6 +10,7 @@ to the attempt however the body called it, so no body can leave the cost out.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast, runtime_checkable
@@ -494,3 +495,27 @@ def test_a_question_through_a_pause_the_node_does_not_declare_fails_naming_both(
     answer = {"interrupt_id": request_in(waiting.value).interrupt_id, "action": "count"}
     with pytest.raises(PauseDeclarationError, match=r"'asks_twice' asks through pause 'publish_w"):
         graph.invoke(Command(resume={**answer, "decided_by": "t"}), config, context=services)
+
+
+@node("async_tally", reads=TallyInput, writes=TallyOutput, terminal=True)
+async def async_tally(state: TallyInput, runtime: Runtime[RunContext]) -> TallyOutput:
+    """An async LangGraph node body: awaits, then counts, its step and context at hand."""
+    await asyncio.sleep(0)
+    assert get_step_info().node == "async_tally" and isinstance(runtime.context, RunContext)
+    return {"tally": WordTally(words=len(state["task"].objective.split()))}
+
+
+def test_an_async_body_runs_to_its_end_and_its_update_is_handed_over(tmp_path: Path) -> None:
+    values = run(((async_tally, STOP),), tmp_path, "t-async")
+    assert values["tally"] == WordTally(words=7)
+    assert values["handoff"].from_node == "async_tally"
+
+
+def test_an_async_body_runs_under_ainvoke_as_the_dev_server_runs_the_graph(
+    tmp_path: Path,
+) -> None:
+    graph, services = compiled(((async_tally, STOP),), tmp_path)
+    config: Any = {"configurable": {"thread_id": "t-ainvoke"}}
+    task = TaskSpec(task_id="t-ainvoke", objective="Count these four words")
+    asyncio.run(graph.ainvoke({"task": task}, config, context=services))
+    assert graph.get_state(config).values["tally"] == WordTally(words=4)
