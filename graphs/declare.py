@@ -619,10 +619,7 @@ def keys_of(
     None, or one twice, is refused: nothing would run and the run would stop.
     """
     assert branch.branch is not None
-    if takes_runtime(branch.branch):
-        keys = branch.branch(state, runtime=runtime)
-    else:
-        keys = branch.branch(state)
+    keys = given_runtime(branch.branch, state, runtime)
     if not keys:
         raise EmptyFanOut(
             f"the fan-out to {branch.name!r} found no branch key in this state: nothing would "
@@ -673,9 +670,18 @@ def stored_in(update: Mapping[str, Any]) -> list[str]:
 
 
 @functools.cache
+@functools.lru_cache(maxsize=4096)
 def takes_runtime(body: Callable[..., Any]) -> bool:
     """Whether a body takes LangGraph's runtime: a parameter named so, as LangGraph reads it."""
     return "runtime" in inspect.signature(body).parameters
+
+
+def given_runtime(fn: Callable[..., Any], state: Any, runtime: Any) -> Any:
+    """``fn(state)``, with LangGraph's ``runtime`` too when ``fn`` takes one.
+
+    As LangGraph calls a node or a conditional edge: a router, a keys function.
+    """
+    return fn(state, runtime=runtime) if takes_runtime(fn) else fn(state)
 
 
 _STEP: ContextVar[StepInfo] = ContextVar("handoff_step")

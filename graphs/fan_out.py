@@ -20,7 +20,7 @@ from langgraph.types import Send
 
 from contracts import BranchTask
 from graphs.context import RunContext
-from graphs.declare import NodeSpec, keys_of
+from graphs.declare import NodeSpec, given_runtime, keys_of
 from graphs.node_runner import ContextFactory, Router, on_route, resolve_context, state_type
 from graphs.wiring import targets
 
@@ -84,17 +84,17 @@ def fanning(
 ) -> Edge:
     """The conditional edge for ``route``: each branch node's name becomes its tasks.
 
-    A keys function that takes LangGraph's runtime gets the run's, its context the run's
-    services, resolved as a node's are (``default_context``).
+    A router or keys function that takes LangGraph's runtime gets the run's, its context
+    the run's services, resolved as a node's are (``default_context``).
     """
 
     def edge(state: Mapping[str, Any]) -> Any:
-        chosen = on_route(route, state)
-        if isinstance(chosen, str) and chosen not in branches:
-            return chosen
         runtime: Runtime[RunContext] | None = get_runtime()  # None in update_state
         if runtime is not None:
             runtime = runtime.override(context=resolve_context(runtime, default_context))
+        chosen = on_route(route, state, runtime)
+        if isinstance(chosen, str) and chosen not in branches:
+            return chosen
         if isinstance(chosen, str):
             return branch_sends([branches[chosen]], state, runtime)
         check_started_together(getattr(route, "__name__", "edge"), chosen, branches)
@@ -143,8 +143,8 @@ def together(route: Router, siblings: Mapping[str, tuple[str, ...]]) -> Router:
     def grown(chosen: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(n for name in chosen for n in siblings.get(name, (name,))))
 
-    def started(state: Mapping[str, Any]) -> str | tuple[str, ...]:
-        chosen = route(state)
+    def started(state: Mapping[str, Any], runtime: Any = None) -> str | tuple[str, ...]:
+        chosen = given_runtime(route, state, runtime)
         named = (chosen,) if isinstance(chosen, str) else chosen
         return chosen if grown(named) == named else grown(named)
 

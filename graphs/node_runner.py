@@ -73,6 +73,7 @@ from graphs.declare import (
     NodeResult,
     NodeSpec,
     branch_results,
+    given_runtime,
     is_transient,
     keys_of,
     run_body,
@@ -339,13 +340,20 @@ def node_schema(spec: NodeSpec, route: Router) -> frozenset[str] | None:
     return frozenset(spec.inputs) | routed | ENVELOPE_READS
 
 
-def on_route(route: Router, state: Mapping[str, Any]) -> str | tuple[str, ...]:
-    """Where ``route`` goes from ``state``, reading only what the router declares."""
+def on_route(
+    route: Router, state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
+) -> str | tuple[str, ...]:
+    """Where ``route`` goes from ``state``, reading only what the router declares.
+
+    A router that takes ``runtime`` gets LangGraph's, as a conditional edge does.
+    """
     view = state if isinstance(state, CheckedState) else CheckedState(state)
     name = getattr(route, "__name__", "router")
     kind = getattr(state_type(route), "__name__", "its TypedDict")
     fix = f"add it to {kind}, or type the router's state Mapping[str, Any] to read it all"
-    found = route(view.restricted(route_reads(route), f"router {name}", fix))
+    found = given_runtime(
+        route, view.restricted(route_reads(route), f"router {name}", fix), runtime
+    )
     if isinstance(found, str) or (
         isinstance(found, tuple) and all(isinstance(target, str) for target in found)
     ):
@@ -439,7 +447,7 @@ class Visit:
         A refusal hands nothing over (``NodeResult.refusal``): its route must end the run.
         """
         if result.refused:
-            target = on_route(self.route, self.state)
+            target = on_route(self.route, self.state, self.runtime)
             if target != END:
                 raise ContractViolation(
                     f"node {self.spec.name!r} refused its input ({result.note}) but its route "
@@ -454,7 +462,7 @@ class Visit:
             update, {name: ch.reducer for name, ch in self.writable.items() if ch.reducer}
         )
         if result.goto is None:
-            target = on_route(self.route, after)
+            target = on_route(self.route, after, self.runtime)
         else:  # the body's Command: its router follows the envelope made here
             ended = read(after, "outcome", RunOutcome, node=self.spec.name) is not None
             target = END if ended else result.goto

@@ -23,7 +23,7 @@ from contracts import (
     TaskSpec,
 )
 from graphs.boundary import read, require
-from graphs.declare import NodeSpec
+from graphs.declare import NodeSpec, given_runtime
 from graphs.node_runner import Router, state_type
 from graphs.stale import only_revised_draft, research_changed
 from graphs.wiring import Route, Wiring, targets
@@ -103,8 +103,8 @@ def detour(route: Router, target: str, *, via: str | tuple[str, ...]) -> Router:
     names = (via,) if isinstance(via, str) else via
     kept = tuple(name for name in before if name != target)
 
-    def routed(state: Mapping[str, Any]) -> str | tuple[str, ...]:
-        found = route(state)
+    def routed(state: Mapping[str, Any], runtime: Any = None) -> str | tuple[str, ...]:
+        found = given_runtime(route, state, runtime)
         return via if found == target else found
 
     literal, pair = cast(Any, Literal), cast(Any, tuple)

@@ -145,3 +145,16 @@ def test_a_fan_out_with_no_key_fails_the_attempt_routing_to_it_so_a_resume_runs_
     graph.invoke(None, config, context=services)
     assert graph.get_state(config).values["words_counted"] == WordsCounted(lines=3, words=6)
     assert TEXTS == [], "the producer ran again, not replayed from its first attempt"
+
+
+def lines_or_end(
+    state: Mapping[str, Any], runtime: Runtime[RunContext]
+) -> Literal["count_line", "__end__"]:
+    """A router reading the store through LangGraph's runtime, as a conditional edge may."""
+    return "count_line" if text_of(state, runtime.context) else STOP
+
+
+def test_a_router_taking_the_runtime_routes_on_a_stored_artifact(tmp_path: Path) -> None:
+    wiring = ((write_lines, lines_or_end), (count_line, "join_lines"), (join_lines, STOP))
+    values = run(wiring, tmp_path, "t-routed-lines")
+    assert values["words_counted"] == WordsCounted(lines=3, words=6)
