@@ -36,7 +36,7 @@ from bench._common import (
     timed,
 )
 from bench._variants import StubbornWriter
-from contracts import ArtifactRef, Budget, DraftArticle, ResearchBundle, TaskSpec
+from contracts import ArtifactRef, Budget, DraftArticle, ResearchBundle, ReviewResult, TaskSpec
 from graphs import ArtifactStore, build_graph
 
 TARGET = 1.2
@@ -62,7 +62,7 @@ class Pair:
 
 
 def owned_copy(values: dict[str, Any], store: ArtifactStore, thread_id: str) -> dict[str, Any]:
-    """The values with the research and draft artifacts copied to ``thread_id``'s own ids."""
+    """The values with the research, draft and review artifacts copied to ``thread_id``'s ids."""
 
     def copy(ref: ArtifactRef, name: str) -> ArtifactRef:
         return store.put(f"{thread_id}-{name}", ref.kind, store.get(ref), ref.media_type)
@@ -76,7 +76,12 @@ def owned_copy(values: dict[str, Any], store: ArtifactStore, thread_id: str) -> 
     refs = [copy(ref, ref.kind) for ref in bundle.artifact_refs]
     research = bundle.model_copy(update={"sources": sources, "artifact_refs": refs})
     body = copy(draft.body, draft.body.kind)
-    return {**values, "research": research, "draft": draft.model_copy(update={"body": body})}
+    copied = {**values, "research": research, "draft": draft.model_copy(update={"body": body})}
+    review: ReviewResult | None = values.get("review")
+    if review is not None and review.report is not None:  # read by the writer: its own too
+        report = copy(review.report, review.report.kind)
+        copied["review"] = review.model_copy(update={"report": report})
+    return copied
 
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
