@@ -439,6 +439,9 @@ class NodeCall:
     """LangGraph's runtime for this task, its ``context`` the run's services."""
     reported: list[AgentOutput[Any]] = field(default_factory=list)
     """What the node's agent returned in this attempt: the runner charges its usage."""
+    metered: int = 0
+    """Tokens the chat models run in this attempt reported (``ModelUsage``), whoever ran
+    them: an agent that reports less than its models spent is charged what they spent."""
 
     def __getitem__(self, channel: str) -> Any:
         """``state[channel]`` of a LangGraph node: a declared input as its contract, or None."""
@@ -552,9 +555,16 @@ class NodeCall:
         """The agent the app supplies for this node (declared by its protocol), charged."""
         return Charged(self.ctx.agent_for(self.spec), self.spec.agent, self.reported)
 
-    def agent_spent(self) -> tuple[Usage, list[ToolReceipt]]:
-        """What the agent's runs in this attempt reported: their usage, their receipts."""
-        usage = sum((output.usage for output in self.reported), Usage())
+    def agent_spent(self, besides: Usage | None = None) -> tuple[Usage, list[ToolReceipt]]:
+        """What the attempt spent, and the receipts its agent's runs reported.
+
+        The spend is ``besides`` (what the body reported itself) and the agent's runs, never
+        fewer tokens than the attempt's chat models reported (``metered``): a body
+        calling a model itself, or an agent that leaves its model's usage out, is charged it.
+        """
+        usage = sum((output.usage for output in self.reported), besides or Usage())
+        if self.metered > usage.tokens:
+            usage = Usage(tool_calls=usage.tool_calls, tokens=self.metered)
         return usage, [receipt for output in self.reported for receipt in output.receipts]
 
     def services(self) -> RunContext:
@@ -704,11 +714,12 @@ def commanded(spec: NodeSpec, command: Command[Any]) -> NodeResult:
 
 
 class ModelUsage(BaseCallbackHandler):
-    """What the chat models a body calls itself report spending (their ``usage_metadata``).
+    """What the chat models run in a body report spending (their ``usage_metadata``).
 
-    A body with no declared agent may call a LangChain chat model directly; LangChain hands
-    every model run in the body's context to this handler (a configure hook, as its own
-    ``get_usage_metadata_callback`` is), so those tokens are charged to the attempt too.
+    A body may call a LangChain chat model itself, and an agent (a prebuilt ReAct agent, say)
+    may not report all its model spent; LangChain hands every model run in the body's
+    context to this handler (a configure hook, as its own ``get_usage_metadata_callback``
+    is), so the attempt is charged at least what the models reported.
     """
 
     def __init__(self) -> None:
@@ -758,7 +769,7 @@ def run_body(call: NodeCall) -> NodeResult:
     """
     spec = call.spec
     token = _STEP.set(call.step)
-    models = ModelUsage() if spec.agent is None else None  # an agent reports its own
+    models = ModelUsage()
     counting = _MODEL_USAGE.set(models)
     asking = ASKING.set((spec.name, spec.pauses))
     try:
@@ -773,15 +784,14 @@ def run_body(call: NodeCall) -> NodeResult:
         ASKING.reset(asking)
         _MODEL_USAGE.reset(counting)
         _STEP.reset(token)
-        if models is not None and models.tokens:  # charged as an agent's run is, failed too
-            call.reported.append(AgentOutput(None, usage=Usage(tokens=models.tokens)))
+        call.metered += models.tokens  # charged as an agent's run is, a failed one too
     if isinstance(given, Command) and spec.goes_to:
         given = commanded(spec, given)
     if isinstance(given, Mapping):
         given = NodeResult(dict(given), artifact_ids=stored_in(given))
     if isinstance(given, NodeResult):
-        usage, receipts = call.agent_spent()
-        return replace(given, usage=given.usage + usage, receipts=[*receipts, *given.receipts])
+        usage, receipts = call.agent_spent(given.usage)
+        return replace(given, usage=usage, receipts=[*receipts, *given.receipts])
     routes = (
         ": where the run goes is its router's, the conditional edge of its wiring entry, so "
         "the envelope it hands over names the node that runs next (or annotate the body "

@@ -519,3 +519,29 @@ def test_an_async_body_runs_under_ainvoke_as_the_dev_server_runs_the_graph(
     task = TaskSpec(task_id="t-ainvoke", objective="Count these four words")
     asyncio.run(graph.ainvoke({"task": task}, config, context=services))
     assert graph.get_state(config).values["tally"] == WordTally(words=4)
+
+
+@dataclass
+class LeavesItsModelOut(Counting):
+    """Asks a chat model that spends ``tokens``, and reports nothing of it (as a prebuilt
+    agent handed back without its usage would)."""
+
+    def run(self, request: CountRequest) -> AgentOutput[WordTally]:
+        talking_model(self.tokens).invoke(request.task.objective)
+        return AgentOutput(WordTally(words=len(request.task.objective.split())))
+
+
+@dataclass
+class ReportsItsModel(Counting):
+    """Asks a chat model that spends ``tokens``, and reports them, as the shipped agents do."""
+
+    def run(self, request: CountRequest) -> AgentOutput[WordTally]:
+        output = LeavesItsModelOut(self.tokens).run(request)
+        return AgentOutput(output.result, usage=Usage(tokens=self.tokens))
+
+
+def test_an_agent_is_charged_at_least_what_its_models_reported(tmp_path: Path) -> None:
+    [ran] = audited(delegated_tally, LeavesItsModelOut(tokens=500), tmp_path)
+    assert ran.usage.tokens == 500
+    [honest] = audited(delegated_tally, ReportsItsModel(tokens=500), tmp_path / "honest")
+    assert honest.usage.tokens == 500, "an agent that reports its model's usage is charged once"
