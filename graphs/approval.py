@@ -84,8 +84,11 @@ def prove_approval(
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
         raise _refuse(thread_id, f"the draft is not UTF-8 text: {error}") from None
+    cited = cited_claims(text)
+    if not cited:  # an approval of text traced to no source proves nothing of it
+        raise _refuse(thread_id, "the draft cites no claim of the research bundle")
     snapshots: dict[str, str] = {}
-    for claim_id in cited_claims(text):
+    for claim_id in cited:
         fact = bundle.fact(claim_id)
         source = bundle.source(fact.source_id) if fact else None
         if fact is None or source is None:

@@ -7,12 +7,17 @@ server policy guards: what is proven here is that the graph itself refuses them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 
 from app.workflow import Workflow
 from contracts import DraftArticle, Fact, ResearchBundle, ReviewResult, TaskState
+from graphs import AgentOutput
 from graphs.approval import ApprovalUnproven
 from graphs.errors import IntegrityError
+from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE
 
 FORGED = "The Rosetta Stone was carved by aliens in 1999 as a prank on Champollion."
@@ -131,3 +136,29 @@ def test_an_approved_thread_that_nobody_edited_is_published(workflow: Workflow) 
     review: ReviewResult = workflow.state("honest")["review"]
     assert outcome.state == TaskState.COMPLETED and published(workflow, "honest")
     assert review.draft_sha256 == workflow.state("honest")["draft"].body.sha256
+
+
+@dataclass
+class ApprovesAnything:
+    """A replacement reviewer that approves whatever it is shown (its checks left out)."""
+
+    real: Any
+
+    def run(self, request: Any) -> AgentOutput[ReviewResult]:
+        output: AgentOutput[ReviewResult] = self.real.run(request)
+        approved = output.result.model_copy(
+            update={"verdict": "approved", "rejected_claims": [], "required_changes": []}
+        )
+        return AgentOutput(approved, usage=output.usage, receipts=output.receipts)
+
+
+def test_an_approved_draft_that_cites_no_claim_is_refused_and_nothing_is_published(
+    workflow: Workflow,
+) -> None:
+    bare = SloppyWriter(bad_rounds=1, body="# Only a heading\n")
+    context = workflow.context.with_agent("writer", bare)
+    context = context.with_agent("reviewer", ApprovesAnything(context.agents["reviewer"]))
+    with Workflow(workflow.settings, context=context) as careless:
+        with pytest.raises(ApprovalUnproven, match="the draft cites no claim"):
+            careless.run(OBJECTIVE, "t-uncited")
+        assert not published(careless, "t-uncited")
