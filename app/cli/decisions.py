@@ -27,18 +27,26 @@ from contracts import HumanDecision, HumanRequest
 from graphs.pauses import Pause
 
 
-def detail_value(item: str) -> tuple[str, Any]:
-    """``NAME=VALUE`` from ``--detail``: the value as JSON when it parses, else as text."""
+def name_value(item: str) -> tuple[str, Any] | None:
+    """``NAME=VALUE``: the value as JSON when it parses, else as text; None if not that shape."""
     name, sep, text = item.partition("=")
     if not sep or not name.strip():
-        raise DecisionInputError(
-            f"--detail expects NAME=VALUE (the value as JSON, or text), got {short(item)}"
-        )
+        return None
     try:
         value = json.loads(text)
     except ValueError:
         value = text
     return name.strip(), value
+
+
+def detail_value(item: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` from ``--detail``."""
+    found = name_value(item)
+    if found is None:
+        raise DecisionInputError(
+            f"--detail expects NAME=VALUE (the value as JSON, or text), got {short(item)}"
+        )
+    return found
 
 
 @dataclass(frozen=True)

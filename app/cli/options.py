@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, get_args, get_type_hints
 
 import typer
 
-from app.cli.decisions import DecisionFlags
+from app.cli.decisions import DecisionFlags, name_value
 from app.workflow import Workflow
 from contracts import Constraints, TaskSpec
 from graphs.errors import UsageError
@@ -228,16 +227,13 @@ def with_fields(task: TaskSpec, assignments: list[str]) -> TaskSpec:
         return task
     data = task.model_dump(mode="json")
     for assignment in assignments:
-        key, sep, raw = assignment.partition("=")
-        if not sep or not key.strip():
+        found = name_value(assignment)
+        if found is None:
             raise TaskFieldUsage(
                 f"--set {assignment!r}: expected KEY=VALUE, e.g. --set policies.editorial_gate=true"
             )
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        *path, last = key.strip().split(".")
+        key, value = found
+        *path, last = key.split(".")
         target = data
         for part in path:
             inner = target.setdefault(part, {})
