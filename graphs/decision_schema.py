@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from typing import Any
 
-from pydantic import ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from contracts import Answer, HumanDecision, HumanRequest
+from graphs.boundary import describe_validation_error
 from graphs.pauses import DECISION_FIELDS, INBOX_RESPONSES, Pause, PauseDeclarationError
 
 THREAD_MARK = "."
@@ -99,22 +109,36 @@ def _decision_schema(request_json: str, pause: Pause) -> type[HumanDecision]:
                         if takers
                         else f"{field} goes with no action of this request, not {action.name!r}"
                     )
+            given = self.details
+            contract = pause.details_contract(action.name)
+            if given is not None and contract is not None and not isinstance(given, contract):
+                try:  # the union of the pause's contracts took it as another action's
+                    checked = contract.model_validate(
+                        given.model_dump() if isinstance(given, BaseModel) else given
+                    )
+                except ValidationError as error:
+                    raise ValueError(
+                        f"details: action {action.name!r} gives a {contract.__name__}: "
+                        f"{describe_validation_error(error, 'details')}"
+                    ) from None
+                object.__setattr__(self, "details", checked)  # no re-run of these checks
             return self
 
     DecisionForRequest.__name__ = "HumanDecision"
-    if pause.decision is None:
+    contracts = pause.details_contracts()
+    if not contracts:
         return DecisionForRequest
-    details: Any = pause.decision | None
+    details: Any = functools.reduce(operator.or_, contracts, type(None))
+    given_with = "; ".join(
+        f"{contract.__name__} with action {' or '.join(actions)}"
+        for contract, actions in contracts.items()
+    )
     typed = create_model(
         "HumanDecision",
         __base__=DecisionForRequest,
         details=(
             details,
-            Field(
-                default=None,
-                description=f"{pause.decision.__name__}: this pause's own decision fields, "
-                f"with action {' or '.join(pause.takers('details'))}.",
-            ),
+            Field(default=None, description=f"This pause's own decision fields: {given_with}."),
         ),
     )
     return typed

@@ -65,6 +65,10 @@ class Action:
     ``ignore`` as they come (an ``ignore`` gives the reason an action needs: that it was
     ignored), ``edit`` with the decision fields its arguments give, ``response`` with its
     text as the field ``text_as`` (``reason`` unless said).
+
+    ``details`` is the contract of this action's own ``details`` when it is not the pause's
+    ``decision``: actions of one pause that give different data (a revision's instructions,
+    an escalation's owner) each declare theirs, and a decision is checked against its own.
     """
 
     name: str
@@ -72,6 +76,7 @@ class Action:
     takes: tuple[str, ...] = ()
     inbox: tuple[str, ...] = ()
     text_as: str = "reason"
+    details: type[BaseModel] | None = None
 
     def __post_init__(self) -> None:
         """Refuse, at import, a name the CLI and contracts cannot spell or an unknown field."""
@@ -95,6 +100,17 @@ class Action:
                 f"action {self.name!r}: text_as={self.text_as!r} must be a text field the "
                 "action takes: 'reason', or 'constraints' it takes"
             )
+        if self.details is not None and not (
+            isinstance(self.details, type) and issubclass(self.details, BaseModel)
+        ):
+            raise PauseDeclarationError(
+                f"action {self.name!r}: details= takes a pydantic model class, not {self.details!r}"
+            )
+        if self.details is not None and not self.allows("details"):
+            raise PauseDeclarationError(
+                f"action {self.name!r}: its details contract {self.details.__name__} would "
+                "never be given: add 'details' to its needs= or takes="
+            )
 
     def allows(self, field: str) -> bool:
         """Whether a decision with this action may give ``field``."""
@@ -106,8 +122,9 @@ class Pause(Generic[ActionT]):
     """A node's pause: its kind, its actions, and the contracts of its own data.
 
     ``request`` is the model of what this pause alone shows (a request's ``details``),
-    ``decision`` the model of what its actions that need or take ``details`` give. Both
-    are pydantic models (``contracts.Contract``), declared in the node's module.
+    ``decision`` the model of what its actions that need or take ``details`` give, unless
+    an action declares its own (``Action.details``). All are pydantic models
+    (``contracts.Contract``), declared in the node's module.
     ``ids`` starts each request's interrupt id (``<ids>-s<step>.<thread>``); it defaults to
     the kind spelled with dashes, and stays fixed once threads were saved with it.
     ``literal`` is the ``Literal`` of the action names that types ``chosen`` (declare the
@@ -147,16 +164,20 @@ class Pause(Generic[ActionT]):
         for model, role in ((self.request, "request"), (self.decision, "decision")):
             if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
                 raise PauseDeclarationError(f"{where}: {role}= takes a pydantic model class")
-        takes_details = [action.name for action in self.actions if action.allows("details")]
-        if takes_details and self.decision is None:
+        shared = [
+            action.name
+            for action in self.actions
+            if action.allows("details") and action.details is None
+        ]
+        if shared and self.decision is None:
             raise PauseDeclarationError(
-                f"{where}: actions {takes_details} take details, but the pause declares no "
-                "decision contract (decision=...)"
+                f"{where}: actions {shared} take details, but the pause declares no "
+                "decision contract (decision=..., or each action's own details=...)"
             )
-        if self.decision is not None and not takes_details:
+        if self.decision is not None and not shared:
             raise PauseDeclarationError(
                 f"{where}: its decision contract {self.decision.__name__} would never be "
-                "given: no action needs or takes 'details'"
+                "given: no action needs or takes 'details' without a contract of its own"
             )
         answered = [kind for action in self.actions for kind in action.inbox]
         if len(set(answered)) != len(answered):
@@ -241,8 +262,28 @@ class Pause(Generic[ActionT]):
         """The actions with which ``field`` may be given."""
         return tuple(action.name for action in self.actions if action.allows(field))
 
-    def details_of(self, details: dict[str, Any] | None) -> Any:
-        """A decision's ``details`` as this pause's decision contract (None stays None)."""
-        if details is None or self.decision is None:
+    def details_contract(self, action: str) -> type[BaseModel] | None:
+        """The contract of ``action``'s details: its own, else the pause's decision's."""
+        declared = self.action(action)
+        if not declared.allows("details"):
             return None
-        return self.decision.model_validate(details)
+        return declared.details or self.decision
+
+    def details_contracts(self) -> dict[type[BaseModel], tuple[str, ...]]:
+        """Each details contract of the pause, with the actions that give it, in order."""
+        found: dict[type[BaseModel], tuple[str, ...]] = {}
+        for action in self.actions:
+            contract = self.details_contract(action.name)
+            if contract is not None:
+                found[contract] = (*found.get(contract, ()), action.name)
+        return found
+
+    def details_of(self, details: dict[str, Any] | None, action: str | None = None) -> Any:
+        """A decision's ``details`` as its action's contract (None stays None).
+
+        Without ``action``, the pause's decision contract (that all its actions share).
+        """
+        contract = self.decision if action is None else self.details_contract(action)
+        if details is None or contract is None:
+            return None
+        return contract.model_validate(details)

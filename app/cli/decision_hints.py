@@ -42,16 +42,17 @@ def option(action: str) -> str:
     return flag(action) if action in ACTION_FLAGS else f"--action {action}"
 
 
-def detail_fields(pause: Pause) -> list[str]:
-    """The fields of the pause's decision contract a decision must give (all, if none must)."""
-    if pause.decision is None:
+def detail_fields(pause: Pause, action: Action) -> list[str]:
+    """The fields of the action's details contract a decision must give (all, if none must)."""
+    contract = pause.details_contract(action.name)
+    if contract is None:
         return []
-    fields = pause.decision.model_fields
+    fields = contract.model_fields
     required = [name for name, field in fields.items() if field.is_required()]
     return required or list(fields)
 
 
-def _field_hint(field: str, pause: Pause) -> str:
+def _field_hint(field: str, pause: Pause, action: Action) -> str:
     """How one decision field is given on the command line."""
     if field == "reason":
         return '--reason "…"'
@@ -59,7 +60,7 @@ def _field_hint(field: str, pause: Pause) -> str:
         return "--answer QID=TEXT"
     if field == "constraints":
         return "--constraint TEXT"
-    return " ".join(f"--detail {name}=JSON" for name in detail_fields(pause))
+    return " ".join(f"--detail {name}=JSON" for name in detail_fields(pause, action))
 
 
 def action_hint(action: Action, pause: Pause, request: HumanRequest | None = None) -> str:
@@ -72,8 +73,10 @@ def action_hint(action: Action, pause: Pause, request: HumanRequest | None = Non
     if action.name == IMPLIED:
         waiting = request is None or any(q.answer is None for q in request.open_questions)
         takes = [f for f in action.takes if f != "answers" or waiting]
-        return " / ".join(_field_hint(field, pause) for field in [*takes, *action.needs])
-    return " ".join([option(action.name), *(_field_hint(field, pause) for field in action.needs)])
+        return " / ".join(_field_hint(field, pause, action) for field in [*takes, *action.needs])
+    return " ".join(
+        [option(action.name), *(_field_hint(field, pause, action) for field in action.needs)]
+    )
 
 
 def request_hints(request: HumanRequest, pauses: Mapping[str, Pause] = PAUSES) -> list[str]:

@@ -52,9 +52,10 @@ def _ask(
     if asks_extras and action.allows("constraints"):
         constraint = Prompt.ask("added constraint (empty for none)", default="", console=console)
         decision["constraints"] = [constraint] if constraint.strip() else []
-    if action.allows("details") and pause.decision is not None:
+    contract = pause.details_contract(name)
+    if contract is not None:
         details: dict[str, Any] = {}
-        for field_name, field in pause.decision.model_fields.items():
+        for field_name, field in contract.model_fields.items():
             shown = f"{field_name} ({field.description})" if field.description else field_name
             text = Prompt.ask(f"{shown}, as JSON or text", console=console)
             details[field_name] = detail_value(f"{field_name}={text}")[1]

@@ -8,14 +8,20 @@ from typing import Literal, get_args
 
 import pytest
 from pydantic import Field, ValidationError
+from typing_extensions import TypedDict
 
-from contracts import Contract, HumanDecision, TaskSpec
-from graphs import WIRING
+from app.errors import InvalidDecision
+from app.settings import Settings
+from app.workflow import Workflow
+from contracts import Contract, DecisionLog, HumanDecision, TaskSpec, TaskState, VersionedContract
+from graphs import WIRING, get_step_info, node
 from graphs.decision_schema import decision_schema
-from graphs.human import pause_request
+from graphs.human import ask, pause_request, recorded
 from graphs.pauses import DECISION_FIELDS, Action, Pause, PauseDeclarationError
 from graphs.ports import StepInfo
+from graphs.routing import STOP
 from graphs.wiring import pauses_of
+from tests.graphs.test_declare import CountInput as SortInput
 
 
 class Colour(Contract):
@@ -150,3 +156,120 @@ def test_a_decision_timeout_is_read_as_people_write_it(typed: object, meant: tim
 def test_a_decision_timeout_that_is_no_span_is_refused_naming_the_field(typed: object) -> None:
     with pytest.raises(ValidationError, match=r"policies\.decision_timeout"):
         TaskSpec(objective="Explain it", policies={"decision_timeout": typed})
+
+
+class SortOrder(Contract):
+    descending: bool = Field(description="Largest first.")
+
+
+class Trim(Contract):
+    keep: int = Field(ge=1, description="How many words to keep.")
+
+
+Sorting = Literal["sort", "trim", "skip"]
+SORT: Pause[Sorting] = Pause(
+    "sort_words",
+    actions=(
+        Action("sort", needs=("details",), details=SortOrder),
+        Action("trim", needs=("details",), details=Trim),
+        Action("skip", needs=("reason",)),
+    ),
+    literal=Sorting,
+)
+
+
+def test_each_action_may_declare_its_own_details_contract_and_is_checked_against_it() -> None:
+    step = StepInfo(thread_id="t", node="sort_words", step=2, task_version=1)
+    request = pause_request(SORT, step, question="Sort the words?")
+    schema = decision_schema(request, SORT)
+    trimmed = schema.model_validate(
+        {"interrupt_id": request.interrupt_id, "action": "trim", "details": {"keep": 2}}
+    )
+    assert isinstance(trimmed.details, Trim), "the action's own contract, not the first one"
+    assert SORT.details_of({"keep": 2}, "trim") == Trim(keep=2)
+    assert SORT.details_of({"descending": True}, "sort") == SortOrder(descending=True)
+    with pytest.raises(ValidationError, match=r"details: action 'trim' gives a Trim: details\."):
+        schema.model_validate(
+            {"interrupt_id": request.interrupt_id, "action": "trim", "details": {"descending": 1}}
+        )
+    described = schema.model_json_schema()
+    assert {"SortOrder", "Trim"} <= set(described["$defs"]), "the resume schema types both"
+    assert "Trim with action trim" in described["properties"]["details"]["description"]
+
+
+@pytest.mark.parametrize(
+    ("declare", "problem"),
+    [
+        (
+            lambda: Action("trim", details=Trim),
+            "its details contract Trim would never be given: add 'details' to its needs=",
+        ),
+        (lambda: Action("trim", needs=("details",), details=dict), "details= takes a pydantic"),
+        (
+            lambda: Pause(
+                "p", (Action("trim", needs=("details",), details=Trim),), decision=Colour
+            ),
+            "its decision contract Colour would never be given",
+        ),
+        (
+            lambda: Pause("p", (Action("a", needs=("details",)), Action("b", takes=("details",)))),
+            r"actions \['a', 'b'\] take details, but the pause declares no decision contract",
+        ),
+    ],
+)
+def test_an_action_contract_no_decision_could_give_is_refused_when_declared(
+    declare: object, problem: str
+) -> None:
+    with pytest.raises(PauseDeclarationError, match=problem):
+        declare()  # type: ignore[operator]
+
+
+class WordOrder(VersionedContract):
+    """The objective's words, as a person chose to have them."""
+
+    kind: Literal["word_order"] = Field(default="word_order", description="Discriminator.")
+    words: list[str] = Field(description="The words kept, in order.")
+
+    EXAMPLES = [{"words": ["a", "b"]}]
+
+
+class SortOutput(TypedDict, total=False):
+    decisions: DecisionLog | None
+    order: WordOrder | None
+
+
+@node("sort_words", reads=SortInput, writes=SortOutput, pauses=SORT, terminal=True)
+def sort_words(state: SortInput) -> SortOutput:
+    """Asks how to order the objective's words; each answer gives data of its own."""
+    step = get_step_info()
+    request = pause_request(SORT, step, question="How should the words be kept?")
+    decision = ask(SORT, request)
+    log = recorded(state["decisions"], decision, request, step)
+    words = state["task"].objective.split()
+    chosen = SORT.chosen(decision)
+    if chosen == "skip":
+        return {"decisions": log}
+    details = SORT.details_of(decision.details, chosen)
+    if isinstance(details, SortOrder):
+        words = sorted(words, reverse=details.descending)
+    elif isinstance(details, Trim):
+        words = words[: details.keep]
+    return {"decisions": log, "order": WordOrder(words=words)}
+
+
+def test_a_decision_resumes_with_its_own_actions_details_and_another_actions_are_refused(
+    settings: Settings,
+) -> None:
+    with Workflow(settings, wiring=((sort_words, STOP),)) as workflow:
+        outcome = workflow.run("delta alpha charlie bravo", "t-sort")
+        request = outcome.human_request
+        assert outcome.state == TaskState.INPUT_REQUIRED and request is not None
+        wrong = {"interrupt_id": request.interrupt_id, "action": "trim"}
+        with pytest.raises(InvalidDecision, match=r"details: action 'trim' gives a Trim"):
+            workflow.resume("t-sort", {**wrong, "details": {"descending": True}})
+        assert workflow.pending("t-sort") == request, "the thread still waits, unchanged"
+
+        workflow.resume("t-sort", {**wrong, "details": {"keep": 2}})
+        values = workflow.graph.get_state(workflow.config("t-sort")).values
+        assert values["order"] == WordOrder(words=["delta", "alpha"])
+        assert values["decisions"].last().details == {"keep": 2}
