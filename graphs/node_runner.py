@@ -31,6 +31,7 @@ import functools
 import hashlib
 import inspect
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -707,6 +708,25 @@ class Attempt:
         )
         self.seq = visit.ctx.ledger.start(step.thread_id, self.record)
         self.span = visit.ctx.trace.attempt(step, self.record)
+        self._receipted = threading.Lock()
+        if call is not None:
+            call.receipted = self.receipted
+
+    def receipted(self, receipt: ToolReceipt) -> None:
+        """A tool call of this attempt ended: its receipt (and cost) go on the running row.
+
+        Written as the call ends, not when the attempt does: a process killed mid-attempt
+        leaves the calls it made (a write with an effect outside among them) in the audit,
+        and the resume marks the row abandoned with them. ``finish`` replaces the list with
+        the attempt's complete one.
+        """
+        with self._receipted:
+            receipts = [*self.record.tool_receipts, receipt]
+            calls = sum(made.cost for made in receipts)
+            self.record = self.record.model_copy(
+                update={"tool_receipts": receipts, "usage": Usage(tool_calls=calls)}
+            )
+            self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, self.record)
 
     def finish(
         self,
