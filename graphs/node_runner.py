@@ -88,11 +88,14 @@ from graphs.errors import (
     Omitted,
     StaleInput,
     TransientError,
+    WiringError,
 )
 from graphs.freshness import OWN_RULES, refuse_changed
 from graphs.handoffs import ENVELOPE_READS, derive_handoff
+from graphs.human import ANSWERED, Answered, ask, decision_mark
 from graphs.input_hash import hash_of, input_digests
 from graphs.outcomes import run_outcome
+from graphs.pauses import PauseDeclarationError
 from graphs.ports import RunLedger, StepInfo
 from graphs.state import RunnerWrites
 
@@ -608,10 +611,42 @@ def pause(visit: Visit) -> dict[str, Any]:
     Such a node re-runs from its start on every resume, so it records nothing before the
     decision arrives (the ``interrupt()`` inside the body raises until then).
     """
-    with visit.ctx.store.batch():
-        result, update = visit.perform(visit.call(visit.step))
+    answered = Answered()
+    token = ANSWERED.set(answered)
+    call = visit.call(visit.step)
+    try:
+        with visit.ctx.store.batch():
+            result, update = visit.perform(call)
+    except (GraphBubbleUp, WiringError, MissingContext, PauseDeclarationError):
+        raise  # waiting, or a declaration no decision can mend
+    except Exception as error:
+        if answered.decision is None:
+            raise
+        decision_failed(visit, call, answered, error)
+        raise
+    finally:
+        ANSWERED.reset(token)
     Attempt(visit, visit.step).finish(result, update=update)
     return update
+
+
+def decision_failed(visit: Visit, call: NodeCall, answered: Answered, error: Exception) -> None:
+    """The node failed on the decision it was given: audited, then asked again.
+
+    LangGraph would replay the decision on every resume and the node fail the same way;
+    the failed attempt names the request (``decision_mark``), so ``ask`` lets that decision
+    be replayed and asks for a new one: the thread waits for a decision again.
+    """
+    assert answered.pause is not None and answered.request is not None
+    assert answered.decision is not None
+    kind: ErrorKind = "invalid_output" if isinstance(error, ContractViolation) else "internal"
+    message = error.message if isinstance(error, ContractViolation) else repr(error)
+    failed = Attempt(visit, visit.step, call)  # charged what its agent and tools spent
+    failed.record = failed.record.model_copy(
+        update={"inputs": [*failed.record.inputs, decision_mark(answered.request)]}
+    )
+    failed.finish(error=(kind, f"decision {answered.decision.action!r}: {message}"))
+    ask(answered.pause, answered.request)  # raises GraphInterrupt: the new question
 
 
 def attempts(visit: Visit) -> dict[str, Any]:
