@@ -65,7 +65,7 @@ from contracts import (
     Usage,
 )
 from graphs.boundary import CheckedState, read, require, validate_channel
-from graphs.budget import Tally, branch_share, exhausted, fanned_by, left
+from graphs.budget import Tally, branch_share, exhausted, fanned_by, left, overrun
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
 from graphs.declare import (
@@ -788,12 +788,14 @@ class Attempt:
             if toolbox is not None:
                 usage = toolbox.charged(usage)
                 receipts = [*toolbox.receipts, *receipts]
+        spent = result.usage if result else usage or Usage()
         final = self.record.model_copy(
             update={
+                "overrun": overrun(spent, self.step.tool_calls_left, self.step.tokens_left),
                 "status": "failed" if error else "succeeded",
                 "ended_at": self.visit.ctx.clock(),
                 "duration_ms": round((time.perf_counter() - self.began) * 1000, 3),
-                "usage": result.usage if result else usage or Usage(),
+                "usage": spent,
                 "artifact_ids": result.artifact_ids if result else [],
                 "checked_inputs": result.checked_inputs if result else [],
                 "tool_receipts": result.receipts if result else receipts,
