@@ -37,7 +37,7 @@ class NodeError(Contract):
 class NodeRun(VersionedContract):
     """One attempt of one node; the thread's audit log is a list of these."""
 
-    VERSION: ClassVar[str] = "1.4"
+    VERSION: ClassVar[str] = "1.5"
 
     kind: Literal["node_run"] = Field(default="node_run", description="Discriminator.")
     task_version: int = Field(ge=1, description="Task version the attempt worked on.")
@@ -86,6 +86,12 @@ class NodeRun(VersionedContract):
         description="A digest per input the hash covers (name:12 hex; the task as the node's "
         "view of it), so two passes show which input changed.",
     )
+    overrun: Usage | None = Field(
+        default=None,
+        description="What the attempt spent beyond what the budget left it when it started "
+        "(e.g. an agent's model answered with more tokens than were left); it is charged in "
+        "usage all the same. None: it stayed within the budget, or the budget has no limit.",
+    )
 
     EXAMPLES = [
         {
@@ -118,4 +124,10 @@ class NodeRun(VersionedContract):
     @classmethod
     def _names_its_inputs(cls, data: dict[str, Any]) -> dict[str, Any]:
         """A 1.3 record is a 1.4 one whose inputs were not itemised."""
+        return data
+
+    @upgrader(from_version="1.4", to_version="1.5")
+    @classmethod
+    def _says_what_it_overran(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A 1.4 record is a 1.5 one whose overrun was not recorded."""
         return data

@@ -56,6 +56,20 @@ def tally_of(
     )
 
 
+def overrun(usage: Usage, tool_calls_left: int | None, tokens_left: int | None) -> Usage | None:
+    """What ``usage`` spent beyond what was left (None: a limit), or None if nothing.
+
+    A step may only start while budget is left, but what it then spends is known only once
+    it ends: an agent's model can answer with more tokens than were left. The attempt is
+    charged all it spent; this is what its audit row records it overran by.
+    """
+    over = Usage(
+        tool_calls=max(0, usage.tool_calls - tool_calls_left) if tool_calls_left is not None else 0,
+        tokens=max(0, usage.tokens - tokens_left) if tokens_left is not None else 0,
+    )
+    return over if over.tool_calls or over.tokens else None
+
+
 def fanned_by(branch: BranchTask) -> tuple[str, ...]:
     """The branch nodes the fan-out that started this task started."""
     return tuple(branch.nodes) or (branch.node,)

@@ -442,6 +442,9 @@ class NodeCall:
     metered: int = 0
     """Tokens the chat models run in this attempt reported (``ModelUsage``), whoever ran
     them: an agent that reports less than its models spent is charged what they spent."""
+    receipted: Callable[[ToolReceipt], None] | None = None
+    """Where the toolbox reports each call's receipt as it ends: the attempt's ledger row
+    (``graphs.node_runner.Attempt``), so a killed attempt's calls stay in the audit."""
 
     def __getitem__(self, channel: str) -> Any:
         """``state[channel]`` of a LangGraph node: a declared input as its contract, or None."""
@@ -543,6 +546,7 @@ class NodeCall:
             code=self.ctx.tools,
             budget=self.step.tool_calls_left,
             effects=self.ctx.ledger,
+            on_receipt=self.receipted,
         )
 
     def opened_tools(self) -> Toolbox | None:

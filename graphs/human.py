@@ -12,6 +12,8 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -183,6 +185,10 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
     waiting), while ``Workflow.resume`` checks at its door, before the node re-runs, and says
     so in the run context (``RunContext.admitted``), so its decision is not checked again.
     Either way the request's schema is what a paused thread shows its clients.
+
+    A decision the node then failed on (audited by the runner, ``decision_mark``) is not
+    returned again: LangGraph replays it, this skips it and asks anew, the request listing
+    why each earlier decision failed (``changes``).
     """
     running = ASKING.get()
     if running is not None and (running[1] is None or running[1].kind != pause.kind):
@@ -193,13 +199,69 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
             "it; a node asks through the one pause it declares (pauses=...), so a second "
             "question is an action of that pause, or a node of its own after this one"
         )
+    failures = failed_on(request)
+    if failures:  # the decisions that made this node fail: replayed by LangGraph, never used
+        request = request.model_copy(update={"changes": [*request.changes, *failures]})
+        for _ in failures:
+            _interrupt(pause, request)
+    decision = as_decision(_interrupt(pause, request))
+    if has_expired(request, _now()):
+        decision = expired_decision(request, pause)
+    answered = ANSWERED.get()
+    if answered is not None:
+        answered.pause, answered.request, answered.decision = pause, request, decision
+    return decision
+
+
+def _interrupt(pause: Pause, request: HumanRequest) -> Any:
+    """One ``interrupt()`` for ``request``: the decision LangGraph resumes it with."""
     schema = decision_schema(request, pause)
     shown = [{**inbox_view(request, pause), "request": request.model_dump(mode="json")}]
     if _admitted(request):
-        decision = as_decision(interrupt(shown, response_schema=_surfaced(schema)))
-    else:
-        decision = as_decision(interrupt(shown, response_schema=schema))
-    return expired_decision(request, pause) if has_expired(request, _now()) else decision
+        return interrupt(shown, response_schema=_surfaced(schema))
+    return interrupt(shown, response_schema=schema)
+
+
+@dataclass
+class Answered:
+    """What a pausing node's attempt asked and was answered (``ask`` fills it in)."""
+
+    pause: Pause | None = None
+    request: HumanRequest | None = None
+    decision: HumanDecision | None = None
+
+
+ANSWERED: ContextVar[Answered | None] = ContextVar("handoff_answered", default=None)
+"""Set by the node runner around a pausing node's attempt: a decision the node then fails
+on is audited as that decision's failure (``decision_mark``), and asked again."""
+
+
+def decision_mark(request: HumanRequest) -> str:
+    """How a failed attempt's audit row names the request whose decision made it fail.
+
+    An entry of the row's ``inputs`` (``decision:<digest>``): the request's interrupt id
+    names its pause, thread and step, so a later visit of the node asks afresh.
+    """
+    return "decision:" + hashlib.sha256(request.interrupt_id.encode()).hexdigest()[:12]
+
+
+def failed_on(request: HumanRequest) -> list[str]:
+    """Why each decision already given on ``request`` failed its node, oldest first.
+
+    LangGraph keeps every value a task's ``interrupt()`` calls were resumed with and
+    replays them in order when the task runs again: a decision the node failed on would be
+    replayed, and fail, on every resume. The audit says how many there were; ``ask`` lets
+    each be replayed and asks for the next, so the thread can be decided again.
+    """
+    context = get_runtime().context
+    if not isinstance(context, RunContext):
+        return []
+    mark = decision_mark(request)
+    return [
+        f"a decision failed this step: {run.error.detail if run.error else 'no detail'}"[:1000]
+        for run in context.ledger.runs(request.thread_id)
+        if run.status == "failed" and mark in run.inputs
+    ]
 
 
 def has_expired(request: HumanRequest, now: datetime) -> bool:

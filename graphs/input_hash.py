@@ -4,9 +4,10 @@ Two visits with equal hashes would produce equal results, so a finished attempt'
 may be reused (after a crash between the node's end and its checkpoint). The hash covers
 the channels the node declares it reads (not a hand-kept copy of them), the part of the
 task its work depends on (``task_view``: not the task version, so work a revision leaves
-valid is reused), the contract versions of what it reads and writes, and the source of
-the node's module and of its agent's implementation: after an upgrade, nothing the old
-code produced is reused.
+valid is reused), the contract versions of what it reads and writes, the source of
+the node's module and of its agent's implementation (after an upgrade, nothing the old
+code produced is reused), and the chat model an agent works with (``model_identity``:
+the same agent around another model does the work again).
 """
 
 from __future__ import annotations
@@ -73,6 +74,49 @@ def _code_part(target: Hashable) -> str:
     return f"{name}:{_source_digest(source) if source else 'builtin'}"
 
 
+def model_identity(agent: object) -> Any:
+    """What an agent's work depends on beyond its code: its description and its models.
+
+    The same agent class around another chat model (another name, another model id, other
+    parameters) does other work: its ``describe()`` and each chat model it holds (itself,
+    or a field of it, bound or not) by class, name, provider type and LangChain's
+    identifying parameters. None for an agent that names neither.
+    """
+    describe = getattr(agent, "describe", None)
+    models = [_model_part(model) for model in _models_in(agent)]
+    if not callable(describe) and not models:
+        return None
+    return {"agent": str(describe()) if callable(describe) else None, "models": models}
+
+
+def _is_model(value: object) -> bool:
+    """Whether ``value`` is a LangChain language model (duck-typed: graphs needs no import)."""
+    return hasattr(type(value), "_llm_type") and hasattr(type(value), "_identifying_params")
+
+
+def _models_in(agent: object) -> list[object]:
+    """The chat models an agent is, or holds in a field (a model bound to tools included)."""
+    found = [agent] if _is_model(agent) else []
+    fields = vars(agent) if hasattr(agent, "__dict__") else {}
+    for value in fields.values():
+        for candidate in (value, getattr(value, "bound", None)):
+            if _is_model(candidate) and candidate not in found:
+                found.append(candidate)
+                break
+    return found
+
+
+def _model_part(model: Any) -> dict[str, Any]:
+    """One chat model's identity: class, name, provider type and identifying parameters."""
+    kind = type(model)
+    return {
+        "class": f"{kind.__module__}.{kind.__qualname__}",
+        "name": getattr(model, "name", None),
+        "type": str(model._llm_type),
+        "params": model._identifying_params,
+    }
+
+
 def contract_versions(spec: NodeSpec) -> dict[str, str]:
     """The schema version of each contract the node reads or writes."""
     versions = {}
@@ -108,6 +152,9 @@ def input_digests(
         "contracts": contract_versions(spec),
         "code": code_version(spec.body, *([agent] if agent is not None else [])),
     }
+    model = model_identity(agent) if agent is not None else None
+    if model is not None:  # an agent that names no model hashes as it did before
+        payload["model"] = model
     digests = {
         name: _digest(json.dumps(value, sort_keys=True, default=str, separators=(",", ":")))
         for name, value in payload.items()

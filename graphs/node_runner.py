@@ -31,6 +31,7 @@ import functools
 import hashlib
 import inspect
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -64,7 +65,7 @@ from contracts import (
     Usage,
 )
 from graphs.boundary import CheckedState, read, require, validate_channel
-from graphs.budget import Tally, branch_share, exhausted, fanned_by, left
+from graphs.budget import Tally, branch_share, exhausted, fanned_by, left, overrun
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
 from graphs.declare import (
@@ -87,11 +88,14 @@ from graphs.errors import (
     Omitted,
     StaleInput,
     TransientError,
+    WiringError,
 )
 from graphs.freshness import OWN_RULES, refuse_changed
 from graphs.handoffs import ENVELOPE_READS, derive_handoff
+from graphs.human import ANSWERED, Answered, ask, decision_mark
 from graphs.input_hash import hash_of, input_digests
 from graphs.outcomes import run_outcome
+from graphs.pauses import PauseDeclarationError
 from graphs.ports import RunLedger, StepInfo
 from graphs.state import RunnerWrites
 
@@ -607,10 +611,42 @@ def pause(visit: Visit) -> dict[str, Any]:
     Such a node re-runs from its start on every resume, so it records nothing before the
     decision arrives (the ``interrupt()`` inside the body raises until then).
     """
-    with visit.ctx.store.batch():
-        result, update = visit.perform(visit.call(visit.step))
+    answered = Answered()
+    token = ANSWERED.set(answered)
+    call = visit.call(visit.step)
+    try:
+        with visit.ctx.store.batch():
+            result, update = visit.perform(call)
+    except (GraphBubbleUp, WiringError, MissingContext, PauseDeclarationError):
+        raise  # waiting, or a declaration no decision can mend
+    except Exception as error:
+        if answered.decision is None:
+            raise
+        decision_failed(visit, call, answered, error)
+        raise
+    finally:
+        ANSWERED.reset(token)
     Attempt(visit, visit.step).finish(result, update=update)
     return update
+
+
+def decision_failed(visit: Visit, call: NodeCall, answered: Answered, error: Exception) -> None:
+    """The node failed on the decision it was given: audited, then asked again.
+
+    LangGraph would replay the decision on every resume and the node fail the same way;
+    the failed attempt names the request (``decision_mark``), so ``ask`` lets that decision
+    be replayed and asks for a new one: the thread waits for a decision again.
+    """
+    assert answered.pause is not None and answered.request is not None
+    assert answered.decision is not None
+    kind: ErrorKind = "invalid_output" if isinstance(error, ContractViolation) else "internal"
+    message = error.message if isinstance(error, ContractViolation) else repr(error)
+    failed = Attempt(visit, visit.step, call)  # charged what its agent and tools spent
+    failed.record = failed.record.model_copy(
+        update={"inputs": [*failed.record.inputs, decision_mark(answered.request)]}
+    )
+    failed.finish(error=(kind, f"decision {answered.decision.action!r}: {message}"))
+    ask(answered.pause, answered.request)  # raises GraphInterrupt: the new question
 
 
 def attempts(visit: Visit) -> dict[str, Any]:
@@ -707,6 +743,25 @@ class Attempt:
         )
         self.seq = visit.ctx.ledger.start(step.thread_id, self.record)
         self.span = visit.ctx.trace.attempt(step, self.record)
+        self._receipted = threading.Lock()
+        if call is not None:
+            call.receipted = self.receipted
+
+    def receipted(self, receipt: ToolReceipt) -> None:
+        """A tool call of this attempt ended: its receipt (and cost) go on the running row.
+
+        Written as the call ends, not when the attempt does: a process killed mid-attempt
+        leaves the calls it made (a write with an effect outside among them) in the audit,
+        and the resume marks the row abandoned with them. ``finish`` replaces the list with
+        the attempt's complete one.
+        """
+        with self._receipted:
+            receipts = [*self.record.tool_receipts, receipt]
+            calls = sum(made.cost for made in receipts)
+            self.record = self.record.model_copy(
+                update={"tool_receipts": receipts, "usage": Usage(tool_calls=calls)}
+            )
+            self.visit.ctx.ledger.finish(self.step.thread_id, self.seq, self.record)
 
     def finish(
         self,
@@ -733,12 +788,14 @@ class Attempt:
             if toolbox is not None:
                 usage = toolbox.charged(usage)
                 receipts = [*toolbox.receipts, *receipts]
+        spent = result.usage if result else usage or Usage()
         final = self.record.model_copy(
             update={
+                "overrun": overrun(spent, self.step.tool_calls_left, self.step.tokens_left),
                 "status": "failed" if error else "succeeded",
                 "ended_at": self.visit.ctx.clock(),
                 "duration_ms": round((time.perf_counter() - self.began) * 1000, 3),
-                "usage": result.usage if result else usage or Usage(),
+                "usage": spent,
                 "artifact_ids": result.artifact_ids if result else [],
                 "checked_inputs": result.checked_inputs if result else [],
                 "tool_receipts": result.receipts if result else receipts,

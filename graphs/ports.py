@@ -71,7 +71,11 @@ class RunLedger(Protocol):
         ...
 
     def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
-        """Store the attempt's final record, and its update (JSON) when it succeeded."""
+        """Store the attempt's final record, and its update (JSON) when it succeeded.
+
+        A record still ``running`` is the attempt's progress so far (its tool receipts),
+        written as each call ends; it is replaced by the final one.
+        """
         ...
 
     def runs(self, thread_id: str) -> list[NodeRun]:

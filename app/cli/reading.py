@@ -110,7 +110,8 @@ def history(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
             item.input_hash[:10],
             f"{item.duration_ms:.1f}" if item.duration_ms is not None else "",
             str(item.usage.tool_calls),
-            str(item.usage.tokens),
+            str(item.usage.tokens)
+            + (f" (over by {item.overrun.tokens})" if item.overrun and item.overrun.tokens else ""),
             " ".join(name.removeprefix(f"{thread_id}-") for name in item.artifact_ids),
             item.note or "",
         )

@@ -4,7 +4,9 @@ A call to a tool the node did not declare, with arguments its input contract ref
 beyond the tool's rate or the task's tool-call budget, or running past its timeout, is
 answered with a ``ToolError``; the caller decides what it means for its work. Each call,
 answered or refused, leaves one receipt; the runner puts them in the handoff and in the
-attempt's audit row, and charges the calls that ran to the budget (``charged``).
+attempt's audit row, and charges the calls that ran to the budget (``charged``). Each
+receipt is on the attempt's row as soon as its call ends (``on_receipt``): an attempt
+whose process is killed leaves the calls it made in the audit.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -76,6 +78,9 @@ class Toolbox:
     """Tool calls this attempt may still charge (the task's budget left); None: unlimited."""
     effects: RunLedger | None = None
     """Where the write calls that ran are recorded (the run's ledger); writes need it."""
+    on_receipt: Callable[[ToolReceipt], None] | None = None
+    """Told each receipt as its call ends (the runner keeps it on the attempt's running
+    ledger row at once, so a process killed mid-attempt leaves its calls in the audit)."""
     receipts: list[ToolReceipt] = field(default_factory=list)
     spent: int = 0
     """Tool calls charged so far (calls that ran)."""
@@ -163,6 +168,8 @@ class Toolbox:
         effect = json.loads(recorded)
         receipt = ToolReceipt.model_validate(effect["receipt"])
         self.receipts.append(receipt)
+        if self.on_receipt is not None:
+            self.on_receipt(receipt)
         return ToolResult(receipt, output=spec.output.model_validate(effect["output"]))
 
     def _record(self, result: ToolResult, call_id: str) -> None:
@@ -255,6 +262,8 @@ class Toolbox:
             error=error,
         )
         self.receipts.append(receipt)
+        if self.on_receipt is not None:
+            self.on_receipt(receipt)
         traced = TRACED_ATTEMPT.get()
         if traced is not None:
             spec = next((spec for spec in self.tools if spec.name == asked.tool), None)

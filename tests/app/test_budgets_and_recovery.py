@@ -328,3 +328,20 @@ def test_a_budget_spent_before_a_branch_after_the_writer_ends_partial_with_the_d
         draft = workflow.state("t-spent")["draft"]
         assert outcome.draft is not None and outcome.draft == draft.body
         assert ErrorCode.BUDGET_EXHAUSTED in {error.code for error in outcome.errors}
+
+
+def test_a_step_that_spends_more_than_the_budget_left_is_charged_and_audited_as_an_overrun(
+    settings: Settings,
+) -> None:
+    with (
+        Workflow(settings) as plain,
+        Workflow(settings, context=costly(plain, "writer")) as workflow,
+    ):
+        task = TaskSpec(task_id="t-overrun", objective=OBJECTIVE, budget={"max_tokens": 60})
+        outcome = workflow.run(task, "t-overrun")
+        runs = workflow.history("t-overrun")
+    [wrote] = [run for run in runs if run.node_id == "writer"]
+    assert wrote.usage.tokens == 100, "charged all it spent"
+    assert wrote.overrun == Usage(tokens=40), "and the audit says by how much it overran"
+    assert [run.node_id for run in runs if run.overrun is not None] == ["writer"]
+    assert ErrorCode.BUDGET_EXHAUSTED in {error.code for error in outcome.errors}

@@ -98,3 +98,34 @@ def test_an_approved_export_killed_around_its_write_finishes_once_and_stays_appr
     if written is not None:  # the killed process wrote it: the resume did not write again
         now = target.stat()
         assert (now.st_ino, now.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+
+
+def test_a_write_killed_before_its_attempt_ends_leaves_its_receipt_in_the_audit(
+    backend: Settings,
+) -> None:
+    """The killed attempt's row keeps the call it made, and history shows it after resume."""
+    env = backend_env(backend)
+    started = handoff("run", OBJECTIVE, "--thread", THREAD, "--export", env=env)
+    assert started.returncode == ExitCode.WAITING_FOR_HUMAN, started.stderr
+    with Workflow(backend) as workflow:
+        request = workflow.pending(THREAD)
+    assert request is not None
+    call_id = WriteConfirmation.model_validate(request.details).call_id
+
+    assert approve(backend, "kill:export_article:after_write") == -signal.SIGKILL
+    with Workflow(backend) as workflow:
+        [killed] = [run for run in workflow.history(THREAD) if run.node_id == "export_article"]
+    assert killed.status == "running", "nothing finished the attempt: its process was killed"
+    assert [receipt.call_id for receipt in killed.tool_receipts] == [call_id]
+    assert killed.tool_receipts[0].error is None and killed.tool_receipts[0].cost == 1
+    assert killed.usage.tool_calls == 1, "the call that ran is charged"
+
+    finished = handoff("resume", THREAD, env=env)
+    assert finished.returncode == ExitCode.COMPLETED, finished.stderr
+    listed = handoff("history", THREAD, "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    exports = [run for run in json.loads(listed.stdout) if run["node_id"] == "export_article"]
+    assert [run["status"] for run in exports] == ["failed", "succeeded"]
+    assert "did not finish" in exports[0]["error"]["detail"]
+    assert [receipt["call_id"] for receipt in exports[0]["tool_receipts"]] == [call_id]
+    assert [receipt["call_id"] for receipt in exports[1]["tool_receipts"]] == [call_id]

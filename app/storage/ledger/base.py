@@ -117,10 +117,15 @@ class SqlRunLedger(ABC):
         )
 
     def finish(self, thread_id: str, seq: int, run: NodeRun, result: str | None = None) -> None:
-        """Store the attempt's final record (and result) in one committed statement."""
+        """Store the attempt's final record (and result) in one committed statement.
+
+        A record still ``running`` is the attempt's progress (the receipts of the tool
+        calls it made so far): it must outlive a killed process, as the start row does.
+        """
         record = NodeRun.model_validate(run)
-        # A succeeded attempt's checkpoint is committed (fsynced) right after it.
-        with self._cursor(fsync=record.status != "succeeded") as cursor:
+        # A succeeded attempt's checkpoint is committed (fsynced) right after it; a running
+        # one's progress is as durable as its start row (see the SQLite ledger).
+        with self._cursor(fsync=record.status not in ("succeeded", "running")) as cursor:
             cursor.execute(
                 self._sql(
                     f"UPDATE handoff_node_runs SET status = ?, {self._record_set}, result = ? "

@@ -107,7 +107,8 @@ class SqliteRunLedger(SqlRunLedger):
     sequence number is taken inside ``BEGIN IMMEDIATE``, which locks out every other
     writer of the file until it commits, so no two processes can take the same one.
 
-    An attempt's start row, and the finish row of one that succeeded, are committed
+    An attempt's start row, its progress (a tool call's receipt, as the call ends), and
+    the finish row of one that succeeded, are committed
     without an fsync of their own (``synchronous`` NORMAL); a failed or paused attempt's
     finish row and every other write are fsynced (FULL). A killed process loses nothing by
     it: the commit is in the write-ahead log, which the OS holds. Against a power loss a
