@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from types import FunctionType
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -154,6 +156,17 @@ def _schema_examples(schema: JsonDict, cls: type[BaseModel]) -> None:
         schema["examples"] = copy.deepcopy(list(examples))
 
 
+@functools.cache
+def _contract_methods() -> frozenset[str]:
+    """The public methods every top-level contract has of its own (``summary``, ...)."""
+    return frozenset(
+        name
+        for klass in (Contract, VersionedContract)
+        for name, value in vars(klass).items()
+        if not name.startswith("_") and isinstance(value, FunctionType | classmethod | property)
+    )
+
+
 class VersionedContract(Contract):
     """Base for top-level contracts, which travel between agents and processes.
 
@@ -204,6 +217,13 @@ class VersionedContract(Contract):
         own_annotations: dict[str, Any] = cls.__dict__.get("__annotations__", {})
         if "schema_version" in own_annotations:
             raise TypeError(f"{cls.__name__} declares schema_version itself; set VERSION instead")
+        shadowing = sorted(set(own_annotations) & _contract_methods())
+        if shadowing:  # pydantic only warns, and every caller of the method then breaks
+            raise TypeError(
+                f"{cls.__name__} declares the field {shadowing[0]!r}, which would hide the "
+                f"method {VersionedContract.__name__}.{shadowing[0]} the template calls on "
+                "every contract (progress lines, upgrades): rename the field"
+            )
         steps = upgrade_steps(cls, cls.VERSION)
         cls.UPGRADE_STEPS = steps
         cls.SUPPORTED_VERSIONS = (

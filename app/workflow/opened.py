@@ -16,7 +16,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from app.services import build_context
 from app.settings import Settings
-from app.storage.backends import Backend, open_backend, storage_errors
+from app.storage.backends import Backend, backend_for, open_backend, storage_errors
+from app.storage.backends.base import check_kept_with
 from app.storage.ledger import RunLedgerBackend
 from app.storage.postgres import describe_url
 from app.storage.thread_reads import GlanceSaver
@@ -59,6 +60,7 @@ class Opened:
         self.read_only = read_only
         self._context = context
         self._own_context = context is None
+        self._kept_checked = False
         self._stack: ExitStack | None = None
         self._backend: Backend | None = None
         self._graph: Graph | None = None
@@ -128,6 +130,12 @@ class Opened:
             self._context = build_context(
                 self.settings, self.ledger, store=self.backend.store, wiring=self.wiring
             )
+        elif not self._kept_checked:  # the caller's services: kept as long as the threads?
+            kind = backend_for(self.settings.resolved_database_url())
+            check_kept_with(
+                kind.outlives_process, self.where(), self._context.ledger, self._context.store
+            )
+            self._kept_checked = True
         return self._context
 
     @property

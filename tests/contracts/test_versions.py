@@ -204,3 +204,9 @@ def test_a_datetime_that_overflows_when_converted_to_utc_is_a_validation_error()
         Budget(deadline=early)
     assert [e["loc"] for e in caught.value.errors()] == [("deadline",)]
     assert "out of range in UTC" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["summary", "upgrade", "unsupported"])
+def test_a_field_hiding_a_method_every_contract_has_is_refused_naming_it(name: str) -> None:
+    with pytest.raises(TypeError, match=rf"declares the field {name!r}, which would hide the"):
+        type("Shadowing", (VersionedContract,), {"__annotations__": {name: "str"}, name: "x"})

@@ -22,6 +22,8 @@ class MemoryArtifactStore(ArtifactStoreBase[None]):
     """Revisioned, hash-verified artifacts in dicts; safe across this process's threads."""
 
     modified_where = "in memory"
+    outlives_process = False
+    """Refused beside checkpoints that outlive the process (``check_kept_with``)."""
 
     def __init__(self) -> None:
         self.blobs: dict[str, bytes] = {}

@@ -28,6 +28,7 @@ from app.storage.backends.base import (
     Backend,
     StorageBackend,
     UnsupportedDatabaseUrl,
+    check_kept_with,
 )
 from app.storage.backends.memory import MemoryBackend
 from app.storage.backends.postgres import PostgresBackend
@@ -130,7 +131,9 @@ def open_backend(settings: Settings, *, read_only: bool = False) -> Iterator[Bac
     """
     kind = backend_for(settings.resolved_database_url())
     with contextlib.ExitStack() as stack:
-        yield kind.open(settings, stack, read_only=read_only)
+        backend = kind.open(settings, stack, read_only=read_only)
+        check_kept_with(kind.outlives_process, backend.where, backend.ledger, backend.store)
+        yield backend
 
 
 def init_database(settings: Settings) -> list[str]:

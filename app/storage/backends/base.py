@@ -50,6 +50,31 @@ class UnsupportedDatabaseUrl(UsageError):
     """
 
 
+def check_kept_with(outlives_process: bool, where: str, ledger: object, store: object) -> None:
+    """Refuse an audit or artifact store kept in this process beside lasting checkpoints.
+
+    A thread saved there would, once the process ends, name artifacts that are gone, or
+    have no audit: no reuse of finished work after a crash, and no reviewer attempt for
+    finalize to prove an approval from. Whatever supplies them (the settings, a swapped
+    backend, a caller's RunContext), they are refused before anything runs.
+    """
+    if not outlives_process:
+        return
+    lost = [
+        f"the {role} ({type(part).__name__})"
+        for role, part in (("run ledger", ledger), ("artifact store", store))
+        if not getattr(part, "outlives_process", True)
+    ]
+    if lost:
+        raise UnsupportedDatabaseUrl(
+            f"{' and '.join(lost)} {'keeps' if len(lost) == 1 else 'keep'} nothing once the "
+            f"process ends, but the checkpoints at {where!r} outlive it: a thread resumed "
+            "after a restart would find its audit (reuse, the approval finalize proves) or its "
+            "artifacts gone; give it one that persists beside them, or use "
+            "HANDOFF_DATABASE_URL=memory:// with it"
+        )
+
+
 @dataclass
 class Backend:
     """Everything a Workflow stores through, open until its ``open_backend`` block ends."""

@@ -20,6 +20,9 @@ class _Entry:
 class MemoryRunLedger:
     """For ``memory://`` runs and tests: kept for the life of the process only."""
 
+    outlives_process = False
+    """Refused beside checkpoints that outlive the process (``check_kept_with``)."""
+
     def __init__(self) -> None:
         self._entries: dict[str, list[_Entry]] = {}
         self._effects: dict[tuple[str, str], str] = {}

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from procrastinate.schema import SchemaManager
 
 from app.errors import ThreadBusy
+from app.services import build_context
 from app.settings import Settings
 from app.storage.artifacts import (
     FilesystemArtifactStore,
@@ -29,6 +31,8 @@ from app.storage.backends import (
     open_backend,
     open_checkpointer,
 )
+from app.storage.backends.sqlite import SqliteBackend
+from app.storage.ledger.memory import MemoryRunLedger
 from app.storage.ledger.postgres import PostgresRunLedger
 from app.storage.locks import FileThreadLock
 from app.workflow import Workflow
@@ -135,6 +139,26 @@ def test_a_memory_artifact_store_beside_a_database_file_is_refused_before_openin
     with pytest.raises(UnsupportedDatabaseUrl, match="loses every artifact when the process"):
         Workflow(settings).open()
     assert not (tmp_path / "handoff.db").exists(), "refused before anything was created"
+
+
+def test_a_memory_ledger_or_store_beside_a_database_file_is_refused_however_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = sqlite_settings(tmp_path)
+    for context, named in [
+        (build_context(settings, MemoryRunLedger()), r"the run ledger \(MemoryRunLedger\) keeps"),
+        (
+            replace(build_context(settings), store=MemoryArtifactStore()),
+            r"the artifact store \(MemoryArtifactStore\) keeps",
+        ),
+    ]:
+        with Workflow(settings, context=context) as workflow:
+            with pytest.raises(UnsupportedDatabaseUrl, match=named):
+                workflow.run(OBJECTIVE, "t-kept")
+            assert workflow.threads() == [], "refused before the thread was saved"
+    monkeypatch.setattr(SqliteBackend, "ledger", lambda self, *args, **kw: MemoryRunLedger())
+    with pytest.raises(UnsupportedDatabaseUrl, match="HANDOFF_DATABASE_URL=memory:// with it"):
+        Workflow(settings).open()
 
 
 @pytest.mark.e2e
