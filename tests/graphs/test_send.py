@@ -23,6 +23,7 @@ from langgraph.types import Send
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from app.faults.points import with_faults
 from app.services import build_context
 from app.settings import Settings
 from app.storage.serde import contract_serializer
@@ -258,7 +259,8 @@ def test_a_crashed_task_alone_runs_again_on_resume_from_an_sqlite_checkpoint(
     assert values["digest"] == DIGEST
     assert COMBINED == [3]
     mapped = [run for run in services.ledger.runs("t-send") if run.node_id == "summarise"]
-    assert sorted(run.status for run in mapped) == ["failed", *["succeeded"] * 3]
+    worked = [run.status for run in mapped if not run.reused]  # a replay did no work
+    assert sorted(worked) == ["failed", *["succeeded"] * 3]
 
 
 def test_a_task_that_had_to_stop_ends_the_run_at_the_reduce_with_its_own_error(
@@ -275,3 +277,37 @@ def test_a_task_that_had_to_stop_ends_the_run_at_the_reduce_with_its_own_error(
     assert [(run.node_id, run.error.kind if run.error else None) for run in failed] == [
         ("summarise", "transient")
     ]
+
+
+def test_a_task_recorded_finished_before_a_crash_is_replayed_by_its_input_hash_on_resume(
+    tmp_path: Path,
+) -> None:
+    """The process dies after a task's attempt is recorded, before LangGraph saw its result.
+
+    LangGraph may stop the step before the other tasks' writes are saved too: those are
+    replayed from the audit as well, never run twice.
+    """
+    crashed: list[str] = []
+
+    def die_once(point: str) -> None:
+        if point == "summarise[send-0002]:before_return" and not crashed:
+            crashed.append(point)
+            raise RuntimeError("the process died")
+
+    services = with_faults(
+        build_context(Settings(data_dir=tmp_path, database_url="memory://")), die_once
+    )
+    graph = build_graph(wiring=WIRING).compile(
+        checkpointer=InMemorySaver(serde=contract_serializer())
+    )
+    config: Any = {"configurable": {"thread_id": "t-send"}}
+    task = TaskSpec(task_id="t-send", objective="Summarise each section")
+    with pytest.raises(RuntimeError, match="the process died"):
+        graph.invoke({"task": task}, config, context=services)
+    graph.invoke(None, config, context=services)
+    assert sorted(RAN) == TITLES, "no body ran twice: the recorded result was replayed"
+    assert graph.get_state(config).values["digest"] == DIGEST
+    mapped = [run for run in services.ledger.runs("t-send") if run.node_id == "summarise"]
+    replayed = [run for run in mapped if run.reused]
+    assert replayed, "the crashed task's recorded result was replayed, audited as reused"
+    assert len(replayed) + len(TITLES) == len([run for run in mapped if run.status == "succeeded"])
