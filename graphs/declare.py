@@ -28,7 +28,7 @@ from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime
-from langgraph.types import Command, RetryPolicy
+from langgraph.types import Command, RetryPolicy, Send
 from pydantic import BaseModel
 from typing_extensions import get_protocol_members
 
@@ -36,6 +36,7 @@ from contracts import (
     ArtifactRef,
     BranchResult,
     BranchResults,
+    BranchTask,
     ResultStatus,
     RunOutcome,
     TaskSpec,
@@ -47,7 +48,14 @@ from graphs.agents import CONTRIBUTED, TOOLS, AgentOutput, request_channels
 from graphs.boundary import CheckedState, read, require, validate_channel
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
-from graphs.errors import ContractViolation, EmptyFanOut, HandoffError, Omitted, TransientError
+from graphs.errors import (
+    ContractViolation,
+    EmptyFanOut,
+    HandoffError,
+    Omitted,
+    TransientError,
+    WiringError,
+)
 from graphs.outcomes import run_outcome
 from graphs.pauses import ASKING, Pause
 from graphs.ports import StepInfo, ref_id
@@ -645,16 +653,107 @@ def keys_of(
     return list(keys)
 
 
+def sent(state: Any) -> list[str]:
+    """The keys of a node LangGraph ``Send``s start: one per Send, in the router's order.
+
+    The build declares it (``graphs.fan_out.mapped``) for a node no route names, in a
+    wiring with a router returning ``list[Send]``: each Send is one task of the node (its
+    key ``send-0001``, ``send-0002``, ...), and the node it goes on to reduces them. Only
+    the router knows the keys, so there is nothing to ask here.
+    """
+    raise WiringError(
+        "a node LangGraph's Sends start has no keys of its own: a router starts it by "
+        "returning [Send(node, payload), ...], one task per Send"
+    )
+
+
+def spends(spec: NodeSpec) -> bool:
+    """Whether a task of ``spec`` can spend budget: its agent's tokens, its tools' calls."""
+    return spec.agent is not None or bool(spec.tools)
+
+
+def sent_tasks(
+    router: str, sends: Sequence[Send], state: Mapping[str, Any], nodes: Mapping[str, NodeSpec]
+) -> list[Send]:
+    """A router's Sends as they run: each payload checked, with what it does not carry.
+
+    Each payload key must be a channel its node reads, holding that channel's contract;
+    the node's other declared inputs come from ``state`` (the state the router saw), and
+    each task gets the ``branch`` it runs (its key, and how many tasks share the budget).
+    ``nodes`` are the nodes Sends may start (``branch=sent``). A wrong Send fails here,
+    naming the node or field and the fix.
+    """
+    if not sends:
+        raise EmptyFanOut(
+            f"router {router} returned no Send: nothing would run and the run would stop "
+            "with no outcome; return a node's name for the case instead (its return type "
+            "-> list[Send] | Literal['<node>'])"
+        )
+    targets = {name: spec for name, spec in nodes.items() if spec.branch is sent}
+    for send in sends:
+        spec = targets.get(send.node)
+        if spec is None:
+            raise WiringError(
+                f"router {router} sends to {send.node!r}, which no Send may start: a Send "
+                f"starts a node of the wiring that no route names ({sorted(targets)}); "
+                "add it to the wiring with the node its tasks go on to, (node, '<reduce>'), "
+                "and name it in no router's Literal"
+            )
+        if not isinstance(send.arg, Mapping):
+            raise WiringError(
+                f"router {router} sends {send.node!r} a {type(send.arg).__name__}: a Send's "
+                f"payload is a dict of channels {spec.reads.__name__} declares"
+            )
+        for field_name, value in send.arg.items():
+            if field_name not in spec.inputs or field_name == "branch":
+                raise Omitted(
+                    f"router {router} sends {send.node!r} the field {field_name!r}, which its "
+                    f"input schema {spec.reads.__name__} does not declare; declared: "
+                    f"{sorted(set(spec.inputs) - {'branch'})}; add {field_name!r} to "
+                    f"{spec.reads.__name__} or leave it out of the Send"
+                )
+            try:
+                validate_channel(send.node, field_name, value, spec.inputs)
+            except ContractViolation as error:
+                raise WiringError(
+                    f"router {router} sends {send.node!r} an invalid {field_name!r} "
+                    f"(fields {error.fields}): {error.message}"
+                ) from error
+    names = list(dict.fromkeys(send.node for send in sends))
+    share = sum(1 for send in sends if spends(targets[send.node])) or 1
+    return [
+        Send(
+            send.node,
+            {
+                **{
+                    name: state[name]
+                    for name in targets[send.node].inputs
+                    if name in state and name != "branch"
+                },
+                **send.arg,
+                "branch": BranchTask(
+                    node=send.node, key=f"send-{index:04d}", tasks=share, nodes=names
+                ),
+            },
+        )
+        for index, send in enumerate(sends, 1)
+    ]
+
+
 def branch_results(
     join: NodeSpec,
     branch: NodeSpec,
     state: Mapping[str, Any],
     runtime: Runtime[RunContext] | None,
 ) -> dict[str, BranchResult]:
-    """The latest result of each branch ``branch`` fans out to from this state, by key."""
-    keys = keys_of(branch, state, runtime)
+    """The latest result of each branch ``branch`` fans out to from this state, by key.
+
+    The tasks Sends started are those whose results the channel holds: LangGraph ran
+    them all in the step before their join, and the join took the earlier ones out.
+    """
     results = read(state, "branches", BranchResults, node=join.name)
     found = results.of(branch.name) if results else {}
+    keys = list(found) if branch.branch is sent else keys_of(branch, state, runtime)
     missing = [key for key in keys if key not in found]
     if missing:
         raise ContractViolation(

@@ -8,21 +8,28 @@ same step, and the join they route to runs once they all finished. A tuple names
 nodes only. A join waits for every branch node it declares, so they start together: a
 route naming one of them starts the others beside it (``together``), and a new kind of
 work beside research is one branch node and its join's ``joins=``, with no route changed.
+
+A router may also return LangGraph's ``Send``s (``-> list[Send]``): ``mapped`` makes the
+node they start a branch node whose keys are its Sends, and the node it goes on to its
+join; each payload is checked and completed from state (``graphs.declare.sent_tasks``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal, Union, cast, get_args, get_type_hints
 
+from langgraph.graph import END
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Send
 
 from contracts import BranchTask
 from graphs.context import RunContext
-from graphs.declare import NodeSpec, given_runtime, keys_of
+from graphs.declare import NodeSpec, given_runtime, keys_of, sent, sent_tasks, spends, whole_task
+from graphs.errors import WiringError
 from graphs.node_runner import ContextFactory, Router, on_route, resolve_context, state_type
-from graphs.wiring import targets
+from graphs.wiring import Route, targets
 
 Edge = Callable[..., Any]
 
@@ -34,11 +41,6 @@ class PartialFanOut(ValueError):
 def one_task(state: Mapping[str, Any]) -> list[str]:
     """The keys of a branch node that runs once, beside branch nodes of other kinds."""
     return ["one"]
-
-
-def spends(spec: NodeSpec) -> bool:
-    """Whether a task of ``spec`` can spend budget: its agent's tokens, its tools' calls."""
-    return spec.agent is not None or bool(spec.tools)
 
 
 def branch_sends(
@@ -78,7 +80,7 @@ def branch_tasks(
 
 
 def fanning(
-    route: Callable[[Mapping[str, Any]], str | tuple[str, ...]],
+    route: Router,
     branches: dict[str, NodeSpec],
     default_context: ContextFactory | None = None,
 ) -> Edge:
@@ -93,6 +95,8 @@ def fanning(
         if runtime is not None:
             runtime = runtime.override(context=resolve_context(runtime, default_context))
         chosen = on_route(route, state, runtime)
+        if isinstance(chosen, list):  # LangGraph's map: each Send one task of its node
+            return sent_tasks(edge.__name__, chosen, state, branches)
         if isinstance(chosen, str) and chosen not in branches:
             return chosen
         if isinstance(chosen, str):
@@ -153,3 +157,103 @@ def together(route: Router, siblings: Mapping[str, tuple[str, ...]]) -> Router:
     reads = state_type(route)
     started.__annotations__ = {"state": reads, "return": returns}
     return started
+
+
+def returns_sends(route: object) -> bool:
+    """Whether a router may return LangGraph ``Send``s: its return type names ``Send``."""
+    if not callable(route):
+        return False
+    pending = [get_type_hints(route).get("return")]
+    while pending:
+        hint = pending.pop()
+        if hint is Send:
+            return True
+        pending += get_args(hint)
+    return False
+
+
+def named_by(spec: NodeSpec, route: Route) -> tuple[str, ...]:
+    """The nodes a wiring entry names: its router's ``Literal``, its next node, its Command's."""
+    if route is None:
+        return spec.goes_to
+    if isinstance(route, str):
+        return (route,)
+    if isinstance(route, tuple):
+        return route
+    try:
+        return targets(route)
+    except TypeError:  # a router returning list[Send] only names no node
+        return ()
+
+
+def mapped(wiring: Sequence[tuple[NodeSpec, Route]]) -> list[tuple[NodeSpec, Route]]:
+    """The wiring with LangGraph's map-reduce in it: what its ``Send``s start, and the reduce.
+
+    In a wiring with a router returning ``list[Send]``, a node no route names (and no run
+    starts at) is a node Sends start: a branch node whose keys are its Sends
+    (``branch=sent``), each task writing its outputs through their reducers. The one node
+    it goes on to reduces them: it waits for every task (a join of it, ``defer=True``),
+    lists them in its envelope and ends the run with a stopped task's error. Each Send
+    router's ``Literal`` gains the nodes Sends start, so the build checks where it goes.
+    """
+    if not any(returns_sends(route) for _, route in wiring):
+        return list(wiring)
+    named = {name for spec, route in wiring for name in named_by(spec, route)}
+    first = wiring[0][0].name
+    starts = {
+        spec.name
+        for spec, _ in wiring
+        if spec.name not in named
+        and spec.name != first
+        and not spec.starts_on
+        and spec.branch is None  # a join's branch nodes start beside the ones routes name
+    }
+    reduces: dict[str, list[NodeSpec]] = {}
+    marked: dict[str, NodeSpec] = {}
+    for spec, route in wiring:
+        if spec.name not in starts:
+            continue
+        onward = named_by(spec, route)
+        if len(onward) != 1 or onward[0] == END or onward[0] == spec.name:
+            raise WiringError(
+                f"node {spec.name!r} is started by Sends (no route names it, and a router "
+                f"returns list[Send]): its tasks go on to the one node that reduces their "
+                f"results, wired as ({spec.name}, '<reduce>'); its route names {list(onward)}"
+            )
+        unmerged = sorted(name for name, channel in spec.outputs.items() if not channel.reducer)
+        if unmerged:
+            raise WiringError(
+                f"node {spec.name!r} runs once per Send, its tasks side by side, and writes "
+                f"{unmerged} with no reducer: two tasks' writes would collide; declare each "
+                f"with its reducer, Annotated[Contract | None, reducer], in "
+                f"{spec.writes.__name__}"
+            )
+        marked[spec.name] = replace(spec, branch=sent, task_view=spec.task_view or whole_task)
+        reduces.setdefault(onward[0], []).append(marked[spec.name])
+    names = tuple(marked)
+    found: list[tuple[NodeSpec, Route]] = []
+    for spec, route in wiring:
+        if spec.name in reduces:
+            spec = replace(spec, joins=(*spec.joins, *reduces[spec.name]))
+        if returns_sends(route):
+            route = sending(cast(Router, route), names)
+        found.append((marked.get(spec.name, spec), route))
+    return found
+
+
+def sending(route: Router, names: tuple[str, ...]) -> Router:
+    """A router returning Sends, its ``Literal`` naming the nodes they may start."""
+    if not names:
+        raise WiringError(
+            f"router {route.__name__} returns list[Send], but every node of the wiring is "
+            "named by a route: a Send starts a node no route names; add the node it sends "
+            "to the wiring with the node its tasks go on to, (node, '<reduce>')"
+        )
+
+    def sends(state: Mapping[str, Any], runtime: Any = None) -> Any:
+        return given_runtime(route, state, runtime)
+
+    sends.__name__ = sends.__qualname__ = route.__name__
+    returns = cast(Any, Union)[get_type_hints(route)["return"], cast(Any, Literal)[names]]
+    sends.__annotations__ = {"state": state_type(route), "return": returns}
+    return sends

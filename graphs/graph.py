@@ -30,10 +30,10 @@ from contracts import (
 from graphs.boundary import read, require
 from graphs.channels import Channel, ChannelError, channels_of, merge, state_schema
 from graphs.context import RunContext
-from graphs.declare import NodeSpec
+from graphs.declare import NodeSpec, sent
 from graphs.entry import entry_router
 from graphs.errors import WiringError
-from graphs.fan_out import fanning, side_by_side, together
+from graphs.fan_out import fanning, mapped, side_by_side, together
 from graphs.node_runner import ContextFactory, Router, node_schema, run_node
 from graphs.nodes import export_article as export
 from graphs.nodes.approve_research import approve_research
@@ -284,7 +284,7 @@ def routed(wiring: Wiring) -> list[tuple[NodeSpec, Router]]:
     siblings = side_by_side(spec for spec, _ in wiring)
     made: dict[Router, Router] = {}
     found: list[tuple[NodeSpec, Router]] = []
-    for spec, route in contribute_reads(wiring):
+    for spec, route in mapped(contribute_reads(wiring)):
         router = router_of(spec, route)
         if router not in made:
             made[router] = together(router, siblings)
@@ -332,6 +332,9 @@ def workflow_channels(wiring: Wiring = WIRING) -> dict[str, Channel]:
     ]
     for spec, _ in wiring:
         declared.append((f"{spec.name} writes", spec.writes))
+    for spec, _ in mapped(wiring):  # a Send's payload carries what its node reads
+        if spec.branch is sent:
+            declared.append((f"the Sends to {spec.name}", spec.reads))
     channels = merge(declared)
     for spec, _ in wiring:
         merge([*declared, (f"{spec.name} reads", spec.reads)])

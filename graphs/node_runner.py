@@ -43,6 +43,7 @@ from langgraph.checkpoint.base.id import UUID as CheckpointUUID
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.graph import END
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
 
@@ -78,6 +79,8 @@ from graphs.declare import (
     is_transient,
     keys_of,
     run_body,
+    sent,
+    sent_tasks,
     tries_again,
     wait_before,
 )
@@ -307,9 +310,11 @@ def visit_update(visit: Visit) -> dict[str, Any]:
     return pause(visit) if visit.spec.pauses else attempts(visit)
 
 
-Router = Callable[[Any], str | tuple[str, ...]]
-"""Where the run goes from a state (its TypedDict, or the whole state as a Mapping): a
-node's name, or the names of branch nodes to start."""
+Routed = str | tuple[str, ...] | list[Send]
+"""Where a router sends the run: a node's name, the names of branch nodes to start, or
+LangGraph's ``Send``s, one task each (map-reduce)."""
+Router = Callable[[Any], Routed]
+"""Where the run goes from a state (its TypedDict, or the whole state as a Mapping)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -346,7 +351,7 @@ def node_schema(spec: NodeSpec, route: Router) -> frozenset[str] | None:
 
 def on_route(
     route: Router, state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
-) -> str | tuple[str, ...]:
+) -> Routed:
     """Where ``route`` goes from ``state``, reading only what the router declares.
 
     A router that takes ``runtime`` gets LangGraph's, as a conditional edge does.
@@ -359,15 +364,15 @@ def on_route(
         route, view.restricted(route_reads(route), f"router {name}", fix), runtime
     )
     if isinstance(found, str) or (
-        isinstance(found, tuple) and all(isinstance(target, str) for target in found)
+        isinstance(found, tuple | list)
+        and all(isinstance(target, str if isinstance(found, tuple) else Send) for target in found)
     ):
         return found
     raise TypeError(
         f"router {name} returned {type(found).__name__} {str(found)[:200]}: a router returns "
-        "the name of the node the run goes to (or of branch nodes started side by side); "
-        "LangGraph's map over Send tasks is a branch node here: declare the node it starts "
-        "with branch=<keys function> and a join with joins=(node,), and return its name "
-        "(docs/adapt.md, A parallel branch)"
+        "the name of the node the run goes to, a tuple of branch nodes started side by "
+        "side, or a list of LangGraph Sends, [Send('<node>', {...})], annotated "
+        "-> list[Send] (docs/adapt.md, Map-reduce with Send)"
     )
 
 
@@ -470,10 +475,14 @@ class Visit:
         else:  # the body's Command: its router follows the envelope made here
             ended = read(after, "outcome", RunOutcome, node=self.spec.name) is not None
             target = END if ended else result.goto
+        if isinstance(target, list):  # checked here, so a wrong Send fails this attempt
+            sent_tasks(getattr(self.route, "__name__", "router"), target, {}, self.nodes)
+            target = tuple(dict.fromkeys(send.node for send in target))
+            target = target[0] if len(target) == 1 else target
         first = target if isinstance(target, str) else target[0]
         names = (target,) if isinstance(target, str) else target
         for name in names:
-            if name in self.nodes and self.nodes[name].branch is not None:
+            if name in self.nodes and self.nodes[name].branch not in (None, sent):
                 fans_out(self.nodes[name], after, self.runtime)
         handoff = derive_handoff(
             after,
@@ -994,27 +1003,32 @@ def as_branch_result(
 
     Branches of one step run side by side; had each written ``research`` or ``handoff``
     itself, LangGraph would refuse the second write of the step (or keep one of them).
+    A task a Send started writes its outputs to their channels itself, each through its
+    reducer (as LangGraph's map-reduce does); its envelope and stop are kept here all
+    the same, for the node reducing them.
     """
-    outputs = {
-        channel: value.model_dump_json()
+    written: dict[str, Any] = {
+        channel: value
         for channel, value in sorted(update.items())
         if channel in spec.outputs and isinstance(value, BaseModel)
     }
     said = [
-        value.summary()
-        for channel, value in sorted(update.items())
-        if channel in outputs and callable(getattr(value, "summary", None))
+        value.summary() for value in written.values() if callable(getattr(value, "summary", None))
     ]
+    mapped = spec.branch is sent
     result = BranchResult(
         node=spec.name,
         key=branch.key,
         input_hash=input_hash,
-        outputs=outputs,
+        outputs={}
+        if mapped
+        else {name: value.model_dump_json() for name, value in written.items()},
         summary="; ".join(said)[:500],
         handoff=update["handoff"],
         outcome=update.get("outcome"),
     )
-    return {"branches": BranchResults(results=[result])}
+    reduced = {channel: value for channel, value in update.items() if channel in spec.outputs}
+    return {**(reduced if mapped else {}), "branches": BranchResults(results=[result])}
 
 
 def check_merged(

@@ -158,8 +158,8 @@ def targets(route: Router) -> tuple[str, ...]:
             pending += list(args)
     if not found:
         raise TypeError(
-            f"router {route.__name__} must return a Literal of node names; a map over Send "
-            "tasks is a branch node here (branch= and a join, docs/adapt.md, A parallel branch)"
+            f"router {route.__name__} must return a Literal of node names, or LangGraph's "
+            "Sends annotated -> list[Send] (docs/adapt.md, Map-reduce with Send)"
         )
     return tuple(found)
 

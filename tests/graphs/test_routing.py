@@ -17,7 +17,7 @@ from contracts import (
     TaskSpec,
 )
 from graphs import build_graph
-from graphs.errors import ContractViolation
+from graphs.errors import ContractViolation, WiringError
 from graphs.graph import route_after_research, route_after_review
 from graphs.routing import STOP
 from tests.contracts.examples import EXAMPLES
@@ -110,7 +110,7 @@ def test_router_without_review_names_the_missing_channel() -> None:
 
 
 def sends_tasks(state: Mapping[str, Any]) -> Literal["tally"]:
-    """LangGraph's map step, written as its docs write one."""
+    """LangGraph's map step, its return type naming the node by its Literal."""
     return [Send("tally", {"task": state["task"]})]  # type: ignore[return-value]
 
 
@@ -118,8 +118,10 @@ def sends_typed(state: Mapping[str, Any]) -> list[Send]:
     return [Send("tally", {"task": state["task"]})]
 
 
-def test_a_router_returning_send_tasks_is_told_a_map_is_a_branch_node(tmp_path: Path) -> None:
-    with pytest.raises(TypeError, match=r"returned list .*map over Send tasks is a branch node"):
+def test_a_send_to_a_node_a_route_names_or_with_no_node_to_reduce_it_is_told_the_fix(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(WiringError, match=r"sends to 'tally', which no Send may start"):
         run(((plan, sends_tasks), (tally, STOP)), tmp_path, "t-send")
-    with pytest.raises(TypeError, match=r"map over Send tasks is a branch node here \(branch="):
+    with pytest.raises(WiringError, match=r"'tally' is started by Sends .* wired as \(tally, '"):
         build_graph(wiring=((plan, sends_typed), (tally, STOP)))
