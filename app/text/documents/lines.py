@@ -82,12 +82,13 @@ def content_offsets(
                 text_ends.append(starts[line] + ends_at)
             position += len(piece) + 1
             continue
-        if source.endswith(piece):
-            cut = len(source) - len(piece)
-        else:  # the last line (trailing spaces stripped), NUL made U+FFFD
-            cut = source.rfind(piece)
+        read = source.replace("\x00", "\ufffd")  # as markdown-it reads it: one for one
+        if read.endswith(piece):
+            cut = len(read) - len(piece)
+        else:  # the last line (trailing spaces stripped)
+            cut = read.rfind(piece)
             if cut < 0:
-                cut = max(len(source) - len(piece), 0)
+                cut = max(len(read) - len(piece), 0)
         content_starts.append(position)
         text_starts.append(starts[line] + cut)
         text_ends.append(ends[line])

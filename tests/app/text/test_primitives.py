@@ -35,6 +35,7 @@ def test_a_paragraph_after_a_line_of_form_feed_is_addressed_where_it_is() -> Non
 
 @given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=400))
 @example("\x0c\r0")
+@example("\x00\x0c")
 def test_sentence_offsets_always_address_their_text(text: str) -> None:
     for sentence in read_document(text).sentences:
         assert text[sentence.start : sentence.end] == sentence.text
