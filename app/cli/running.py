@@ -18,6 +18,7 @@ from app.cli.input_files import read_input_file
 from app.cli.options import (
     DECISION_OPTIONS,
     TASK_OPTIONS,
+    GraphOpt,
     JsonOpt,
     Objective,
     ThreadArg,
@@ -41,10 +42,11 @@ def run(
     show_article: Annotated[
         bool, typer.Option("--show", help="Print the article first (when one was written).")
     ] = False,
+    graph: GraphOpt = None,
     **options: Any,
 ) -> None:
     """Run a new task on a new thread and print where the article is."""
-    with base.open_workflow() as workflow:
+    with base.open_workflow(graph=graph) as workflow:
         task = task_of(workflow, objective, options)
         progressing = None if as_json else progress
         outcome = workflow.run(task, options["thread"], on_progress=progressing)
@@ -60,6 +62,7 @@ def run(
 def resume(
     thread_id: ThreadArg,
     as_json: JsonOpt = False,
+    graph: GraphOpt = None,
     **options: Any,
 ) -> None:
     """Continue a thread: after a crash, or with a decision when it waits for a human.
@@ -70,7 +73,7 @@ def resume(
     raw = decision_flags(options).raw()
     from_file = options["decision_file"] is not None
     try:
-        with base.open_workflow() as workflow:
+        with base.open_workflow(graph=graph, thread=thread_id) as workflow:
             workflow.refuse_if_held(thread_id, "nothing was resumed")  # before any prompt
             request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
             decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
@@ -201,9 +204,10 @@ def cancel(
     reason: Annotated[str, typer.Option("--reason", help="Why the thread ends (required).")],
     by: Annotated[str, typer.Option("--by", help="Who cancels it.")] = "human",
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    graph: GraphOpt = None,
 ) -> None:
     """End a waiting, stuck or refused thread deliberately; what it stored is kept."""
-    with base.open_workflow() as workflow:
+    with base.open_workflow(graph=graph, thread=thread_id) as workflow:
         outcome = workflow.cancel(thread_id, reason, decided_by=by)
         print_outcome(outcome, workflow.settings, as_json)
 
@@ -216,6 +220,6 @@ def edit(
 ) -> None:
     """Store a new revision of a thread's artifact; the thread notices it on resume."""
     content = read_input_file(file, f"--file {short(str(file), 200)}")
-    with base.open_workflow() as workflow:
+    with base.open_workflow(thread=thread_id) as workflow:
         ref = workflow.put_artifact(thread_id, name, content)
     out.print(f"{ref.uri} revision {ref.revision} (sha256 {ref.sha256[:12]}…)", markup=False)

@@ -99,6 +99,7 @@ class Runner:
                 "(start one with `handoff run`)"
             )
         snapshot = self.opened.graph.get_state(thread_config(thread_id))
+        self.opened.check_graph(thread_id, snapshot.metadata)
         outcome = read(snapshot.values, "outcome", RunOutcome, node="workflow")
         if not snapshot.next and outcome is not None:
             raise ThreadFinished(
@@ -192,7 +193,7 @@ class Runner:
         with services.trace.run(thread_id):  # the run's span, when tracing is on
             for update in self.opened.graph.stream(
                 payload,
-                thread_config(thread_id),
+                self.opened.config(thread_id),
                 context=services,
                 durability="sync",
                 # what nodes stream costs a run a few ms in LangGraph: asked for when heard
@@ -224,8 +225,9 @@ class Runner:
             raise ThreadNotFound(
                 f"no thread {thread_id!r} in {self.opened.where()}; nothing to cancel"
             )
-        graph, config = self.opened.graph, thread_config(thread_id)
+        graph, config = self.opened.graph, self.opened.config(thread_id)
         snapshot = graph.get_state(config)
+        self.opened.check_graph(thread_id, snapshot.metadata)
         values = snapshot.values
         ended = read(values, "outcome", RunOutcome, node="workflow")
         if ended is not None and not snapshot.next:
