@@ -14,6 +14,10 @@ class UnknownGraph(UsageError):
     """A graph langgraph.json does not declare, or an entry naming no wiring."""
 
 
+class UnknownNode(UsageError):
+    """A breakpoint naming no node of the graph run."""
+
+
 class WrongGraph(UsageError):
     """A thread addressed with another graph than the one that made it."""
 

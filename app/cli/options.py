@@ -74,6 +74,20 @@ AskOnReviewOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")]
 ThreadArg = Annotated[str, typer.Argument(help="Thread id.")]
+InterruptBeforeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--interrupt-before",
+        help="Stop before this node (repeatable); `handoff resume ID` goes on.",
+    ),
+]
+InterruptAfterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--interrupt-after",
+        help="Stop after this node (repeatable); `handoff resume ID` goes on.",
+    ),
+]
 GraphOpt = Annotated[
     str | None,
     typer.Option(

@@ -15,10 +15,13 @@ from app.cli.decision_hints import render_request, request_hints
 from app.cli.decision_prompt import prompt_decision
 from app.cli.decisions import decision_for
 from app.cli.input_files import read_input_file
+from app.cli.invocation import command
 from app.cli.options import (
     DECISION_OPTIONS,
     TASK_OPTIONS,
     GraphOpt,
+    InterruptAfterOpt,
+    InterruptBeforeOpt,
     JsonOpt,
     Objective,
     ThreadArg,
@@ -29,9 +32,10 @@ from app.cli.options import (
 from app.cli.output import print_outcome, progress
 from app.cli.terminal import visible
 from app.errors import RequestExpired, SubmitUsage, ThreadFinished
-from app.exit_codes import for_outcome
+from app.exit_codes import ExitCode, for_outcome
 from app.settings import Settings
 from app.storage.postgres import describe_url
+from contracts import TaskState
 
 
 @cli.command()
@@ -43,18 +47,33 @@ def run(
         bool, typer.Option("--show", help="Print the article first (when one was written).")
     ] = False,
     graph: GraphOpt = None,
+    interrupt_before: InterruptBeforeOpt = None,
+    interrupt_after: InterruptAfterOpt = None,
     **options: Any,
 ) -> None:
-    """Run a new task on a new thread and print where the article is."""
+    """Run a new task on a new thread and print where the article is.
+
+    At a breakpoint (--interrupt-before/--interrupt-after) it stops with exit 3, as a
+    thread that waits does; `handoff resume ID` goes on.
+    """
     with base.open_workflow(graph=graph) as workflow:
         task = task_of(workflow, objective, options)
         progressing = None if as_json else progress
-        outcome = workflow.run(task, options["thread"], on_progress=progressing)
+        outcome = workflow.run(
+            task,
+            options["thread"],
+            on_progress=progressing,
+            interrupt_before=interrupt_before or (),
+            interrupt_after=interrupt_after or (),
+        )
         if show_article and not as_json and outcome.article is not None:
             article = workflow.context.store.get(outcome.article)
             sys.stdout.write(visible(article.decode("utf-8", errors="replace")) + "\n")
         print_outcome(outcome, workflow.settings, as_json)
-    raise typer.Exit(int(for_outcome(outcome)))
+    stopped = (interrupt_before or interrupt_after) and outcome.state == TaskState.WORKING
+    if stopped and not as_json:
+        out.print(f"stopped at a breakpoint; go on: {command()} resume {outcome.thread_id}")
+    raise typer.Exit(int(ExitCode.WAITING_FOR_HUMAN if stopped else for_outcome(outcome)))
 
 
 @cli.command()

@@ -13,7 +13,7 @@ its door: ``@storage`` (a storage failure is the project's error, naming the fil
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -175,10 +175,20 @@ class Workflow:
         thread_id: str | None = None,
         *,
         on_progress: ProgressCallback | None = None,
+        interrupt_before: Sequence[str] = (),
+        interrupt_after: Sequence[str] = (),
     ) -> RunOutcome:
-        """Start a new thread for ``task`` and run it to its end (or first pause)."""
+        """Start a new thread for ``task`` and run it to its end (or first pause).
+
+        ``interrupt_before`` and ``interrupt_after`` name nodes this run stops before or
+        after, as LangGraph's static breakpoints do: the outcome is then WORKING, its
+        reason the next step, and :meth:`resume` with no decision goes on. A name that is
+        no node of the graph is refused (``UnknownNode``, listing them) before anything is
+        written.
+        """
         assert thread_id is not None  # one_writer named the new thread
-        return self.runner.run(task, thread_id, on_progress)
+        breakpoints = (tuple(interrupt_before), tuple(interrupt_after))
+        return self.runner.run(task, thread_id, on_progress, breakpoints)
 
     def new_thread(self, task: TaskSpec | str, thread_id: str | None) -> tuple[TaskSpec, str]:
         """The checked task and a thread id no thread has yet; refused before any write."""
