@@ -10,6 +10,18 @@ class ThreadNotFound(NotFound):
     """No thread with that id exists in the checkpoint store."""
 
 
+class UnknownGraph(UsageError):
+    """A graph langgraph.json does not declare, or an entry naming no wiring."""
+
+
+class UnknownNode(UsageError):
+    """A breakpoint naming no node of the graph run."""
+
+
+class WrongGraph(UsageError):
+    """A thread addressed with another graph than the one that made it."""
+
+
 class ThreadExists(UsageError):
     """A new run was asked for on a thread id that already has history."""
 

@@ -13,11 +13,37 @@ from app.storage.postgres import is_postgres_url
 from app.workflow import Workflow
 
 
-def open_workflow(settings: Settings | None = None, *, read_only: bool = False) -> Workflow:
-    """The Workflow of ``settings`` (the environment's if None), read-only if asked."""
+def open_workflow(
+    settings: Settings | None = None,
+    *,
+    read_only: bool = False,
+    graph: str | None = None,
+    thread: str | None = None,
+) -> Workflow:
+    """The Workflow of ``settings`` (the environment's if None), read-only if asked.
+
+    It runs ``graph`` (langgraph.json's id); without one, the graph that made ``thread``
+    when one is named and exists, else the main graph. Given both, a thread of another
+    graph is refused when it is read or moved (``WrongGraph``, naming both).
+    """
     resolved = settings or Settings()
-    if not is_postgres_url(resolved.resolved_database_url()):
-        return Workflow(resolved, read_only=read_only)
+    workflow = _workflow(resolved, read_only, graph)
+    if graph is not None or thread is None:
+        return workflow
+    try:
+        recorded = workflow.graph_of(thread)
+    except BaseException:
+        workflow.close()
+        raise
+    if recorded is None or recorded == workflow.graph_id:
+        return workflow
+    workflow.close()
+    return _workflow(resolved, read_only, recorded)
+
+
+def _workflow(settings: Settings, read_only: bool, graph: str | None) -> Workflow:
+    if not is_postgres_url(settings.resolved_database_url()):
+        return Workflow(settings, read_only=read_only, graph=graph)
     from app.fleet.guard import fleet_workflow
 
-    return fleet_workflow(resolved, read_only=read_only)
+    return fleet_workflow(settings, read_only=read_only, graph=graph)

@@ -73,6 +73,11 @@ class Settings(BaseSettings):
         description="Where a task that asks for an export (--export) writes its article, "
         "once a person confirmed the write. Default: <data_dir>/exports.",
     )
+    graphs_config: Path = Field(
+        default=PROJECT_ROOT / "langgraph.json",
+        description="The langgraph.json whose 'graphs' are the graphs the CLI, Workflow and "
+        "server run (docs/adapt.md, A second graph). Default: the project's.",
+    )
     artifact_store: Literal["auto", "database", "filesystem", "memory"] = Field(
         default="auto",
         description="Where artifacts live: 'database' (PostgreSQL tables beside the "

@@ -74,6 +74,28 @@ AskOnReviewOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")]
 ThreadArg = Annotated[str, typer.Argument(help="Thread id.")]
+InterruptBeforeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--interrupt-before",
+        help="Stop before this node (repeatable); `handoff resume ID` goes on.",
+    ),
+]
+InterruptAfterOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--interrupt-after",
+        help="Stop after this node (repeatable); `handoff resume ID` goes on.",
+    ),
+]
+GraphOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--graph",
+        help="The graph to run, one of langgraph.json's (default: handoff; for a thread, the "
+        "graph that made it).",
+    ),
+]
 ListJsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 ApproveOpt = Annotated[bool, typer.Option("--approve", help="Approve the request.")]
 RejectOpt = Annotated[bool, typer.Option("--reject", help="Reject (needs --reason).")]

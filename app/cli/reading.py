@@ -14,12 +14,12 @@ from app.cli import base
 from app.cli.base import cli, err, out, wide
 from app.cli.decision_hints import render_request
 from app.cli.invocation import command
-from app.cli.options import ListJsonOpt, ThreadArg
+from app.cli.options import GraphOpt, ListJsonOpt, ThreadArg
 from app.cli.output import job_json, job_line, print_queued, source_lines, state_line
 from app.cli.terminal import visible
 from app.corpus.citations import SourceEntry
-from app.errors import ThreadNotFound
-from app.workflow import ARTIFACT_NAMES, Workflow
+from app.errors import ThreadNotFound, WrongGraph
+from app.workflow import ARTIFACT_NAMES, ThreadSummary, Workflow
 from contracts import NodeRun
 from graphs.errors import UsageError
 
@@ -27,9 +27,9 @@ T = TypeVar("T")
 
 
 @cli.command()
-def status(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
+def status(thread_id: ThreadArg, as_json: ListJsonOpt = False, graph: GraphOpt = None) -> None:
     """Show a thread's current step, what comes next, and its outcome (and its fleet job)."""
-    with base.open_workflow(read_only=True) as workflow:
+    with base.open_workflow(read_only=True, graph=graph, thread=thread_id) as workflow:
         queue = base.open_queue(workflow)
         job = None if queue is None else queue.job(thread_id)
         try:
@@ -85,7 +85,9 @@ def status(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
 @cli.command()
 def history(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
     """Print the thread's audit log: one row per node attempt."""
-    runs = _listing(as_json, lambda workflow: workflow.history(thread_id), _as_json_value)
+    runs = _listing(
+        as_json, thread_id, lambda workflow: workflow.history(thread_id), _as_json_value
+    )
     if runs is None:
         return
     table = Table(
@@ -119,15 +121,30 @@ def history(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
 
 
 def _listing(
-    as_json: bool, read: Callable[[Workflow], list[T]], as_dict: Callable[[T], object]
+    as_json: bool,
+    thread_id: str,
+    read: Callable[[Workflow], list[T]],
+    as_dict: Callable[[T], object],
 ) -> list[T] | None:
-    """What ``read`` lists in a read-only Workflow; None once printed, as JSON, for ``--json``."""
-    with base.open_workflow(read_only=True) as workflow:
+    """What ``read`` lists in a read-only Workflow of the thread's graph.
+
+    None once printed, as JSON, for ``--json``.
+    """
+    with base.open_workflow(read_only=True, thread=thread_id) as workflow:
         items = read(workflow)
     if as_json:
         out.print_json(json.dumps([as_dict(item) for item in items]))
         return None
     return items
+
+
+def _summary(workflow: Workflow, thread_id: str) -> ThreadSummary:
+    """The thread's row, read with the graph that made it (opened for it, when another)."""
+    try:
+        return workflow.summary(thread_id)
+    except WrongGraph:
+        with base.open_workflow(read_only=True, thread=thread_id) as own:
+            return own.summary(thread_id)
 
 
 def _as_json_value(run: NodeRun) -> object:
@@ -162,11 +179,12 @@ def show(
             "the draft cites marked as ⟦claim-N …⟧.",
         ),
     ] = None,
+    graph: GraphOpt = None,
 ) -> None:
     """Print an artifact of a thread, or a source it read (verified against its sha256)."""
     if artifact is not None and source is not None:
         raise ShowUsage("give --artifact NAME or --source ID, not both")
-    with base.open_workflow(read_only=True) as workflow:
+    with base.open_workflow(read_only=True, graph=graph, thread=thread_id) as workflow:
         if source is not None:
             text = workflow.source_text(thread_id, source)
         else:
@@ -180,7 +198,7 @@ def show(
 @cli.command()
 def sources(thread_id: ThreadArg, as_json: ListJsonOpt = False) -> None:
     """List the sources research read for a thread and the draft's claims citing each."""
-    entries = _listing(as_json, lambda workflow: workflow.sources(thread_id), _as_dict)
+    entries = _listing(as_json, thread_id, lambda workflow: workflow.sources(thread_id), _as_dict)
     if entries is None:
         return
     if not entries:
@@ -196,7 +214,7 @@ def threads(
 ) -> None:
     """List every thread: its state, result, step, what runs next and when it last changed."""
     with base.open_workflow(read_only=True) as workflow:  # one read of small channels per thread
-        rows = [workflow.summary(thread_id) for thread_id in workflow.threads()]
+        rows = [_summary(workflow, thread_id) for thread_id in workflow.threads()]
         started = {row.thread_id for row in rows}
         queue = base.open_queue(workflow)
         queued = {} if queue is None else queue.queued()

@@ -57,7 +57,7 @@ def revise(
         "reason": reason,
         "decided_by": by,
     }
-    with base.open_workflow() as workflow:
+    with base.open_workflow(thread=thread_id) as workflow:
         outcome = workflow.revise(thread_id, revision, on_progress=None if as_json else progress)
         print_outcome(outcome, workflow.settings, as_json)
     raise typer.Exit(int(for_outcome(outcome)))

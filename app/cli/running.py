@@ -15,9 +15,13 @@ from app.cli.decision_hints import render_request, request_hints
 from app.cli.decision_prompt import prompt_decision
 from app.cli.decisions import decision_for
 from app.cli.input_files import read_input_file
+from app.cli.invocation import command
 from app.cli.options import (
     DECISION_OPTIONS,
     TASK_OPTIONS,
+    GraphOpt,
+    InterruptAfterOpt,
+    InterruptBeforeOpt,
     JsonOpt,
     Objective,
     ThreadArg,
@@ -28,9 +32,10 @@ from app.cli.options import (
 from app.cli.output import print_outcome, progress
 from app.cli.terminal import visible
 from app.errors import RequestExpired, SubmitUsage, ThreadFinished
-from app.exit_codes import for_outcome
+from app.exit_codes import ExitCode, for_outcome
 from app.settings import Settings
 from app.storage.postgres import describe_url
+from contracts import TaskState
 
 
 @cli.command()
@@ -41,18 +46,34 @@ def run(
     show_article: Annotated[
         bool, typer.Option("--show", help="Print the article first (when one was written).")
     ] = False,
+    graph: GraphOpt = None,
+    interrupt_before: InterruptBeforeOpt = None,
+    interrupt_after: InterruptAfterOpt = None,
     **options: Any,
 ) -> None:
-    """Run a new task on a new thread and print where the article is."""
-    with base.open_workflow() as workflow:
+    """Run a new task on a new thread and print where the article is.
+
+    At a breakpoint (--interrupt-before/--interrupt-after) it stops with exit 3, as a
+    thread that waits does; `handoff resume ID` goes on.
+    """
+    with base.open_workflow(graph=graph) as workflow:
         task = task_of(workflow, objective, options)
         progressing = None if as_json else progress
-        outcome = workflow.run(task, options["thread"], on_progress=progressing)
+        outcome = workflow.run(
+            task,
+            options["thread"],
+            on_progress=progressing,
+            interrupt_before=interrupt_before or (),
+            interrupt_after=interrupt_after or (),
+        )
         if show_article and not as_json and outcome.article is not None:
             article = workflow.context.store.get(outcome.article)
             sys.stdout.write(visible(article.decode("utf-8", errors="replace")) + "\n")
         print_outcome(outcome, workflow.settings, as_json)
-    raise typer.Exit(int(for_outcome(outcome)))
+    stopped = (interrupt_before or interrupt_after) and outcome.state == TaskState.WORKING
+    if stopped and not as_json:
+        out.print(f"stopped at a breakpoint; go on: {command()} resume {outcome.thread_id}")
+    raise typer.Exit(int(ExitCode.WAITING_FOR_HUMAN if stopped else for_outcome(outcome)))
 
 
 @cli.command()
@@ -60,6 +81,7 @@ def run(
 def resume(
     thread_id: ThreadArg,
     as_json: JsonOpt = False,
+    graph: GraphOpt = None,
     **options: Any,
 ) -> None:
     """Continue a thread: after a crash, or with a decision when it waits for a human.
@@ -70,7 +92,7 @@ def resume(
     raw = decision_flags(options).raw()
     from_file = options["decision_file"] is not None
     try:
-        with base.open_workflow() as workflow:
+        with base.open_workflow(graph=graph, thread=thread_id) as workflow:
             workflow.refuse_if_held(thread_id, "nothing was resumed")  # before any prompt
             request = workflow.pending(thread_id) if workflow.threads_has(thread_id) else None
             decision: Any = raw  # not waiting: resume refuses it (finished, unknown, not waiting)
@@ -201,9 +223,10 @@ def cancel(
     reason: Annotated[str, typer.Option("--reason", help="Why the thread ends (required).")],
     by: Annotated[str, typer.Option("--by", help="Who cancels it.")] = "human",
     as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+    graph: GraphOpt = None,
 ) -> None:
     """End a waiting, stuck or refused thread deliberately; what it stored is kept."""
-    with base.open_workflow() as workflow:
+    with base.open_workflow(graph=graph, thread=thread_id) as workflow:
         outcome = workflow.cancel(thread_id, reason, decided_by=by)
         print_outcome(outcome, workflow.settings, as_json)
 
@@ -216,6 +239,6 @@ def edit(
 ) -> None:
     """Store a new revision of a thread's artifact; the thread notices it on resume."""
     content = read_input_file(file, f"--file {short(str(file), 200)}")
-    with base.open_workflow() as workflow:
+    with base.open_workflow(thread=thread_id) as workflow:
         ref = workflow.put_artifact(thread_id, name, content)
     out.print(f"{ref.uri} revision {ref.revision} (sha256 {ref.sha256[:12]}…)", markup=False)

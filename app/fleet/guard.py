@@ -19,7 +19,7 @@ from app.fleet.jobs import queued_refusal, unfinished_job
 from app.settings import Settings
 from app.storage.postgres import describe_url, is_outage, is_postgres_url
 from app.workflow import Workflow
-from graphs import WIRING, Wiring
+from graphs import Wiring
 
 if TYPE_CHECKING:
     from app.storage.backends import Backend
@@ -54,14 +54,18 @@ class QueueGuard:
 
 
 def fleet_workflow(
-    settings: Settings | None = None, *, read_only: bool = False, wiring: Wiring = WIRING
+    settings: Settings | None = None,
+    *,
+    read_only: bool = False,
+    wiring: Wiring | None = None,
+    graph: str | None = None,
 ) -> Workflow:
     """A Workflow that leaves the threads the fleet holds to it.
 
     On PostgreSQL it is given the QueueGuard; elsewhere no queue can hold a thread, so it
-    is a plain Workflow. ``read_only`` and ``wiring`` are the Workflow's.
+    is a plain Workflow. ``read_only``, ``wiring`` and ``graph`` are the Workflow's.
     """
     resolved = settings or Settings()
     url = resolved.resolved_database_url()
     guard = QueueGuard(url) if is_postgres_url(url) else None
-    return Workflow(resolved, read_only=read_only, wiring=wiring, guard=guard)
+    return Workflow(resolved, read_only=read_only, wiring=wiring, graph=graph, guard=guard)

@@ -8,6 +8,10 @@ database. The server can only pass JSON as run context, so nodes get their servi
 the ``TaskSpec`` input. Whatever the server hands the nodes (contracts or plain dicts), the
 node boundary validates it.
 
+Every graph langgraph.json declares is served by this module (``app.project_graphs``): the
+main one as ``make_graph``, another as the factory named by its id (``summarise`` below
+``"./app/server/graph.py:summarise"``), made by the module's ``__getattr__``.
+
 How a served run holds its thread is ``app/server/take_over.py``; how ``handoff serve``
 starts the server offline, ``app/server/dev_server.py``.
 """
@@ -15,7 +19,7 @@ starts the server offline, ``app/server/dev_server.py``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, ExitStack, asynccontextmanager
 from dataclasses import replace
 from functools import cache
@@ -26,19 +30,20 @@ from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import ConfigDict, Field
 
 from app.errors import ThreadBusy
+from app.project_graphs import MAIN_GRAPH, project_graph, project_graphs
 from app.server.running_nodes import RUNNING_NODES
 from app.server.take_over import release_when_idle, take_over
 from app.server.thread_rules import RunRequest, latest_state, refuse_at_start
 from app.services import build_context, wiring_for
 from app.settings import Settings
 from contracts import RunChoices
-from graphs import RunContext, StepInfo, build_graph
+from graphs import RunContext, StepInfo, Wiring, build_graph
 
 if TYPE_CHECKING:  # the server extra's; langgraph-api resolves the annotation by name
     from langgraph_sdk.runtime import ServerRuntime
 
-GRAPH_ID = "handoff"
-"""The graph's name in langgraph.json: the ``assistant_id`` SDK clients run."""
+GRAPH_ID = MAIN_GRAPH
+"""The main graph's name in langgraph.json: the ``assistant_id`` SDK clients run."""
 
 
 class ServerContext(RunChoices):
@@ -69,27 +74,33 @@ class ServerContext(RunChoices):
         return chosen if chosen.describe() else None
 
 
-def server_context(chosen: Any = None) -> RunContext:
+def server_context(chosen: Any = None, graph_id: str = GRAPH_ID) -> RunContext:
     """The services of a served run: built once per process (and model choice) from settings.
 
     ``chosen`` is the run's context as the server passes it (a ServerContext, a dict, or
     nothing); its model choices pick the agents, its other choices travel with the run.
+    ``graph_id`` is the graph served (its nodes get the agents).
     """
     choice = ServerContext.model_validate(chosen or {})
-    services = _services(tuple(sorted(choice.agent_models.items())))
+    services = _services(tuple(sorted(choice.agent_models.items())), graph_id)
     choices = choice.choices()
     return services if choices is None else replace(services, choices=choices)
 
 
+def _served_wiring(settings: Settings, graph_id: str) -> Wiring:
+    return wiring_for(settings, project_graph(settings.graphs_config, graph_id).wiring())
+
+
 @cache
-def _services(agent_models: tuple[tuple[str, str], ...]) -> RunContext:
+def _services(agent_models: tuple[tuple[str, str], ...], graph_id: str = GRAPH_ID) -> RunContext:
     settings = Settings()
     if agent_models:
         settings = settings.with_overrides(
             agent_models={**settings.agent_models, **dict(agent_models)}
         )
     # Every served node counts in the process's registry: the lock waits for it (make_graph).
-    return build_context(settings, node_running=_counted, wiring=wiring_for(settings))
+    wiring = _served_wiring(settings, graph_id)
+    return build_context(settings, node_running=_counted, wiring=wiring)
 
 
 def _counted(step: StepInfo) -> AbstractContextManager[None]:
@@ -97,9 +108,14 @@ def _counted(step: StepInfo) -> AbstractContextManager[None]:
     return RUNNING_NODES.running(step.thread_id)
 
 
-def served_builder() -> StateGraph[Any, Any, Any, Any]:
-    """The workflow as served: services from settings, a JSON-only context schema."""
-    builder = build_graph(wiring=wiring_for(Settings()), default_context=server_context)
+def served_builder(graph_id: str = GRAPH_ID) -> StateGraph[Any, Any, Any, Any]:
+    """The graph as served: services from settings, a JSON-only context schema."""
+
+    def context(chosen: Any = None) -> RunContext:
+        return server_context(chosen, graph_id)
+
+    wiring = _served_wiring(Settings(), graph_id)
+    builder = build_graph(wiring=wiring, default_context=context)
     builder.context_schema = ServerContext  # type: ignore[assignment]
     return builder
 
@@ -107,20 +123,49 @@ def served_builder() -> StateGraph[Any, Any, Any, Any]:
 ServedGraph = CompiledStateGraph[Any, Any, Any, Any]
 
 
-def served_graph() -> ServedGraph:
+def served_graph(graph_id: str = GRAPH_ID) -> ServedGraph:
     """The compiled graph the server runs (it adds its own checkpointer)."""
-    return served_builder().compile(name=GRAPH_ID)
+    return served_builder(graph_id).compile(name=graph_id)
 
 
 LOCKED_ACCESS = ("threads.create_run", "threads.update")
 """Server uses of the graph that write a thread's checkpoints: they hold its lock."""
 
 
+Factory = Callable[["RunnableConfig", "ServerRuntime[Any]"], Any]
+
+
+def factory_of(graph_id: str) -> Factory:
+    """The server's factory of one of langgraph.json's graphs (see ``make_graph``)."""
+
+    @asynccontextmanager
+    async def make(
+        config: RunnableConfig, runtime: ServerRuntime[Any]
+    ) -> AsyncIterator[ServedGraph]:
+        async with _served(graph_id, config, runtime) as graph:
+            yield graph
+
+    make.__name__ = make.__qualname__ = graph_id
+    return make
+
+
+@cache
+def _factory(graph_id: str) -> Factory:
+    return factory_of(graph_id)
+
+
+def __getattr__(name: str) -> Factory:
+    """A graph's factory by its id, as langgraph.json names it (``./app/server/graph.py:ID``)."""
+    if name != GRAPH_ID and name in project_graphs(Settings().graphs_config):
+        return _factory(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @asynccontextmanager
 async def make_graph(
     config: RunnableConfig, runtime: ServerRuntime[Any]
 ) -> AsyncIterator[ServedGraph]:
-    """Graph factory named in langgraph.json; nothing is opened until a node runs.
+    """The main graph's factory named in langgraph.json; nothing is opened until a node runs.
 
     The server enters this context for each use of the graph and keeps it entered until
     that use ends. A run, and a state update, therefore hold the thread's lock for their
@@ -132,9 +177,17 @@ async def make_graph(
     latest checkpoint (``app/server/thread_rules.py``: no new task for a thread with
     history, no start from an earlier checkpoint, no run on an ended thread but a revision,
     no decision for a thread that waits for none); a refused run ends in error with the
-    reason and changes nothing.
+    reason and changes nothing. Another graph's factory (``factory_of``) does the same.
     """
-    graph = served_graph()
+    async with _served(GRAPH_ID, config, runtime) as graph:
+        yield graph
+
+
+@asynccontextmanager
+async def _served(
+    graph_id: str, config: RunnableConfig, runtime: ServerRuntime[Any]
+) -> AsyncIterator[ServedGraph]:
+    graph = served_graph(graph_id)
     thread_id = (config.get("configurable") or {}).get("thread_id")
     if runtime.access_context not in LOCKED_ACCESS or not thread_id:
         yield graph
@@ -151,7 +204,8 @@ async def make_graph(
         try:
             if runtime.access_context == "threads.create_run":
                 run = RunRequest.of(config)
-                refuse_at_start(str(thread_id), await latest_state(str(thread_id)), run)
+                latest = await latest_state(str(thread_id), graph_id)
+                refuse_at_start(str(thread_id), latest, run)
             yield graph
         finally:
             # Shielded: a second cancel cannot make the lock go before the node has stopped.

@@ -37,7 +37,9 @@ from app.errors import (
     ThreadFinished,
     ThreadMovedOn,
 )
+from app.project_graphs import MAIN_GRAPH, project_graph
 from app.server.checkpointer import checkpointer
+from app.settings import Settings
 from app.workflow.reading import request_of
 from contracts import RunOutcome
 from graphs import build_graph
@@ -87,14 +89,17 @@ def named_checkpoint(config: Mapping[str, Any]) -> str | None:
 
 
 @cache
-def _builder() -> StateGraph[Any, Any, Any, Any]:
-    return build_graph()
+def _builder(graph_id: str) -> StateGraph[Any, Any, Any, Any]:
+    return build_graph(wiring=project_graph(Settings().graphs_config, graph_id).wiring())
 
 
-async def latest_state(thread_id: str) -> StateSnapshot:
-    """The thread's latest state in the project's database (empty if it has no history)."""
+async def latest_state(thread_id: str, graph_id: str = MAIN_GRAPH) -> StateSnapshot:
+    """The thread's latest state in the project's database (empty if it has no history).
+
+    Read with the graph ``graph_id`` (langgraph.json's), whose nodes say what runs next.
+    """
     async with checkpointer() as saver:
-        graph = _builder().compile(checkpointer=saver)
+        graph = _builder(graph_id).compile(checkpointer=saver)
         return await graph.aget_state({"configurable": {"thread_id": thread_id}})
 
 

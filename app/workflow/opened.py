@@ -6,7 +6,7 @@ service of the Workflow reads and runs through the one instance.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from typing import Any, TypeVar
 
@@ -14,6 +14,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
+from app.errors import WrongGraph
+from app.project_graphs import MAIN_GRAPH
 from app.services import build_context
 from app.settings import Settings
 from app.storage.backends import Backend, backend_for, open_backend, storage_errors
@@ -38,6 +40,16 @@ def thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
+GRAPH_KEY = "graph_id"
+"""The checkpoint metadata naming the graph a thread runs, as the dev server records it."""
+
+
+def graph_of(metadata: Mapping[str, Any] | None) -> str:
+    """The graph a checkpoint's metadata records; the main graph where it records none."""
+    recorded = (metadata or {}).get(GRAPH_KEY)
+    return recorded if isinstance(recorded, str) and recorded else MAIN_GRAPH
+
+
 class Opened:
     """The graph of ``wiring`` compiled with the storage of ``settings``, and its context.
 
@@ -52,9 +64,12 @@ class Opened:
         *,
         context: RunContext | None = None,
         read_only: bool = False,
+        graph_id: str = MAIN_GRAPH,
     ) -> None:
         self.settings = settings
         self.wiring = wiring
+        self.graph_id = graph_id
+        """The id of the graph of ``wiring`` (langgraph.json's), recorded by every run."""
         self.pauses: dict[str, Pause] = pauses_of(wiring)
         """The wiring's pauses by kind: what a waiting thread's decision is checked against."""
         self.read_only = read_only
@@ -146,6 +161,20 @@ class Opened:
             reader = GlanceSaver(self.saver, skipped)
             self._glance = reader, build_graph(wiring=self.wiring).compile(checkpointer=reader)
         return self._glance
+
+    def config(self, thread_id: str) -> RunnableConfig:
+        """The config a run of this graph writes a thread with: its checkpoints name the graph."""
+        return {**thread_config(thread_id), "metadata": {GRAPH_KEY: self.graph_id}}
+
+    def check_graph(self, thread_id: str, metadata: Mapping[str, Any] | None) -> None:
+        """Refuse a thread another graph made: this graph's nodes would misread its state."""
+        recorded = graph_of(metadata)
+        if recorded != self.graph_id:
+            raise WrongGraph(
+                f"thread {thread_id!r} belongs to graph {recorded!r}, not {self.graph_id!r}: "
+                f"open it with that graph (`--graph {recorded}`, Workflow(graph="
+                f"{recorded!r})); nothing was changed"
+            )
 
     def where(self) -> str:
         """The database, as error messages name it."""

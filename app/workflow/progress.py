@@ -11,6 +11,9 @@ PAUSED = "paused"
 """The step name a pause reports (LangGraph streams it as ``__interrupt__``)."""
 
 
+BREAKPOINT = "breakpoint"
+"""What a pause at a static breakpoint (no ``interrupt()`` called) reports as written."""
+
 CUSTOM_EVENT = "__custom__"
 """The progress callback's name for what a node sent with LangGraph's ``get_stream_writer()``
 (``stream_mode="custom"``), given as ``{"event": ...}``."""
@@ -23,7 +26,9 @@ def step_summary(node: str, values: dict[str, Any]) -> tuple[str, str]:
     prints this per node; the A2A server sends it as a working status update.
     """
     if node == "__interrupt__":
-        return PAUSED, "waiting for a human decision"
+        return PAUSED, "at a breakpoint" if values.get(
+            BREAKPOINT
+        ) else "waiting for a human decision"
     if node == CUSTOM_EVENT:  # a node's own progress, as it sent it
         event = values["event"]
         return "progress", event if isinstance(event, str) else json.dumps(event, default=str)

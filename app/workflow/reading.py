@@ -12,7 +12,7 @@ from app.errors import (
     ThreadNotFound,
 )
 from app.workflow.ids import check_thread_id
-from app.workflow.opened import Opened, thread_config
+from app.workflow.opened import Opened, graph_of, thread_config
 from app.workflow.status import ThreadStatus, ThreadSummary
 from contracts import (
     DraftArticle,
@@ -91,7 +91,13 @@ class ThreadReader:
                 f"no thread {thread_id!r} in {self.opened.where()}; "
                 "list threads with `handoff threads`"
             )
+        self.opened.check_graph(thread_id, snapshot.metadata)
         return snapshot
+
+    def graph_of(self, thread_id: str) -> str | None:
+        """The id of the graph that made the thread (its latest checkpoint's), None if none."""
+        saved = self.opened.saver.get_tuple(thread_config(check_thread_id(thread_id)))
+        return None if saved is None else graph_of(saved.metadata)
 
     def _fact_count(self, snapshot: StateSnapshot) -> int | None:
         """Facts in the snapshot's research bundle, counted without decoding the bundle."""

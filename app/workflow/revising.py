@@ -50,7 +50,9 @@ class Reviser:
                 f"no thread {thread_id!r} in {self.opened.where()}; nothing to revise"
             )
         checked = check_revision(thread_id, revision)
-        values = self.opened.graph.get_state(thread_config(thread_id)).values
+        snapshot = self.opened.graph.get_state(thread_config(thread_id))
+        self.opened.check_graph(thread_id, snapshot.metadata)
+        values = snapshot.values
         nodes = (spec for spec, _ in self.opened.wiring)
         revised_task(thread_id, values, checked, nodes, self.opened.context)
         self.opened.ledger.abandon_running(thread_id, ABANDONED)

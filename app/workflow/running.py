@@ -18,12 +18,13 @@ from app.errors import (
     ThreadExists,
     ThreadFinished,
     ThreadNotFound,
+    UnknownNode,
 )
 from app.workflow.decisions import check_decision, pause_of
 from app.workflow.guard import WriteGuard
 from app.workflow.ids import check_thread_id, new_thread_id
 from app.workflow.opened import Opened, thread_config
-from app.workflow.progress import CUSTOM_EVENT
+from app.workflow.progress import BREAKPOINT, CUSTOM_EVENT
 from app.workflow.reading import ThreadReader, request_of
 from contracts import (
     DecisionLog,
@@ -52,6 +53,10 @@ ABANDONED = "attempt did not finish: its process ended before recording a result
 """What an attempt left running by a process that died is recorded as, before a new run."""
 
 
+Breakpoints = tuple[tuple[str, ...], tuple[str, ...]]
+"""The nodes a run stops before, and after: LangGraph's static breakpoints, for one run."""
+
+
 class Runner:
     """Starting, continuing and ending threads: every run of the compiled graph is here.
 
@@ -65,12 +70,29 @@ class Runner:
         self.guard = guard
 
     def run(
-        self, task: TaskSpec | str, thread_id: str, on_progress: ProgressCallback | None
+        self,
+        task: TaskSpec | str,
+        thread_id: str,
+        on_progress: ProgressCallback | None,
+        breakpoints: Breakpoints = ((), ()),
     ) -> RunOutcome:
-        """Refused before any write: a held thread, one that exists, a task it would refuse."""
+        """Refused before any write: a held or existing thread, a refused task or breakpoint."""
         self.refuse_if_held(thread_id, "nothing was run")
+        self.check_breakpoints(breakpoints)
         spec, thread = self.new_thread(task, thread_id)
-        return self.drive({"task": spec}, thread, on_progress) or self.reader.outcome(thread)
+        driven = self.drive({"task": spec}, thread, on_progress, breakpoints=breakpoints)
+        return driven or self.reader.outcome(thread)
+
+    def check_breakpoints(self, breakpoints: Breakpoints) -> None:
+        """Each breakpoint names a node of this graph, else UnknownNode listing them."""
+        nodes = [spec.name for spec, _ in self.opened.wiring]
+        for flag, names in zip(("interrupt_before", "interrupt_after"), breakpoints, strict=True):
+            unknown = [name for name in names if name not in nodes]
+            if unknown:
+                raise UnknownNode(
+                    f"{flag} names {unknown}, no node of graph {self.opened.graph_id!r}; "
+                    f"nodes: {', '.join(nodes)}; nothing was run"
+                )
 
     def new_thread(self, task: TaskSpec | str, thread_id: str | None) -> tuple[TaskSpec, str]:
         """The checked task and a thread id no thread has yet; refused before any write."""
@@ -99,6 +121,7 @@ class Runner:
                 "(start one with `handoff run`)"
             )
         snapshot = self.opened.graph.get_state(thread_config(thread_id))
+        self.opened.check_graph(thread_id, snapshot.metadata)
         outcome = read(snapshot.values, "outcome", RunOutcome, node="workflow")
         if not snapshot.next and outcome is not None:
             raise ThreadFinished(
@@ -180,21 +203,29 @@ class Runner:
         thread_id: str,
         on_progress: ProgressCallback | None,
         context: RunContext | None = None,
+        *,
+        breakpoints: Breakpoints = ((), ()),
     ) -> RunOutcome | None:
         """Run the graph to its end or first pause; the outcome if its last step wrote one.
 
         That outcome is the state's (the channel keeps the last value written), so the
         caller need not read the whole state back; after a pause it reads the state.
         ``context`` is this workflow's, unless the caller adds to it (a checked decision).
+        ``breakpoints`` are the nodes this run stops before and after (LangGraph's static
+        ``interrupt_before``/``interrupt_after``): the thread then has them next, waiting for
+        no decision, and a resume without one goes on.
         """
+        before, after = breakpoints
         ended: RunOutcome | None = None
         services = context or self.opened.context
         with services.trace.run(thread_id):  # the run's span, when tracing is on
             for update in self.opened.graph.stream(
                 payload,
-                thread_config(thread_id),
+                self.opened.config(thread_id),
                 context=services,
                 durability="sync",
+                interrupt_before=list(before) or None,
+                interrupt_after=list(after) or None,
                 # what nodes stream costs a run a few ms in LangGraph: asked for when heard
                 stream_mode=["updates", "custom"] if on_progress is not None else ["updates"],
             ):
@@ -209,6 +240,7 @@ class Runner:
                     written = values if isinstance(values, dict) else {}
                     if node == "__interrupt__":
                         ended = None
+                        written = {} if values else {BREAKPOINT: True}  # no interrupt() asked
                     elif "outcome" in written:
                         ended = read(written, "outcome", RunOutcome, node="workflow")
                     if on_progress is not None:
@@ -224,8 +256,9 @@ class Runner:
             raise ThreadNotFound(
                 f"no thread {thread_id!r} in {self.opened.where()}; nothing to cancel"
             )
-        graph, config = self.opened.graph, thread_config(thread_id)
+        graph, config = self.opened.graph, self.opened.config(thread_id)
         snapshot = graph.get_state(config)
+        self.opened.check_graph(thread_id, snapshot.metadata)
         values = snapshot.values
         ended = read(values, "outcome", RunOutcome, node="workflow")
         if ended is not None and not snapshot.next:

@@ -13,7 +13,7 @@ its door: ``@storage`` (a storage failure is the project's error, naming the fil
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from app.corpus.citations import SourceEntry
 from app.durations import parse_duration
 from app.errors import DecisionRequired, NotWaiting, ThreadBusy, ThreadFinished
+from app.project_graphs import project_graph
 from app.services import wiring_for
 from app.settings import Settings
 from app.storage.backends import Backend
@@ -49,7 +50,7 @@ from contracts import (
     TaskRevision,
     TaskSpec,
 )
-from graphs import WIRING, RunContext, Wiring
+from graphs import RunContext, Wiring
 from graphs.human import has_expired
 
 
@@ -57,15 +58,18 @@ class Workflow:
     """The workflow with its checkpointer and services; use as a context manager.
 
     ``Workflow(settings)`` reads locations from settings; ``database_url`` and
-    ``artifact_dir`` override them for one instance (tests, scripts). ``wiring`` is the
-    graph's nodes and routers (``graphs.WIRING``, or an extended copy), with the MCP tools
-    the settings give its nodes (``app.services.wiring_for``). ``context`` is a
-    run context to use instead of the one built from settings. ``read_only`` opens the
-    storage for inspection only (status, history, artifacts, threads): nothing is set up
-    or written, so it works on a full disk; running or editing needs a Workflow that is
-    not read-only. ``guard`` is asked before a thread is run, resumed or cancelled
-    (``app.workflow.guard``): the worker fleet's ``fleet_workflow`` passes the queue's, so
-    a thread with an unfinished job is left to it.
+    ``artifact_dir`` override them for one instance (tests, scripts). ``graph`` is the id
+    of the graph it runs, one of langgraph.json's (``app.project_graphs``; the main graph,
+    ``handoff``, by default): its threads record it, and a thread another graph made is
+    refused (``WrongGraph``, naming both). ``wiring`` is the graph's nodes and routers
+    (by default the graph's own, ``graphs.WIRING`` for the main one, or an extended
+    copy), with the MCP tools the settings give its nodes (``app.services.wiring_for``).
+    ``context`` is a run context to use instead of the one built from settings.
+    ``read_only`` opens the storage for inspection only (status, history, artifacts,
+    threads): nothing is set up or written, so it works on a full disk; running or
+    editing needs a Workflow that is not read-only. ``guard`` is asked before a thread is
+    run, resumed or cancelled (``app.workflow.guard``): the worker fleet's
+    ``fleet_workflow`` passes the queue's, so a thread with an unfinished job is left to it.
     """
 
     def __init__(
@@ -75,7 +79,8 @@ class Workflow:
         database_url: str | None = None,
         artifact_dir: Path | None = None,
         context: RunContext | None = None,
-        wiring: Wiring = WIRING,
+        graph: str | None = None,
+        wiring: Wiring | None = None,
         read_only: bool = False,
         guard: WriteGuard | None = None,
     ) -> None:
@@ -86,8 +91,13 @@ class Workflow:
         if artifact_dir is not None:
             overrides["artifact_dir"] = artifact_dir
         self.settings = base.with_overrides(**overrides) if overrides else base
-        wiring = wiring_for(self.settings, wiring)
-        self.opened = Opened(self.settings, wiring, context=context, read_only=read_only)
+        chosen = project_graph(self.settings.graphs_config, graph)
+        self.graph_id = chosen.graph_id
+        """The id of the graph this Workflow runs (langgraph.json's)."""
+        wiring = wiring_for(self.settings, chosen.wiring() if wiring is None else wiring)
+        self.opened = Opened(
+            self.settings, wiring, context=context, read_only=read_only, graph_id=self.graph_id
+        )
         self.wiring = wiring
         self.pauses = self.opened.pauses
         """The wiring's pauses by kind: what a waiting thread's decision is checked against."""
@@ -165,10 +175,20 @@ class Workflow:
         thread_id: str | None = None,
         *,
         on_progress: ProgressCallback | None = None,
+        interrupt_before: Sequence[str] = (),
+        interrupt_after: Sequence[str] = (),
     ) -> RunOutcome:
-        """Start a new thread for ``task`` and run it to its end (or first pause)."""
+        """Start a new thread for ``task`` and run it to its end (or first pause).
+
+        ``interrupt_before`` and ``interrupt_after`` name nodes this run stops before or
+        after, as LangGraph's static breakpoints do: the outcome is then WORKING, its
+        reason the next step, and :meth:`resume` with no decision goes on. A name that is
+        no node of the graph is refused (``UnknownNode``, listing them) before anything is
+        written.
+        """
         assert thread_id is not None  # one_writer named the new thread
-        return self.runner.run(task, thread_id, on_progress)
+        breakpoints = (tuple(interrupt_before), tuple(interrupt_after))
+        return self.runner.run(task, thread_id, on_progress, breakpoints)
 
     def new_thread(self, task: TaskSpec | str, thread_id: str | None) -> tuple[TaskSpec, str]:
         """The checked task and a thread id no thread has yet; refused before any write."""
@@ -306,6 +326,14 @@ class Workflow:
         full state (see :meth:`status`).
         """
         return self.reader.pending(thread_id)
+
+    @storage
+    def graph_of(self, thread_id: str) -> str | None:
+        """The id of the graph that made the thread, or None where no thread exists.
+
+        Any graph's thread is answered, whichever graph this Workflow runs.
+        """
+        return self.reader.graph_of(thread_id)
 
     @storage
     def threads_has(self, thread_id: str) -> bool:

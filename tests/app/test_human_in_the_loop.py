@@ -342,7 +342,7 @@ def test_a_decision_is_checked_once_at_the_door_it_comes_through(
     monkeypatch.setattr(workflow_running, "check_decision", counted("door", check_decision))
     monkeypatch.setattr(cli_decisions, "check_decision", counted("cli", check_decision))
     monkeypatch.setattr(langgraph_types, "_validate_resume", counted("pause", validate_resume))
-    monkeypatch.setattr(cli_base, "open_workflow", lambda read_only=False: nullcontext(workflow))
+    monkeypatch.setattr(cli_base, "open_workflow", lambda **_: nullcontext(workflow))
     paused(workflow, "t-cli")
     result = CliRunner().invoke(cli, ["resume", "t-cli", "--approve"])
     assert result.exit_code == ExitCode.COMPLETED, result.output

@@ -126,7 +126,7 @@ def test_a_run_quotes_prose_only_and_show_source_marks_each_quote_in_the_source(
     bundle = _run(workflow, tmp_path, files, thread)
     draft = workflow.state(thread)["draft"]
     expected = cited_by_source(bundle, draft)
-    monkeypatch.setattr(cli_base, "open_workflow", lambda read_only=False: nullcontext(workflow))
+    monkeypatch.setattr(cli_base, "open_workflow", lambda **_: nullcontext(workflow))
     for source in bundle.sources:
         assert source.snapshot.media_type == media_type
         marked = workflow.source_text(thread, source.id)
