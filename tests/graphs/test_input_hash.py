@@ -194,29 +194,33 @@ def test_a_task_view_on_a_node_outside_a_branch_is_called_without_a_key(tmp_path
     assert seen == [None]
 
 
-def _writer_around(context: Any, model: Any) -> Any:
+def writer_hashes(context: Any, *models: str) -> list[str]:
+    """The writer's input hash, with the same state, around a fake chat model of each name."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
     from app.agents.llm_writer import LLMWriterAgent
 
-    return context.with_agent("writer", LLMWriterAgent(model=model))
+    state = {"task": EXAMPLES[TaskSpec], "handoff": EXAMPLES[Handoff]}
+    task = TaskSpec.model_validate(state["task"])
+    return [
+        input_hash(
+            SPECS["writer"],
+            state,
+            context.with_agent(
+                "writer",
+                LLMWriterAgent(model=FakeListChatModel(name=name, responses=["draft"])),
+            ),
+            task,
+        )
+        for name in models
+    ]
 
 
 def test_the_same_agent_around_another_chat_model_changes_the_hash(context: Any) -> None:
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
-
-    spec = SPECS["writer"]
-    state = {"task": EXAMPLES[TaskSpec], "handoff": EXAMPLES[Handoff]}
-    task = TaskSpec.model_validate(state["task"])
-    one = _writer_around(context, FakeListChatModel(name="model-one", responses=["draft"]))
-    other = _writer_around(context, FakeListChatModel(name="model-two", responses=["draft"]))
-    assert input_hash(spec, state, one, task) != input_hash(spec, state, other, task)
+    one, other = writer_hashes(context, "model-one", "model-two")
+    assert one != other
 
 
 def test_the_same_agent_around_the_same_chat_model_keeps_the_hash(context: Any) -> None:
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
-
-    spec = SPECS["writer"]
-    state = {"task": EXAMPLES[TaskSpec], "handoff": EXAMPLES[Handoff]}
-    task = TaskSpec.model_validate(state["task"])
-    one = _writer_around(context, FakeListChatModel(name="model-one", responses=["draft"]))
-    again = _writer_around(context, FakeListChatModel(name="model-one", responses=["draft"]))
-    assert input_hash(spec, state, one, task) == input_hash(spec, state, again, task)
+    one, again = writer_hashes(context, "model-one", "model-one")
+    assert one == again
