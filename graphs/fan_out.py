@@ -9,16 +9,19 @@ nodes only. A join waits for every branch node it declares, so they start togeth
 route naming one of them starts the others beside it (``together``), and a new kind of
 work beside research is one branch node and its join's ``joins=``, with no route changed.
 
-A router may also return LangGraph's ``Send``s (``-> list[Send]``): ``mapped`` makes the
-node they start a branch node whose keys are its Sends, and the node it goes on to its
-join; each payload is checked and completed from state (``graphs.declare.sent_tasks``).
+A router may also return LangGraph's ``Send``s (``-> list[Send]``), or several node names
+as LangGraph's conditional edges take them (``-> list[Literal["a", "b"]]``): ``mapped``
+makes the nodes they start run as tasks side by side, each writing its own channels, and
+the one node they go on to their join (``defer=True``); a Send's payload is checked and
+completed from state (``graphs.declare.sent_tasks``).
 """
 
 from __future__ import annotations
 
+from collections import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal, Union, cast, get_args, get_type_hints
+from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints
 
 from langgraph.graph import END
 from langgraph.runtime import Runtime, get_runtime
@@ -69,7 +72,9 @@ def branch_tasks(
     specs: list[NodeSpec], state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
 ) -> list[tuple[NodeSpec, BranchTask]]:
     """The task of each key of each branch node in ``specs``, as one fan-out starts them."""
-    keyed = [(spec, keys_of(spec, state, runtime)) for spec in specs]
+    keyed = [
+        (spec, ["one"] if spec.branch is sent else keys_of(spec, state, runtime)) for spec in specs
+    ]
     tasks = sum(len(keys) for spec, keys in keyed if spends(spec)) or 1
     nodes = [spec.name for spec in specs]
     return [
@@ -97,6 +102,8 @@ def fanning(
         chosen = on_route(route, state, runtime)
         if isinstance(chosen, list):  # LangGraph's map: each Send one task of its node
             return sent_tasks(edge.__name__, chosen, state, branches)
+        if isinstance(chosen, tuple) and len(chosen) == 1:
+            chosen = chosen[0]
         if isinstance(chosen, str) and chosen not in branches:
             return chosen
         if isinstance(chosen, str):
@@ -115,9 +122,10 @@ def check_started_together(
     plain = [target for target in chosen if target not in branches]
     if plain or not chosen:
         raise PartialFanOut(
-            f"router {router} returned {list(chosen)}: a route to several nodes starts branch "
-            f"nodes only, joined by one join each; {plain or 'nothing'} is no branch node "
-            "(declare it with branch=keys, or branch=one_task for one task)"
+            f"router {router} returned {list(chosen)}, but its return type does not say it "
+            f"starts {plain or 'nothing'} side by side with others: annotate it "
+            f"-> list[Literal[{', '.join(repr(name) for name in chosen)}]] as LangGraph's "
+            "conditional edges are, and wire each node on to the one node that joins them"
         )
 
 
@@ -186,42 +194,87 @@ def named_by(spec: NodeSpec, route: Route) -> tuple[str, ...]:
         return ()
 
 
-def mapped(wiring: Sequence[tuple[NodeSpec, Route]]) -> list[tuple[NodeSpec, Route]]:
-    """The wiring with LangGraph's map-reduce in it: what its ``Send``s start, and the reduce.
+def beside(route: Route) -> tuple[str, ...]:
+    """The nodes a route may start side by side, as LangGraph's conditional edges do.
 
-    In a wiring with a router returning ``list[Send]``, a node no route names (and no run
-    starts at) is a node Sends start: a branch node whose keys are its Sends
-    (``branch=sent``), each task writing its outputs through their reducers. The one node
-    it goes on to reduces them: it waits for every task (a join of it, ``defer=True``),
-    lists them in its envelope and ends the run with a stopped task's error. Each Send
-    router's ``Literal`` gains the nodes Sends start, so the build checks where it goes.
+    A tuple it names, or the node names in a ``list[...]``, ``Sequence[...]`` or
+    ``tuple[...]`` its router's return type holds.
     """
-    if not any(returns_sends(route) for _, route in wiring):
-        return list(wiring)
-    named = {name for spec, route in wiring for name in named_by(spec, route)}
-    first = wiring[0][0].name
-    starts = {
-        spec.name
-        for spec, _ in wiring
-        if spec.name not in named
-        and spec.name != first
-        and not spec.starts_on
-        and spec.branch is None  # a join's branch nodes start beside the ones routes name
+    if isinstance(route, tuple):
+        return route
+    if not callable(route):
+        return ()
+    found: list[str] = []
+    pending = [(get_type_hints(route).get("return"), False)]
+    while pending:
+        hint, listed = pending.pop()
+        args = get_args(hint)
+        if listed and args and all(isinstance(arg, str) for arg in args):
+            found += [arg for arg in args if arg not in found and arg != END]
+            continue
+        many = get_origin(hint) in (list, tuple, abc.Sequence)
+        pending += [(arg, listed or many) for arg in args]
+    return tuple(found)
+
+
+def mapped(wiring: Sequence[tuple[NodeSpec, Route]]) -> list[tuple[NodeSpec, Route]]:
+    """The wiring with LangGraph's parallel steps in it: tasks side by side, and their join.
+
+    A node a route starts beside others (its router returns several names,
+    ``-> list[Literal["a", "b"]]``) runs as one task of that step, and so does a node
+    LangGraph's ``Send``s start: in a wiring with a router returning ``list[Send]``, a
+    node no route names (and no run starts at), one task per Send. Either is marked
+    ``branch=sent``: each task writes its outputs to their channels itself (a Send's
+    through their reducers, as its tasks share them). The one node it goes on to joins
+    them: it waits for every task (``defer=True``), lists them in its envelope and ends
+    the run with a stopped task's error. Each Send router's ``Literal`` gains the nodes
+    Sends start, so the build checks where it goes.
+    """
+    specs = {spec.name: spec for spec, _ in wiring}
+    side_by_side = {
+        name
+        for _, route in wiring
+        for name in beside(route)
+        if name in specs and specs[name].branch is None and not specs[name].joins
     }
+    starts = set(side_by_side)
+    if any(returns_sends(route) for _, route in wiring):
+        named = {name for spec, route in wiring for name in named_by(spec, route)}
+        first = wiring[0][0].name
+        starts |= {
+            spec.name
+            for spec, _ in wiring
+            if spec.name not in named
+            and spec.name != first
+            and not spec.starts_on
+            and spec.branch is None  # a join's branch nodes start beside the ones routes name
+        }
+    if not starts:
+        return list(wiring)
     reduces: dict[str, list[NodeSpec]] = {}
     marked: dict[str, NodeSpec] = {}
     for spec, route in wiring:
         if spec.name not in starts:
             continue
         onward = named_by(spec, route)
+        how = (
+            "runs beside others (a route starts it side by side with them)"
+            if spec.name in side_by_side
+            else "is started by Sends (no route names it, and a router returns list[Send])"
+        )
         if len(onward) != 1 or onward[0] == END or onward[0] == spec.name:
             raise WiringError(
-                f"node {spec.name!r} is started by Sends (no route names it, and a router "
-                f"returns list[Send]): its tasks go on to the one node that reduces their "
-                f"results, wired as ({spec.name}, '<reduce>'); its route names {list(onward)}"
+                f"node {spec.name!r} {how}: its tasks go on to the one node that joins them, "
+                f"wired as ({spec.name}, '<join>'), whose router goes on from there; its "
+                f"route names {list(onward)}"
+            )
+        if spec.pauses:
+            raise WiringError(
+                f"node {spec.name!r} pauses, and {how}: tasks side by side cannot pause; "
+                "route to it alone"
             )
         unmerged = sorted(name for name, channel in spec.outputs.items() if not channel.reducer)
-        if unmerged:
+        if unmerged and spec.name not in side_by_side:
             raise WiringError(
                 f"node {spec.name!r} runs once per Send, its tasks side by side, and writes "
                 f"{unmerged} with no reducer: two tasks' writes would collide; declare each "
@@ -230,7 +283,8 @@ def mapped(wiring: Sequence[tuple[NodeSpec, Route]]) -> list[tuple[NodeSpec, Rou
             )
         marked[spec.name] = replace(spec, branch=sent, task_view=spec.task_view or whole_task)
         reduces.setdefault(onward[0], []).append(marked[spec.name])
-    names = tuple(marked)
+    check_distinct_writes(reduces)
+    names = tuple(name for name in marked if name not in side_by_side)
     found: list[tuple[NodeSpec, Route]] = []
     for spec, route in wiring:
         if spec.name in reduces:
@@ -239,6 +293,28 @@ def mapped(wiring: Sequence[tuple[NodeSpec, Route]]) -> list[tuple[NodeSpec, Rou
             route = sending(cast(Router, route), names)
         found.append((marked.get(spec.name, spec), route))
     return found
+
+
+def check_distinct_writes(joined: Mapping[str, list[NodeSpec]]) -> None:
+    """Tasks one node joins write a channel each, unless its reducer merges their writes.
+
+    They run in one step: LangGraph would refuse the second write of a channel that keeps
+    one value (``InvalidUpdateError``), after both tasks had done their work.
+    """
+    for join, tasks in joined.items():
+        writers: dict[str, list[str]] = {}
+        for spec in tasks:
+            for name, channel in spec.outputs.items():
+                if not channel.reducer:
+                    writers.setdefault(name, []).append(spec.name)
+        shared = {name: nodes for name, nodes in writers.items() if len(nodes) > 1}
+        if shared:
+            name, nodes = sorted(shared.items())[0]
+            raise WiringError(
+                f"nodes {nodes} run side by side before {join!r} and both write {name!r}, "
+                f"which keeps one value: give each its own channel, or declare {name!r} with "
+                "its reducer, Annotated[Contract | None, reducer]"
+            )
 
 
 def sending(route: Router, names: tuple[str, ...]) -> Router:

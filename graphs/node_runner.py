@@ -33,7 +33,7 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, get_type_hints
@@ -310,9 +310,9 @@ def visit_update(visit: Visit) -> dict[str, Any]:
     return pause(visit) if visit.spec.pauses else attempts(visit)
 
 
-Routed = str | tuple[str, ...] | list[Send]
-"""Where a router sends the run: a node's name, the names of branch nodes to start, or
-LangGraph's ``Send``s, one task each (map-reduce)."""
+Routed = str | Sequence[str] | list[Send]
+"""Where a router sends the run: a node's name, the names of nodes to start side by side
+(as a tuple once routed), or LangGraph's ``Send``s, one task each (map-reduce)."""
 Router = Callable[[Any], Routed]
 """Where the run goes from a state (its TypedDict, or the whole state as a Mapping)."""
 
@@ -351,7 +351,7 @@ def node_schema(spec: NodeSpec, route: Router) -> frozenset[str] | None:
 
 def on_route(
     route: Router, state: Mapping[str, Any], runtime: Runtime[RunContext] | None = None
-) -> Routed:
+) -> str | tuple[str, ...] | list[Send]:
     """Where ``route`` goes from ``state``, reading only what the router declares.
 
     A router that takes ``runtime`` gets LangGraph's, as a conditional edge does.
@@ -363,16 +363,17 @@ def on_route(
     found = given_runtime(
         route, view.restricted(route_reads(route), f"router {name}", fix), runtime
     )
-    if isinstance(found, str) or (
-        isinstance(found, tuple | list)
-        and all(isinstance(target, str if isinstance(found, tuple) else Send) for target in found)
-    ):
+    if isinstance(found, str):
+        return found
+    if isinstance(found, tuple | list) and found and all(isinstance(t, str) for t in found):
+        return tuple(found)  # nodes started side by side, as LangGraph takes a list of names
+    if isinstance(found, list) and all(isinstance(target, Send) for target in found):
         return found
     raise TypeError(
         f"router {name} returned {type(found).__name__} {str(found)[:200]}: a router returns "
-        "the name of the node the run goes to, a tuple of branch nodes started side by "
-        "side, or a list of LangGraph Sends, [Send('<node>', {...})], annotated "
-        "-> list[Send] (docs/adapt.md, Map-reduce with Send)"
+        "the name of the node the run goes to, the names of nodes started side by side "
+        "(-> list[Literal[...]]), or a list of LangGraph Sends, [Send('<node>', {...})], "
+        "annotated -> list[Send] (docs/adapt.md, Map-reduce with Send)"
     )
 
 

@@ -114,7 +114,7 @@ def test_a_router_shared_by_two_nodes_stays_one_router_when_it_grows() -> None:
     assert built[0][1]({}) == ("check_spans", "measure_draft")
 
 
-def test_a_route_returning_a_node_that_is_no_branch_beside_branch_nodes_is_refused() -> None:
+def test_a_route_returning_a_node_its_type_does_not_list_beside_others_is_refused() -> None:
     branches = {spec.name: spec for spec in (check_spans, measure_draft)}
-    with pytest.raises(PartialFanOut, match="\\['writer'\\] is no branch node"):
+    with pytest.raises(PartialFanOut, match="does not say it starts \\['writer'\\] side by"):
         check_started_together("r", ("check_spans", "writer"), branches)
