@@ -32,14 +32,8 @@ receive them, with no edit to the reading node.
 
 from __future__ import annotations
 
-import ast
-import importlib
-import importlib.util
-import pkgutil
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import fields, replace
-from functools import cache
-from pathlib import Path
 from typing import Any, TypeVar, get_args, get_type_hints
 
 from langgraph.graph import END
@@ -192,7 +186,6 @@ def check_wiring(
         check_reads(spec)
         check_tools_reach_agent(spec)
     check_outputs_read(wiring, ends, returned)
-    check_all_wired(wiring)
     return ends
 
 
@@ -234,90 +227,6 @@ def check_tools_reach_agent(spec: NodeSpec) -> None:
         f"agent could never call them; give {request.__name__} "
         f"`{TOOLS}: Toolbox | None = None` (NodeCall.delegate fills it)"
     )
-
-
-NODE_PACKAGE = "nodes"
-"""A package of this name holds one node module per node (``graphs/nodes/``)."""
-
-
-def declared_in(package: str) -> list[NodeSpec]:
-    """Every node declared by a module of ``package`` (each module imported)."""
-    found: list[NodeSpec] = []
-    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        module = importlib.import_module(f"{package}.{info.name}")
-        found += [
-            value
-            for value in vars(module).values()
-            if isinstance(value, NodeSpec) and value.body.__module__ == module.__name__
-        ]
-    return found
-
-
-def imported_modules(tree: ast.AST, package: str) -> Iterator[str]:
-    """Every module an import in ``tree`` names, a relative one resolved from ``package``."""
-    for found in ast.walk(tree):
-        if isinstance(found, ast.Import):
-            yield from (alias.name for alias in found.names)
-        elif isinstance(found, ast.ImportFrom):
-            base = found.module or ""
-            if found.level:
-                parent = package.rsplit(".", found.level - 1)[0]
-                base = f"{parent}.{base}" if base else parent
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in found.names)
-
-
-@cache
-def imports_of(origin: str, package: str, changed: tuple[int, int]) -> frozenset[str]:
-    """The modules a source file imports; ``changed`` (its mtime and size) renews the entry."""
-    tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
-    return frozenset(imported_modules(tree, package))
-
-
-def imported_in(root: str, skipped: str) -> set[str]:
-    """The modules some module of package ``root`` imports, those under ``skipped`` left out.
-
-    Read from the source (``ast``): importing every module of a project to learn what it
-    imports would run what a second graph's module builds.
-    """
-    found: set[str] = set()
-    for info in pkgutil.walk_packages(importlib.import_module(root).__path__, f"{root}."):
-        if info.name == skipped or info.name.startswith(f"{skipped}."):
-            continue
-        spec = importlib.util.find_spec(info.name)
-        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
-            continue
-        stat = Path(spec.origin).stat()
-        package = info.name if info.ispkg else info.name.rpartition(".")[0]
-        found |= imports_of(spec.origin, package, (stat.st_mtime_ns, stat.st_size))
-    return found
-
-
-def check_all_wired(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:
-    """Every node declared in the wired nodes' ``nodes`` package is wired somewhere.
-
-    A node module nothing imports is a node the graph silently runs without: no router
-    names it and no check would see it. A node of the package this wiring leaves out is
-    refused unless a module of the project's package (``graphs``, outside ``nodes``)
-    imports its module: another graph's wiring, which wires it. A node imported but left
-    out of its own wiring is an unused import, which the linter names.
-    """
-    wired = {spec.name for spec, _ in wiring}
-    parents = {spec.body.__module__.rpartition(".")[0] for spec, _ in wiring}
-    for package in sorted(p for p in parents if p.rpartition(".")[2] == NODE_PACKAGE):
-        imported = imported_in(package.partition(".")[0], package)
-        unwired = sorted(
-            spec.name
-            for spec in declared_in(package)
-            if spec.name not in wired and spec.body.__module__ not in imported
-        )
-        if unwired:
-            raise WiringError(
-                f"{package} declares {unwired}, which the wiring leaves out and no other "
-                "graph's module imports: the graph would run without them; add (node, "
-                "router) to WIRING and name it in the Literal return type of the router "
-                "that goes to it"
-            )
 
 
 def check_own_routers(wiring: Sequence[tuple[NodeSpec, Router]]) -> None:

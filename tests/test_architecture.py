@@ -142,3 +142,16 @@ def test_contracts_import_nothing_but_pydantic_and_the_standard_library() -> Non
         if imported.split(".")[0] not in allowed
     )
     assert foreign == []
+
+
+def test_no_module_of_graphs_imports_a_python_source_parser() -> None:
+    """Nodes and routers are known by their declarations and types, never by parsing code."""
+    parsers = {"ast", "tokenize", "dis", "symtable"}
+    found = sorted(
+        f"{name} imports {imported}"
+        for name, path in modules().items()
+        if name.split(".")[0] == "graphs"
+        for imported in _imports(ast.parse(path.read_text(encoding="utf-8")))
+        if imported.split(".")[0] in parsers
+    )
+    assert found == []

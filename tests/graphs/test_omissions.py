@@ -8,9 +8,7 @@ in-memory checkpointer and ledger.
 
 from __future__ import annotations
 
-import sys
-import textwrap
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -241,63 +239,6 @@ def test_a_body_reading_an_undeclared_channel_fails_its_first_run_naming_it(
     [_, failed] = context.ledger.runs("t-peeks")
     assert failed.node_id == "peeks" and failed.status == "failed"
     assert failed.error is not None and "'review'" in failed.error.detail
-
-
-NODE_MODULE = """
-    from graphs import NodeCall, NodeResult, node
-    from tests.graphs.test_omissions import TaskOnly
-    from tests.extension_tools import ProbeOutput
-
-
-    @node("{name}", reads=TaskOnly, writes=ProbeOutput)
-    def {name}(call: NodeCall) -> NodeResult:
-        return NodeResult({{}})
-"""
-
-
-@pytest.fixture
-def adapted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A project package ``adapted`` with a ``nodes`` package, importable; removed after."""
-    (tmp_path / "adapted" / "nodes").mkdir(parents=True)
-    (tmp_path / "adapted" / "__init__.py").write_text("")
-    (tmp_path / "adapted" / "nodes" / "__init__.py").write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield tmp_path / "adapted"
-    for name in [name for name in sys.modules if name.startswith("adapted")]:
-        del sys.modules[name]
-
-
-def write_node(package: Path, name: str) -> None:
-    (package / "nodes" / f"{name}.py").write_text(textwrap.dedent(NODE_MODULE.format(name=name)))
-
-
-def test_a_node_module_left_out_of_the_wiring_fails_the_build(adapted: Path) -> None:
-    for name in ("first", "forgotten"):
-        write_node(adapted, name)
-    from adapted.nodes.first import first  # type: ignore[import-not-found]
-
-    with pytest.raises(
-        WiringError, match=r"adapted.nodes declares \['forgotten'\], which the wiring leaves"
-    ):
-        build_graph(wiring=((first, to_end),))
-
-
-def test_another_graphs_nodes_in_the_package_are_not_refused(adapted: Path) -> None:
-    """Two graphs share ``nodes``: each builds; a node neither graph's module imports fails."""
-    for name in ("first", "summary", "forgotten"):
-        write_node(adapted, name)
-    (adapted / "graph.py").write_text("from adapted.nodes.first import first\n")
-    (adapted / "summarise.py").write_text("from .nodes import summary\n")  # relative too
-    from adapted.nodes.first import first
-    from adapted.nodes.summary import summary  # type: ignore[import-not-found]
-
-    for wiring in (((first, to_end),), ((summary, to_end),)):
-        with pytest.raises(WiringError, match=r"declares \['forgotten'\], which the wiring"):
-            build_graph(wiring=wiring)
-    (adapted / "nodes" / "forgotten.py").unlink()
-    del sys.modules["adapted.nodes.forgotten"]
-    build_graph(wiring=((first, to_end),))
-    build_graph(wiring=((summary, to_end),))
 
 
 SEEN: dict[str, set[str]] = {}
