@@ -1,8 +1,10 @@
-"""Streaming a run through the Workflow.
+"""Streaming a run through the Workflow, and what a model that streams is charged.
 
 ``Workflow.stream`` is ``run`` with LangGraph's stream parts yielded as the run goes: a
 node's chat model's tokens in ``stream_mode="messages"``, with every check, the lock and the
-durable checkpoints ``run`` has, and the run's outcome as the generator's return value.
+durable checkpoints ``run`` has, and the run's outcome as the generator's return value. A
+model streaming its tokens often reports no usage: the attempt is charged an estimate,
+marked as one, and a model that reports its usage is charged that, never more.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from langchain_core.outputs import ChatGenerationChunk
 from app.errors import ThreadBusy, ThreadExists, ThreadFinished, ThreadNotFound, UnknownNode
 from app.settings import Settings
 from app.workflow import Workflow
-from contracts import RunOutcome, TaskState
+from contracts import NodeRun, RunOutcome, TaskState
 from graphs import get_step_info, node
+from graphs.budget import estimated_tokens
 from graphs.outcomes import run_outcome
 from graphs.routing import STOP
 from tests.graphs.test_declare import TallyInput, TallyOutput, WordTally
@@ -147,3 +150,32 @@ def test_a_resumed_run_streams_its_tokens_and_returns_its_outcome(workflow: Work
     parts, outcome = streamed(workflow.stream_resume("t-resume", stream_mode="messages"))
     assert "".join(str(chunk.content) for chunk, _ in parts) == REPLY
     assert outcome.state == TaskState.COMPLETED == workflow.outcome("t-resume").state
+
+
+def charged(workflow: Workflow, thread_id: str) -> NodeRun:
+    """The one attempt of the model's node."""
+    [attempt] = [run for run in workflow.history(thread_id) if run.node_id == "talks"]
+    return attempt
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "run"])
+def test_a_model_reporting_no_usage_is_charged_an_estimate_marked_as_one(
+    workflow: Workflow, streaming: bool
+) -> None:
+    objective = "Explain the stone"
+    if streaming:
+        streamed(workflow.stream(objective, "t-silent", stream_mode="messages"))
+    else:
+        workflow.run(objective, "t-silent")
+    usage = charged(workflow, "t-silent").usage
+    expected = estimated_tokens(len(objective) + len(REPLY))
+    assert usage.tokens == expected > 0, "the budget holds when the model says nothing"
+    assert usage.estimated_tokens == expected
+
+
+def test_a_streaming_model_that_reports_its_usage_is_charged_that_once(
+    workflow: Workflow,
+) -> None:
+    streamed(workflow.stream("Explain the stone (reporting)", "t-said", stream_mode="messages"))
+    usage = charged(workflow, "t-said").usage
+    assert usage.tokens == REPORTED and usage.estimated_tokens == 0
