@@ -19,11 +19,19 @@ class Usage(Contract):
 
     tool_calls: int = Field(default=0, ge=0, description="Tool calls (reads, searches).")
     tokens: int = Field(default=0, ge=0, description="Model tokens (0 for offline agents).")
+    estimated_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Of tokens, those estimated from characters (4 a token) because a model "
+        "call reported no usage (a streaming model often does not); the rest were reported.",
+    )
 
     def __add__(self, other: Usage) -> Usage:
         """Both spends together: an attempt's own and its agent's runs."""
         return Usage(
-            tool_calls=self.tool_calls + other.tool_calls, tokens=self.tokens + other.tokens
+            tool_calls=self.tool_calls + other.tool_calls,
+            tokens=self.tokens + other.tokens,
+            estimated_tokens=self.estimated_tokens + other.estimated_tokens,
         )
 
 

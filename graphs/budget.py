@@ -14,6 +14,19 @@ from datetime import datetime
 
 from contracts import BranchTask, Budget, ErrorCode, ErrorDetail, NodeRun, TaskSpec, Usage
 
+CHARS_PER_TOKEN = 4
+"""Characters per token of the estimate a model call is charged when it reports no usage."""
+
+
+def estimated_tokens(characters: int) -> int:
+    """Tokens charged for ``characters`` of prompt and reply a model reported no usage for.
+
+    Four characters a token, rounded up: what OpenAI's tokenizers average on English text.
+    LangChain's own count (``get_num_tokens``) needs ``transformers`` and downloads GPT-2's
+    tokenizer, so it is not used; the estimate is marked as one (``Usage.estimated_tokens``).
+    """
+    return -(-characters // CHARS_PER_TOKEN)
+
 
 @dataclass(frozen=True)
 class Tally:

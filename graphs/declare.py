@@ -22,8 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, cast, get_args, get_origin, get_type_hints
+from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 from langgraph.pregel import Pregel
@@ -46,6 +48,7 @@ from contracts import (
 )
 from graphs.agents import CONTRIBUTED, TOOLS, AgentOutput, request_channels
 from graphs.boundary import CheckedState, read, require, validate_channel
+from graphs.budget import estimated_tokens
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
 from graphs.errors import (
@@ -450,6 +453,8 @@ class NodeCall:
     metered: int = 0
     """Tokens the chat models run in this attempt reported (``ModelUsage``), whoever ran
     them: an agent that reports less than its models spent is charged what they spent."""
+    estimated: int = 0
+    """Of ``metered``, the tokens estimated for model calls that reported no usage."""
     receipted: Callable[[ToolReceipt], None] | None = None
     """Where the toolbox reports each call's receipt as it ends: the attempt's ledger row
     (``graphs.node_runner.Attempt``), so a killed attempt's calls stay in the audit."""
@@ -575,8 +580,10 @@ class NodeCall:
         calling a model itself, or an agent that leaves its model's usage out, is charged it.
         """
         usage = sum((output.usage for output in self.reported), besides or Usage())
-        if self.metered > usage.tokens:
-            usage = Usage(tool_calls=usage.tool_calls, tokens=self.metered)
+        if self.metered > usage.tokens or (self.metered == usage.tokens and self.estimated):
+            usage = Usage(
+                tool_calls=usage.tool_calls, tokens=self.metered, estimated_tokens=self.estimated
+            )
         return usage, [receipt for output in self.reported for receipt in output.receipts]
 
     def services(self) -> RunContext:
@@ -822,21 +829,65 @@ class ModelUsage(BaseCallbackHandler):
     A body may call a LangChain chat model itself, and an agent (a prebuilt ReAct agent, say)
     may not report all its model spent; LangChain hands every model run in the body's
     context to this handler (a configure hook, as its own ``get_usage_metadata_callback``
-    is), so the attempt is charged at least what the models reported.
+    is), so the attempt is charged at least what the models reported. A generation that
+    reports no usage (a model streaming its tokens often does not) is charged an estimate
+    from its prompt's and its reply's characters (``graphs.budget.estimated_tokens``),
+    counted in ``estimated`` too: a reported usage is charged as it is, never estimated.
     """
 
     def __init__(self) -> None:
         self.tokens = 0
+        self.estimated = 0
+        self._prompts: dict[UUID, list[int]] = {}
         self._lock = threading.Lock()
 
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
-        """Add the tokens each generation's message reports."""
-        for generations in response.generations:
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        """Keep the size of each prompt, in case its reply reports no usage."""
+        with self._lock:
+            self._prompts[run_id] = [sum(len(m.text) for m in prompt) for prompt in messages]
+
+    def on_llm_start(
+        self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        """A text model's prompts, kept as a chat model's are."""
+        with self._lock:
+            self._prompts[run_id] = [len(prompt) for prompt in prompts]
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A call that failed reported nothing: its prompt is let go."""
+        with self._lock:
+            self._prompts.pop(run_id, None)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Add the tokens each generation's message reports, or the estimate for it."""
+        with self._lock:
+            prompts = self._prompts.pop(run_id, [])
+        reported = estimated = 0
+        for index, generations in enumerate(response.generations):
+            prompt = prompts[index] if index < len(prompts) else 0
             for generation in generations:
-                spent = getattr(getattr(generation, "message", None), "usage_metadata", None)
+                message = getattr(generation, "message", None)
+                spent = getattr(message, "usage_metadata", None)
                 if spent:
-                    with self._lock:
-                        self.tokens += int(spent.get("total_tokens", 0))
+                    reported += int(
+                        spent.get("total_tokens")
+                        or spent.get("input_tokens", 0) + spent.get("output_tokens", 0)
+                    )
+                    continue
+                calls = getattr(message, "tool_calls", None) or []
+                reply = len(generation.text) + (len(json.dumps(calls, default=str)) if calls else 0)
+                estimated += estimated_tokens(prompt + reply)
+                prompt = 0  # a prompt is read once, however many replies it has
+        with self._lock:
+            self.tokens += reported + estimated
+            self.estimated += estimated
 
 
 _MODEL_USAGE: ContextVar[ModelUsage | None] = ContextVar("handoff_model_usage", default=None)
@@ -888,6 +939,7 @@ def run_body(call: NodeCall) -> NodeResult:
         _MODEL_USAGE.reset(counting)
         _STEP.reset(token)
         call.metered += models.tokens  # charged as an agent's run is, a failed one too
+        call.estimated += models.estimated
     if isinstance(given, Command) and spec.goes_to:
         given = commanded(spec, given)
     if isinstance(given, Mapping):

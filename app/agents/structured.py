@@ -21,7 +21,6 @@ repair is skipped and the reply is reported invalid (the detail says why).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -37,6 +36,7 @@ from app.tracing import model_call
 from contracts import Usage
 from graphs import StepInfo
 from graphs.boundary import describe_validation_error
+from graphs.budget import estimated_tokens
 from graphs.errors import ContractViolation, TransientError
 from graphs.tools import Toolbox, ToolResult
 
@@ -46,8 +46,6 @@ MAX_DETAIL_CHARS = 1200
 """Longest validation summary put into an error (error contracts cap their detail)."""
 MAX_REPAIRS = 1
 """Repair prompts per step after an invalid reply."""
-CHARS_PER_TOKEN = 4
-"""Estimate used only when a model reports no usage metadata."""
 _FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _TRANSIENT_NAMES = (
     "Timeout",
@@ -147,14 +145,17 @@ def ask(
 
 
 def tokens_of(response: AIMessage, prompt: list[BaseMessage]) -> int:
-    """Tokens one call used: the model's usage metadata, else a character estimate."""
+    """Tokens one call used: the model's usage metadata, else a character estimate.
+
+    The estimate is the attempt's meter's too (``graphs.declare.ModelUsage``), which marks it.
+    """
     usage = response.usage_metadata
     if usage:
         total = usage.get("total_tokens") or usage.get("input_tokens", 0) + usage.get(
             "output_tokens", 0
         )
         return int(total)
-    return math.ceil((prompts.size(prompt) + len(str(response.text))) / CHARS_PER_TOKEN)
+    return estimated_tokens(prompts.size(prompt) + len(str(response.text)))
 
 
 def json_text(text: str) -> str:

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from app.errors import InvalidRevision, ThreadFinished, ThreadNotFound
 from app.workflow.opened import Opened, thread_config
 from app.workflow.reading import ThreadReader
-from app.workflow.running import ABANDONED, ProgressCallback, Runner
+from app.workflow.running import ABANDONED, ProgressCallback, Runner, drained
 from contracts import (
     NodeError,
     NodeRun,
@@ -56,7 +56,7 @@ class Reviser:
         nodes = (spec for spec, _ in self.opened.wiring)
         revised_task(thread_id, values, checked, nodes, self.opened.context)
         self.opened.ledger.abandon_running(thread_id, ABANDONED)
-        driven = self.runner.drive({"revision": checked}, thread_id, on_progress)
+        driven = drained(self.runner.drive({"revision": checked}, thread_id, on_progress))
         return driven or self.reader.outcome(thread_id)
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from langgraph.graph import END
-from langgraph.types import Command
+from langgraph.types import Command, StreamMode
 
 from app.errors import (
     DecisionRequired,
@@ -56,6 +56,15 @@ ABANDONED = "attempt did not finish: its process ended before recording a result
 Breakpoints = tuple[tuple[str, ...], tuple[str, ...]]
 """The nodes a run stops before, and after: LangGraph's static breakpoints, for one run."""
 
+Returned = TypeVar("Returned")
+
+Modes = StreamMode | Sequence[StreamMode]
+"""What a caller streams a run in: one of LangGraph's stream modes, or a list of them."""
+
+Streamed = Generator[Any, None, RunOutcome]
+"""A run as it goes: what LangGraph streams in the modes asked for, then the run's outcome
+as the generator's return value (``outcome = yield from ...``, or ``drained``)."""
+
 
 class Runner:
     """Starting, continuing and ending threads: every run of the compiled graph is here.
@@ -75,12 +84,19 @@ class Runner:
         thread_id: str,
         on_progress: ProgressCallback | None,
         breakpoints: Breakpoints = ((), ()),
-    ) -> RunOutcome:
-        """Refused before any write: a held or existing thread, a refused task or breakpoint."""
+        stream_mode: Modes | None = None,
+    ) -> Streamed:
+        """Refused before any write: a held or existing thread, a refused task or breakpoint.
+
+        Yields what LangGraph streams in ``stream_mode`` (nothing without one), and returns
+        the run's outcome: ``drained`` runs it to that outcome.
+        """
         self.refuse_if_held(thread_id, "nothing was run")
         self.check_breakpoints(breakpoints)
         spec, thread = self.new_thread(task, thread_id)
-        driven = self.drive({"task": spec}, thread, on_progress, breakpoints=breakpoints)
+        driven = yield from self.drive(
+            {"task": spec}, thread, on_progress, breakpoints=breakpoints, stream_mode=stream_mode
+        )
         return driven or self.reader.outcome(thread)
 
     def check_breakpoints(self, breakpoints: Breakpoints) -> None:
@@ -111,9 +127,16 @@ class Runner:
         admit(task, (spec for spec, _ in self.opened.wiring), self.opened.context)
 
     def resume(
-        self, thread_id: str, decision: Any | None, on_progress: ProgressCallback | None
-    ) -> RunOutcome:
-        """LangGraph would start an unknown thread anew and replay a finished one: refused."""
+        self,
+        thread_id: str,
+        decision: Any | None,
+        on_progress: ProgressCallback | None,
+        stream_mode: Modes | None = None,
+    ) -> Streamed:
+        """LangGraph would start an unknown thread anew and replay a finished one: refused.
+
+        Streams and returns as :meth:`run` does.
+        """
         self.refuse_if_held(thread_id, "nothing was resumed")
         if not self.reader.exists(thread_id):
             raise ThreadNotFound(
@@ -131,7 +154,7 @@ class Runner:
             )
         request = request_of(snapshot)
         if request is not None and has_expired(request, self.opened.context.clock()):
-            return self.expire(thread_id, request, decision, on_progress)
+            return (yield from self.expire(thread_id, request, decision, on_progress, stream_mode))
         if request is not None and decision is None:
             raise DecisionRequired(
                 f"thread {thread_id!r} is waiting for a human decision on "
@@ -156,7 +179,9 @@ class Runner:
             payload = Command(resume=checked.model_dump(mode="json"))
             context = replace(context, admitted=request)
         self.opened.ledger.abandon_running(thread_id, ABANDONED)
-        driven = self.drive(payload, thread_id, on_progress, context)
+        driven = yield from self.drive(
+            payload, thread_id, on_progress, context, stream_mode=stream_mode
+        )
         return driven or self.reader.outcome(thread_id)
 
     def expire(
@@ -165,7 +190,8 @@ class Runner:
         request: HumanRequest,
         decision: Any | None,
         on_progress: ProgressCallback | None,
-    ) -> RunOutcome:
+        stream_mode: Modes | None = None,
+    ) -> Streamed:
         """Answer an expired request with its pause's default; refuse a decision sent for it.
 
         The default is recorded even when a person's decision is what found the request
@@ -176,7 +202,9 @@ class Runner:
         context = replace(self.opened.context, admitted=request)
         self.opened.ledger.abandon_running(thread_id, ABANDONED)
         payload: Command[Any] = Command(resume=default.model_dump(mode="json"))
-        outcome = self.drive(payload, thread_id, on_progress, context)
+        outcome = yield from self.drive(
+            payload, thread_id, on_progress, context, stream_mode=stream_mode
+        )
         outcome = outcome or self.reader.outcome(thread_id)
         if decision is None:
             return outcome
@@ -205,7 +233,8 @@ class Runner:
         context: RunContext | None = None,
         *,
         breakpoints: Breakpoints = ((), ()),
-    ) -> RunOutcome | None:
+        stream_mode: Modes | None = None,
+    ) -> Generator[Any, None, RunOutcome | None]:
         """Run the graph to its end or first pause; the outcome if its last step wrote one.
 
         That outcome is the state's (the channel keeps the last value written), so the
@@ -213,11 +242,22 @@ class Runner:
         ``context`` is this workflow's, unless the caller adds to it (a checked decision).
         ``breakpoints`` are the nodes this run stops before and after (LangGraph's static
         ``interrupt_before``/``interrupt_after``): the thread then has them next, waiting for
-        no decision, and a resume without one goes on.
+        no decision, and a resume without one goes on. What LangGraph streams in
+        ``stream_mode`` is yielded as its ``graph.stream(stream_mode=...)`` yields it: the
+        chunk for one mode, ``(mode, chunk)`` for a list of them.
         """
         before, after = breakpoints
         ended: RunOutcome | None = None
         services = context or self.opened.context
+        asked = (
+            []
+            if stream_mode is None
+            else [stream_mode]
+            if isinstance(stream_mode, str)
+            else list(stream_mode)
+        )
+        # what nodes stream costs a run a few ms in LangGraph: asked for when heard
+        heard: list[StreamMode] = ["updates", "custom"] if on_progress is not None else ["updates"]
         with services.trace.run(thread_id):  # the run's span, when tracing is on
             for update in self.opened.graph.stream(
                 payload,
@@ -226,13 +266,16 @@ class Runner:
                 durability="sync",
                 interrupt_before=list(before) or None,
                 interrupt_after=list(after) or None,
-                # what nodes stream costs a run a few ms in LangGraph: asked for when heard
-                stream_mode=["updates", "custom"] if on_progress is not None else ["updates"],
+                stream_mode=[*asked, *(mode for mode in heard if mode not in asked)],
             ):
                 mode, chunk = cast(tuple[str, Any], update)
+                if mode in asked:
+                    yield chunk if isinstance(stream_mode, str) else update
                 if mode == "custom":  # what a node sent with LangGraph's get_stream_writer()
                     if on_progress is not None:
                         on_progress(CUSTOM_EVENT, {"event": chunk})
+                    continue
+                if mode != "updates":
                     continue
                 for node, values in chunk.items():
                     if node == "__metadata__":  # LangGraph's note on a resumed step's writes
@@ -294,6 +337,15 @@ class Runner:
             clock=self.opened.context.clock,
         )
         return outcome
+
+
+def drained(streamed: Generator[Any, None, Returned]) -> Returned:
+    """Run a stream to its end, dropping what it yields: what it returns."""
+    while True:
+        try:
+            next(streamed)
+        except StopIteration as done:
+            return cast(Returned, done.value)
 
 
 def ending_node(wiring: Wiring) -> str:

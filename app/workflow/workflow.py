@@ -39,7 +39,7 @@ from app.workflow.opened import Graph, Opened, thread_config
 from app.workflow.pruning import Pruner, PruneReport
 from app.workflow.reading import ThreadReader
 from app.workflow.revising import Reviser, check_revision
-from app.workflow.running import ProgressCallback, Runner, task_of
+from app.workflow.running import Modes, ProgressCallback, Runner, Streamed, drained, task_of
 from app.workflow.status import ThreadStatus, ThreadSummary
 from contracts import (
     ArtifactRef,
@@ -188,7 +188,35 @@ class Workflow:
         """
         assert thread_id is not None  # one_writer named the new thread
         breakpoints = (tuple(interrupt_before), tuple(interrupt_after))
-        return self.runner.run(task, thread_id, on_progress, breakpoints)
+        return drained(self.runner.run(task, thread_id, on_progress, breakpoints))
+
+    @storage
+    @one_writer
+    def stream(
+        self,
+        task: TaskSpec | str,
+        thread_id: str | None = None,
+        *,
+        stream_mode: Modes = "values",
+        on_progress: ProgressCallback | None = None,
+        interrupt_before: Sequence[str] = (),
+        interrupt_after: Sequence[str] = (),
+    ) -> Streamed:
+        """:meth:`run`, yielding what LangGraph's ``graph.stream`` yields as the run goes.
+
+        ``stream_mode`` is LangGraph's: ``"messages"`` gives each token a node's chat model
+        streams as ``(message_chunk, metadata)``, ``"updates"`` each node's writes,
+        ``"custom"`` what a node sends with ``get_stream_writer()``; a list gives ``(mode,
+        chunk)`` pairs. The run is :meth:`run`'s, with its checks, its lock (held until the
+        stream ends or is closed) and its arguments; nothing happens until the first item
+        is asked for. What :meth:`run` returns, the generator returns when it ends:
+        ``outcome = yield from workflow.stream(...)``, or :meth:`outcome` of the thread
+        after a ``for`` loop (pass ``thread_id`` to know it). Leaving the loop early stops
+        the run where it is, as a crash would: :meth:`resume` goes on from there.
+        """
+        assert thread_id is not None  # one_writer named the new thread
+        breakpoints = (tuple(interrupt_before), tuple(interrupt_after))
+        return (yield from self.runner.run(task, thread_id, on_progress, breakpoints, stream_mode))
 
     def new_thread(self, task: TaskSpec | str, thread_id: str | None) -> tuple[TaskSpec, str]:
         """The checked task and a thread id no thread has yet; refused before any write."""
@@ -217,7 +245,20 @@ class Workflow:
         result for a finished one; both are refused here, as is a thread waiting for a human
         when no decision is given.
         """
-        return self.runner.resume(thread_id, decision, on_progress)
+        return drained(self.runner.resume(thread_id, decision, on_progress))
+
+    @storage
+    @one_writer
+    def stream_resume(
+        self,
+        thread_id: str,
+        decision: Any | None = None,
+        *,
+        stream_mode: Modes = "values",
+        on_progress: ProgressCallback | None = None,
+    ) -> Streamed:
+        """:meth:`resume`, yielding what LangGraph streams as :meth:`stream` does."""
+        return (yield from self.runner.resume(thread_id, decision, on_progress, stream_mode))
 
     @storage
     def refuse_if_held(self, thread_id: str, consequence: str = "nothing was changed") -> None:
