@@ -23,7 +23,7 @@ from pydantic import (
 )
 from pydantic.config import JsonDict
 
-from contracts.upgrades import VERSION_PATTERN, distance, upgrade_steps
+from contracts.upgrades import VERSION_PATTERN, distance, upgrade_steps, version_key
 
 INITIAL_VERSION = "1.0"
 """The version a contract has until it declares another ``VERSION``."""
@@ -272,7 +272,20 @@ class VersionedContract(Contract):
     def unsupported(cls, version: object) -> str:
         """The message for a version this code cannot read."""
         supported = ", ".join(cls.SUPPORTED_VERSIONS)
-        return f"unsupported schema_version {version!r} for {cls.__name__}; supported: {supported}"
+        said = f"unsupported schema_version {version!r} for {cls.__name__}; supported: {supported}"
+        if not (isinstance(version, str) and VERSION_PATTERN.match(version)):
+            return said
+        if version_key(version) > version_key(cls.VERSION):
+            return f"{said}; newer code wrote it: read it with that code"
+        onward = min(
+            (v for v in cls.SUPPORTED_VERSIONS if version_key(v) > version_key(version)),
+            key=version_key,
+        )
+        return (
+            f"{said}; to read {version} payloads, give {cls.__name__} a classmethod marked "
+            f'@upgrader(from_version="{version}", to_version="{onward}") returning the '
+            f"{onward} payload (contracts.upgrades; docs/contracts.md)"
+        )
 
     @model_validator(mode="before")
     @classmethod

@@ -13,6 +13,12 @@ from typing import TypeVar
 VERSION_PATTERN = re.compile(r"^[1-9][0-9]*\.[0-9]+$")
 """Versions are ``MAJOR.MINOR`` strings, as written into every stored payload."""
 
+
+def version_key(version: str) -> tuple[int, ...]:
+    """A ``MAJOR.MINOR`` version as numbers, so that 1.10 comes after 1.9."""
+    return tuple(int(part) for part in version.split("."))
+
+
 UPGRADE_MARK = "__contract_upgrade__"
 """Attribute an ``@upgrader`` leaves on its function: the (from, to) versions it bridges."""
 

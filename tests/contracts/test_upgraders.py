@@ -117,6 +117,26 @@ def test_an_unknown_or_newer_version_is_refused_naming_the_contract_and_supporte
     assert f"unsupported schema_version {version!r} for Note; supported: 1.0, 1.1, 1.2" in message
 
 
+class Bumped(VersionedContract):
+    """A contract whose version went up with no upgrader for the payloads stored before."""
+
+    VERSION: ClassVar[str] = "1.1"
+    text: str
+
+
+def test_a_version_older_than_any_upgrader_reads_is_told_which_upgrader_to_add() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Bumped.model_validate({"schema_version": "1.0", "text": "kept"})
+    message = str(caught.value)
+    assert "unsupported schema_version '1.0' for Bumped; supported: 1.1" in message
+    assert '@upgrader(from_version="1.0", to_version="1.1")' in message
+
+
+def test_a_version_newer_than_the_code_is_told_newer_code_wrote_it() -> None:
+    with pytest.raises(ValidationError, match="newer code wrote it"):
+        Bumped.model_validate({"schema_version": "1.10", "text": "kept"})
+
+
 def test_an_upgrader_that_fails_is_a_validation_error_naming_the_step() -> None:
     with pytest.raises(ValidationError) as caught:
         Fragile.model_validate({"schema_version": "1.0", "value_text": "seven"})
