@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -35,7 +35,7 @@ from app.errors import RequestExpired, SubmitUsage, ThreadFinished
 from app.exit_codes import ExitCode, for_outcome
 from app.settings import Settings
 from app.storage.postgres import describe_url
-from contracts import TaskState
+from contracts import RunOutcome, TaskState
 
 
 @cli.command()
@@ -70,7 +70,12 @@ def run(
             article = workflow.context.store.get(outcome.article)
             sys.stdout.write(visible(article.decode("utf-8", errors="replace")) + "\n")
         print_outcome(outcome, workflow.settings, as_json)
-    stopped = (interrupt_before or interrupt_after) and outcome.state == TaskState.WORKING
+    stopped_at_breakpoint(outcome, interrupt_before or interrupt_after, as_json)
+
+
+def stopped_at_breakpoint(outcome: RunOutcome, breakpoints: object, as_json: bool) -> NoReturn:
+    """Exit with the outcome's code, or 3 with how to go on when a breakpoint stopped it."""
+    stopped = bool(breakpoints) and outcome.state == TaskState.WORKING
     if stopped and not as_json:
         out.print(f"stopped at a breakpoint; go on: {command()} resume {outcome.thread_id}")
     raise typer.Exit(int(ExitCode.WAITING_FOR_HUMAN if stopped else for_outcome(outcome)))
@@ -82,12 +87,15 @@ def resume(
     thread_id: ThreadArg,
     as_json: JsonOpt = False,
     graph: GraphOpt = None,
+    interrupt_before: InterruptBeforeOpt = None,
+    interrupt_after: InterruptAfterOpt = None,
     **options: Any,
 ) -> None:
     """Continue a thread: after a crash, or with a decision when it waits for a human.
 
     The decision options are checked before the thread is opened, then against the
-    request the thread waits on; a refused decision changes nothing and exits 2.
+    request the thread waits on; a refused decision changes nothing and exits 2. At a
+    breakpoint (--interrupt-before/--interrupt-after) it stops with exit 3, as `run` does.
     """
     raw = decision_flags(options).raw()
     from_file = options["decision_file"] is not None
@@ -104,13 +112,17 @@ def resume(
                 elif decision is None:
                     render_request(request, thread_id, err, workflow.pauses)
             outcome = workflow.resume(
-                thread_id, decision, on_progress=None if as_json else progress
+                thread_id,
+                decision,
+                on_progress=None if as_json else progress,
+                interrupt_before=interrupt_before or (),
+                interrupt_after=interrupt_after or (),
             )
             print_outcome(outcome, workflow.settings, as_json)
     except (ThreadFinished, RequestExpired) as ended:  # how it ended, then exit with its code
         print_outcome(ended.outcome, Settings(), as_json)
         raise
-    raise typer.Exit(int(for_outcome(outcome)))
+    stopped_at_breakpoint(outcome, interrupt_before or interrupt_after, as_json)
 
 
 @cli.command()

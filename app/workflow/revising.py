@@ -56,8 +56,7 @@ class Reviser:
         nodes = (spec for spec, _ in self.opened.wiring)
         revised_task(thread_id, values, checked, nodes, self.opened.context)
         self.opened.ledger.abandon_running(thread_id, ABANDONED)
-        driven = drained(self.runner.drive({"revision": checked}, thread_id, on_progress))
-        return driven or self.reader.outcome(thread_id)
+        return drained(self.runner.drive({"revision": checked}, thread_id, on_progress))
 
 
 def check_revision(thread_id: str, revision: Any) -> TaskRevision:

@@ -31,6 +31,7 @@ from contracts import (
     DraftArticle,
     ErrorCode,
     ErrorDetail,
+    HumanDecision,
     HumanRequest,
     RunOutcome,
     TaskSpec,
@@ -94,10 +95,15 @@ class Runner:
         self.refuse_if_held(thread_id, "nothing was run")
         self.check_breakpoints(breakpoints)
         spec, thread = self.new_thread(task, thread_id)
-        driven = yield from self.drive(
-            {"task": spec}, thread, on_progress, breakpoints=breakpoints, stream_mode=stream_mode
+        return (
+            yield from self.drive(
+                {"task": spec},
+                thread,
+                on_progress,
+                breakpoints=breakpoints,
+                stream_mode=stream_mode,
+            )
         )
-        return driven or self.reader.outcome(thread)
 
     def check_breakpoints(self, breakpoints: Breakpoints) -> None:
         """Each breakpoint names a node of this graph, else UnknownNode listing them."""
@@ -132,12 +138,14 @@ class Runner:
         decision: Any | None,
         on_progress: ProgressCallback | None,
         stream_mode: Modes | None = None,
+        breakpoints: Breakpoints = ((), ()),
     ) -> Streamed:
         """LangGraph would start an unknown thread anew and replay a finished one: refused.
 
-        Streams and returns as :meth:`run` does.
+        Streams and returns as :meth:`run` does, stopping at ``breakpoints`` as it does.
         """
         self.refuse_if_held(thread_id, "nothing was resumed")
+        self.check_breakpoints(breakpoints)
         if not self.reader.exists(thread_id):
             raise ThreadNotFound(
                 f"no thread {thread_id!r} in {self.opened.where()}; nothing to resume "
@@ -153,9 +161,8 @@ class Runner:
                 outcome,
             )
         request = request_of(snapshot)
-        if request is not None and has_expired(request, self.opened.context.clock()):
-            return (yield from self.expire(thread_id, request, decision, on_progress, stream_mode))
-        if request is not None and decision is None:
+        expired = request is not None and has_expired(request, self.opened.context.clock())
+        if request is not None and decision is None and not expired:
             raise DecisionRequired(
                 f"thread {thread_id!r} is waiting for a human decision on "
                 f"{request.interrupt_id!r}: {request.question} "
@@ -175,46 +182,37 @@ class Runner:
         payload: Any = None
         context = self.opened.context
         if request is not None:  # checked here, once: the pause takes it as admitted
-            checked = check_decision(request, decision, self.opened.pauses)
+            answer = self.expired_default(request) if expired else None
+            checked = answer or check_decision(request, decision, self.opened.pauses)
             payload = Command(resume=checked.model_dump(mode="json"))
             context = replace(context, admitted=request)
         self.opened.ledger.abandon_running(thread_id, ABANDONED)
-        driven = yield from self.drive(
-            payload, thread_id, on_progress, context, stream_mode=stream_mode
+        outcome = yield from self.drive(
+            payload,
+            thread_id,
+            on_progress,
+            context,
+            breakpoints=breakpoints,
+            stream_mode=stream_mode,
         )
-        return driven or self.reader.outcome(thread_id)
+        if request is None or not expired or decision is None:
+            return outcome
+        raise RequestExpired(
+            f"request {request.interrupt_id!r} of thread {thread_id!r} expired at "
+            f"{request.expires_at:%Y-%m-%d %H:%M:%S} UTC and can no longer be answered: its "
+            f"default, {checked.action}, was recorded by {checked.decided_by!r} instead "
+            f"(the thread is now {outcome.state.value}); the decision was not used",
+            outcome,
+        )
 
-    def expire(
-        self,
-        thread_id: str,
-        request: HumanRequest,
-        decision: Any | None,
-        on_progress: ProgressCallback | None,
-        stream_mode: Modes | None = None,
-    ) -> Streamed:
-        """Answer an expired request with its pause's default; refuse a decision sent for it.
+    def expired_default(self, request: HumanRequest) -> HumanDecision:
+        """The decision an expired request is answered with: its pause's default.
 
         The default is recorded even when a person's decision is what found the request
         expired: whichever way in touches the thread first answers it, exactly once (the
         caller holds the thread's lock), and the decision is refused after (exit 2).
         """
-        default = expired_decision(request, pause_of(request, self.opened.pauses))
-        context = replace(self.opened.context, admitted=request)
-        self.opened.ledger.abandon_running(thread_id, ABANDONED)
-        payload: Command[Any] = Command(resume=default.model_dump(mode="json"))
-        outcome = yield from self.drive(
-            payload, thread_id, on_progress, context, stream_mode=stream_mode
-        )
-        outcome = outcome or self.reader.outcome(thread_id)
-        if decision is None:
-            return outcome
-        raise RequestExpired(
-            f"request {request.interrupt_id!r} of thread {thread_id!r} expired at "
-            f"{request.expires_at:%Y-%m-%d %H:%M:%S} UTC and can no longer be answered: its "
-            f"default, {default.action}, was recorded by {default.decided_by!r} instead "
-            f"(the thread is now {outcome.state.value}); the decision was not used",
-            outcome,
-        )
+        return expired_decision(request, pause_of(request, self.opened.pauses))
 
     def refuse_if_held(self, thread_id: str, consequence: str) -> None:
         """Asked while the thread's lock is held, so the answer holds until the write is done.
@@ -234,11 +232,11 @@ class Runner:
         *,
         breakpoints: Breakpoints = ((), ()),
         stream_mode: Modes | None = None,
-    ) -> Generator[Any, None, RunOutcome | None]:
-        """Run the graph to its end or first pause; the outcome if its last step wrote one.
+    ) -> Streamed:
+        """Run the graph to its end or first pause, and return the thread's outcome.
 
-        That outcome is the state's (the channel keeps the last value written), so the
-        caller need not read the whole state back; after a pause it reads the state.
+        When the last step wrote one, that is the state's (the channel keeps the last value
+        written), so the whole state is not read back; after a pause it is read.
         ``context`` is this workflow's, unless the caller adds to it (a checked decision).
         ``breakpoints`` are the nodes this run stops before and after (LangGraph's static
         ``interrupt_before``/``interrupt_after``): the thread then has them next, waiting for
@@ -288,7 +286,7 @@ class Runner:
                         ended = read(written, "outcome", RunOutcome, node="workflow")
                     if on_progress is not None:
                         on_progress(node, written)
-        return ended
+        return ended or self.reader.outcome(thread_id)
 
     def cancel(self, thread_id: str, reason: str, decided_by: str) -> RunOutcome:
         """Recorded as if a node that only ends the run had concluded (``ending_node``)."""

@@ -238,14 +238,20 @@ class Workflow:
         decision: Any | None = None,
         *,
         on_progress: ProgressCallback | None = None,
+        interrupt_before: Sequence[str] = (),
+        interrupt_after: Sequence[str] = (),
     ) -> RunOutcome:
         """Continue a thread that was interrupted, crashed or is waiting for a decision.
 
         LangGraph would silently start a new run for an unknown thread and replay the old
         result for a finished one; both are refused here, as is a thread waiting for a human
-        when no decision is given.
+        when no decision is given. ``interrupt_before`` and ``interrupt_after`` stop the
+        resumed run as they stop :meth:`run`.
         """
-        return drained(self.runner.resume(thread_id, decision, on_progress))
+        breakpoints = (tuple(interrupt_before), tuple(interrupt_after))
+        return drained(
+            self.runner.resume(thread_id, decision, on_progress, breakpoints=breakpoints)
+        )
 
     @storage
     @one_writer
@@ -256,9 +262,16 @@ class Workflow:
         *,
         stream_mode: Modes = "values",
         on_progress: ProgressCallback | None = None,
+        interrupt_before: Sequence[str] = (),
+        interrupt_after: Sequence[str] = (),
     ) -> Streamed:
         """:meth:`resume`, yielding what LangGraph streams as :meth:`stream` does."""
-        return (yield from self.runner.resume(thread_id, decision, on_progress, stream_mode))
+        breakpoints = (tuple(interrupt_before), tuple(interrupt_after))
+        return (
+            yield from self.runner.resume(
+                thread_id, decision, on_progress, stream_mode, breakpoints
+            )
+        )
 
     @storage
     def refuse_if_held(self, thread_id: str, consequence: str = "nothing was changed") -> None:

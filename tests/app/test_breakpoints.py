@@ -32,6 +32,20 @@ def test_a_run_stops_after_a_node(workflow: Workflow) -> None:
     assert workflow.resume("t-after").state == TaskState.COMPLETED
 
 
+def test_a_resume_stops_at_its_own_breakpoints_and_refuses_one_at_no_node(
+    workflow: Workflow,
+) -> None:
+    workflow.run(OBJECTIVE, "t-again", interrupt_before=["writer"])
+    with pytest.raises(UnknownNode, match=r"interrupt_after names \['writr'\]"):
+        workflow.resume("t-again", interrupt_after=["writr"])
+    assert "writer" not in nodes_run(workflow, "t-again"), "the refused resume ran nothing"
+    stopped = workflow.resume("t-again", interrupt_after=["writer"])
+    assert stopped.state == TaskState.WORKING
+    assert nodes_run(workflow, "t-again").count("writer") == 1
+    assert workflow.status("t-again").next_nodes, "it waits at the step after the writer"
+    assert workflow.resume("t-again").state == TaskState.COMPLETED
+
+
 def test_a_breakpoint_at_no_node_is_refused_listing_the_nodes(workflow: Workflow) -> None:
     with pytest.raises(UnknownNode, match=r"interrupt_before names \['writr'\], no node of gra"):
         workflow.run(OBJECTIVE, "t-typo", interrupt_before=["writr"])
@@ -50,9 +64,11 @@ def test_the_cli_stops_at_a_breakpoint_and_resume_goes_on(tmp_path: Path) -> Non
     assert "reason: next step: writer" in ran.stdout
     assert "stopped at a breakpoint; go on: " in ran.stdout and "resume t-bp\n" in ran.stdout
     assert "paused: at a breakpoint" in ran.stderr
+    again = handoff("resume", "t-bp", "--interrupt-after", "writer", data_dir=data)
+    assert again.returncode == ExitCode.WAITING_FOR_HUMAN, again.stderr
+    assert "writer:" in again.stderr and "resume t-bp\n" in again.stdout
     resumed = handoff("resume", "t-bp", data_dir=data)
     assert resumed.returncode == ExitCode.COMPLETED, resumed.stderr
-    assert "writer:" in resumed.stderr
     typo = handoff("run", OBJECTIVE, "--interrupt-after", "writr", data_dir=data)
     assert typo.returncode == ExitCode.USAGE
     assert "no node of graph 'handoff'; nodes: research" in one_line_error(typo)
