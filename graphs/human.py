@@ -188,7 +188,8 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
 
     A decision the node then failed on (audited by the runner, ``decision_mark``) is not
     returned again: LangGraph replays it, this skips it and asks anew, the request listing
-    why each earlier decision failed (``changes``).
+    why each earlier decision failed (``changes``). An expired request asked anew no longer
+    expires: its default is what failed, so a person decides.
     """
     running = ASKING.get()
     if running is not None and (running[1] is None or running[1].kind != pause.kind):
@@ -201,7 +202,12 @@ def ask(pause: Pause, request: HumanRequest) -> HumanDecision:
         )
     failures = failed_on(request)
     if failures:  # the decisions that made this node fail: replayed by LangGraph, never used
-        request = request.model_copy(update={"changes": [*request.changes, *failures]})
+        changes = [*request.changes, *failures]
+        if has_expired(request, _now()):  # its default failed: answering with it again would
+            default = pause.on_expiry(request.allowed_actions).name  # fail on every resume
+            changes.append(f"its default, {default}, failed this step: a person decides")
+            request = request.model_copy(update={"expires_at": None})
+        request = request.model_copy(update={"changes": changes})
         for _ in failures:
             _interrupt(pause, request)
     decision = as_decision(_interrupt(pause, request))

@@ -8,10 +8,14 @@ same way on every resume, and the thread can never be decided again.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+import pytest
 from typing_extensions import TypedDict
 
+from app.errors import DecisionRequired
 from app.settings import Settings
 from app.workflow import Workflow
 from contracts import DecisionLog, TaskSpec, TaskState
@@ -107,3 +111,55 @@ def test_a_resume_without_a_decision_after_the_failure_keeps_asking(settings: Se
     assert waiting is not None and waiting.request_kind == "gate"
     assert done.human_request is None and done.reason == "next step: none", "the run went on"
     assert [(entry.action, entry.reason) for entry in log.decisions] == [("reject", "no")]
+
+
+HOLDING = Pause(
+    "holding",
+    actions=(Action("approve"), Action("hold", inbox=("ignore",))),
+)
+
+
+@node("holds", reads=GateInput, writes=GateOutput, pauses=HOLDING)
+def holds(call: NodeCall) -> NodeResult:
+    """Ask; its expiry default, hold, fails the node (a node that cannot wait any longer)."""
+    request = pause_request(HOLDING, call.step, question="Go on?")
+    decision = ask(HOLDING, request)
+    if decision.action == "hold":
+        raise ContractViolation(
+            "holds cannot hold any longer", node="holds", channel="decisions", fields=["action"]
+        )
+    return NodeResult({"decisions": recorded(call.read("decisions"), decision, request, call.step)})
+
+
+def test_an_expired_request_whose_default_fails_its_node_waits_for_a_person_with_no_expiry(
+    settings: Settings,
+) -> None:
+    thread = "t-expired-default"
+    task = TaskSpec(task_id=thread, objective="Ask once", policies={"decision_timeout": "1h"})
+    now = [datetime.now(UTC)]
+    wiring: Wiring = ((holds, route_after_gate),)
+    with (
+        Workflow(settings, wiring=wiring) as plain,
+        Workflow(
+            settings, wiring=wiring, context=replace(plain.context, clock=lambda: now[0])
+        ) as workflow,
+    ):
+        asked = workflow.run(task, thread).human_request
+        assert asked is not None and asked.expires_at is not None
+        now[0] += timedelta(days=1)
+        failed = workflow.resume(thread)  # expired: answered with its default, which fails
+        assert failed.state == TaskState.INPUT_REQUIRED
+        again = workflow.pending(thread)
+        assert again is not None and again.expires_at is None, "a person decides now"
+        assert any("its default, hold, failed" in change for change in again.changes)
+        with pytest.raises(DecisionRequired):
+            workflow.resume(thread)  # not answered by the failing default again
+        runs = [run for run in workflow.history(thread) if run.node_id == "holds"]
+        assert [run.status for run in runs].count("failed") == 1
+        approved = {"interrupt_id": again.interrupt_id, "action": "approve"}
+        done = workflow.resume(thread, approved)
+        log = workflow.state(thread)["decisions"]
+    assert done.human_request is None and done.reason == "next step: none", "the run went on"
+    assert [(entry.action, entry.decided_by) for entry in log.decisions] == [
+        ("approve", "human")
+    ], "the person's decision took effect, the failed default did not"
