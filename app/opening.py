@@ -8,6 +8,9 @@ threads alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from app.project_graphs import project_graphs
 from app.settings import Settings
 from app.storage.postgres import is_postgres_url
 from app.workflow import Workflow
@@ -39,6 +42,18 @@ def open_workflow(
         return workflow
     workflow.close()
     return _workflow(resolved, read_only, recorded)
+
+
+def each_graph(settings: Settings | None = None, *, read_only: bool = False) -> Iterator[Workflow]:
+    """A Workflow of each graph langgraph.json declares, the main one first, each closed after.
+
+    What works on every thread (a sweep, a prune) works on each graph's own: a graph's
+    nodes read only the threads it made.
+    """
+    resolved = settings or Settings()
+    for graph_id in project_graphs(resolved.graphs_config):
+        with _workflow(resolved, read_only, graph_id) as workflow:
+            yield workflow
 
 
 def _workflow(settings: Settings, read_only: bool, graph: str | None) -> Workflow:

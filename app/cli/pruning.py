@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from app.cli import base
 from app.cli.base import cli, out
 from app.cli.options import ListJsonOpt
 from app.cli.terminal import visible
 from app.durations import describe_duration, parse_duration
+from app.opening import each_graph
 from app.workflow import PruneReport
 
 
@@ -40,8 +40,11 @@ def prune(
     does an artifact's blob that another thread's artifact names too.
     """
     age = parse_duration(older_than, "--older-than")
-    with base.open_workflow(read_only=dry_run) as workflow:
-        report = workflow.prune(age, keep_last=keep_last, dry_run=dry_run)
+    reports = [
+        workflow.prune(age, keep_last=keep_last, dry_run=dry_run)
+        for workflow in each_graph(read_only=dry_run)
+    ]
+    report = sum(reports[1:], reports[0])
     if as_json:
         out.print_json(json.dumps(as_dict(report)))
         return

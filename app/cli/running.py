@@ -33,6 +33,7 @@ from app.cli.output import print_outcome, progress
 from app.cli.terminal import visible
 from app.errors import RequestExpired, SubmitUsage, ThreadFinished
 from app.exit_codes import ExitCode, for_outcome
+from app.opening import each_graph
 from app.settings import Settings
 from app.storage.postgres import describe_url
 from contracts import RunOutcome, TaskState
@@ -222,8 +223,7 @@ def sweep() -> None:
     A worker does this every HANDOFF_SWEEP_SECONDS; this is the same once. One line per
     thread answered, with how it went on (docs/human-decisions.md, "Expiring approvals").
     """
-    with base.open_workflow() as workflow:
-        swept = workflow.sweep()
+    swept = [answered for workflow in each_graph() for answered in workflow.sweep()]
     for thread_id, outcome in swept:
         out.print(visible(f"expired {thread_id}: {outcome.state.value}"), markup=False)
     out.print(f"total: {len(swept)} expired requests answered", markup=False)

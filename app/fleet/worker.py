@@ -23,6 +23,7 @@ from app.fleet.outage import (
     lost,
     reachable,
 )
+from app.project_graphs import project_graphs
 from app.settings import Settings
 from app.storage.postgres import redact
 from app.workflow import PruneReport
@@ -152,8 +153,10 @@ def sweep(settings: Settings) -> int | None:
     (the database away) or its traceback (a bug), and the next one comes as planned.
     """
     try:
-        with fleet_workflow(settings) as workflow:
-            swept = workflow.sweep()
+        swept = []
+        for graph_id in project_graphs(settings.graphs_config):  # each sweeps its own threads
+            with fleet_workflow(settings, graph=graph_id) as workflow:
+                swept += workflow.sweep()
     except Exception as error:
         if lost(error):  # the watch reports an outage, once, when the jobs meet it
             return None
@@ -176,10 +179,15 @@ def prune(settings: Settings) -> PruneReport | None:
     """
     assert settings.retention_older_than is not None
     try:
-        with fleet_workflow(settings) as workflow:
-            report = workflow.prune(
-                settings.retention_older_than, keep_last=settings.retention_keep_last
-            )
+        reports = []
+        for graph_id in project_graphs(settings.graphs_config):  # each prunes its own threads
+            with fleet_workflow(settings, graph=graph_id) as workflow:
+                reports.append(
+                    workflow.prune(
+                        settings.retention_older_than, keep_last=settings.retention_keep_last
+                    )
+                )
+        report = sum(reports[1:], reports[0])
     except HandoffError as error:
         line = redact(error_line(error), settings.resolved_database_url())
         log.warning("retention: pruning stopped: %s", line)

@@ -61,6 +61,16 @@ class PruneReport:
         """The bytes of every thread pruned."""
         return sum(thread.bytes for thread in self.pruned)
 
+    def __add__(self, other: PruneReport) -> PruneReport:
+        """Both prunes as one: each of a project's graphs prunes its own threads."""
+        return PruneReport(
+            self.dry_run,
+            self.pruned + other.pruned,
+            self.kept + other.kept,
+            self.unused_files + other.unused_files,
+            self.unused_bytes + other.unused_bytes,
+        )
+
 
 class Pruner:
     """Removes ended threads past an age, each under its lock (see the module docstring)."""
@@ -79,7 +89,7 @@ class Pruner:
         if older_than < timedelta(0):
             raise UsageError(f"older_than: expected a duration of 0 or more, got {older_than}")
         backend = self.opened.backend
-        threads = self.reader.threads()
+        threads = self.reader.graph_threads()
         now = now or self.opened.context.clock()
         if now.tzinfo is None:
             raise UsageError(f"now: expected a time with its time zone, got {now.isoformat()}")

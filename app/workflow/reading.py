@@ -208,3 +208,7 @@ class ThreadReader:
     def threads(self) -> list[str]:
         """No checkpoint is decoded."""
         return self.opened.glance[0].thread_ids()
+
+    def graph_threads(self) -> list[str]:
+        """The threads this graph made: another graph's are that graph's to sweep or prune."""
+        return [t for t in self.threads() if self.graph_of(t) in (None, self.opened.graph_id)]

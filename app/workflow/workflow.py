@@ -341,6 +341,8 @@ class Workflow:
         person, running, stopped mid-run), one another process holds, and one this
         Workflow's guard holds: open it with ``app.opening.open_workflow`` (the CLI does)
         so that, on PostgreSQL, a thread the worker fleet has a job of stays too.
+        Only this graph's threads, ``keep_last`` of them kept: each of the project's graphs
+        prunes its own (``app.opening.each_graph``, as the CLI and the fleet do).
         ``dry_run`` reports what would go and changes nothing. ``now`` is when ages are
         measured from (default: the run context's clock). See ``app.workflow.pruning``.
         """
@@ -353,14 +355,15 @@ class Workflow:
         """Answer every waiting thread whose request expired with its pause's default.
 
         What a worker does now and then (``handoff sweep`` once), so an expired request
-        is answered even when nobody comes back to its thread. Each thread is resumed as
-        :meth:`resume` with no decision would, under its lock: a thread another way in
-        answered or holds meanwhile is left to it, since that way in records the default
-        itself. Returns the threads answered here, with how each went on.
+        is answered even when nobody comes back to its thread. Only this graph's threads:
+        each of the project's graphs sweeps its own (``app.opening.each_graph``). Each
+        thread is resumed as :meth:`resume` with no decision would, under its lock: a
+        thread another way in answered or holds meanwhile is left to it, since that way in
+        records the default itself. Returns the threads answered here, with how each went on.
         """
         now = self.context.clock()
         swept: list[tuple[str, RunOutcome]] = []
-        for thread_id in self.threads():
+        for thread_id in self.reader.graph_threads():
             request = self.pending(thread_id)
             if request is None or not has_expired(request, now):
                 continue

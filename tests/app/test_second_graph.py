@@ -8,6 +8,7 @@ Workflow refuses it, naming both.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,38 @@ def test_the_cli_runs_the_second_graph_and_reads_its_threads_with_it(tmp_path: P
     assert unknown.returncode == ExitCode.USAGE
     assert "no graph 'nope'" in one_line_error(unknown)
     assert "graphs: handoff, summarise" in one_line_error(unknown)
+
+
+@pytest.mark.e2e
+def test_sweep_and_prune_take_every_graphs_threads_each_with_its_own_graph(
+    tmp_path: Path,
+) -> None:
+    env = {"HANDOFF_GRAPHS_CONFIG": str(with_second_graph(tmp_path))}
+    data = tmp_path / "data"
+    summarised = handoff(
+        "run", OBJECTIVE, "--graph", "summarise", "--thread", "t-s", data_dir=data, env=env
+    )
+    assert summarised.returncode == ExitCode.COMPLETED, summarised.stderr
+    waiting = handoff(
+        "run",
+        OBJECTIVE,
+        "--thread",
+        "t-w",
+        "--require-approval",
+        "--decision-timeout",
+        "1s",
+        data_dir=data,
+        env=env,
+    )
+    assert waiting.returncode == ExitCode.WAITING_FOR_HUMAN, waiting.stderr
+    time.sleep(1.1)
+    swept = handoff("sweep", data_dir=data, env=env)
+    assert swept.returncode == 0, swept.stderr
+    assert "expired t-w: TASK_STATE_REJECTED" in swept.stdout
+    assert "total: 1 expired requests answered" in swept.stdout
+
+    pruned = handoff("prune", "--older-than", "0s", "--json", data_dir=data, env=env)
+    assert pruned.returncode == 0, pruned.stderr
+    assert sorted(t["thread_id"] for t in json.loads(pruned.stdout)["pruned"]) == ["t-s", "t-w"]
+    listed = handoff("threads", "--json", data_dir=data, env=env)
+    assert json.loads(listed.stdout) == []
