@@ -60,29 +60,46 @@ def validate_channel(node: str, channel: str, value: Any, channels: Mapping[str,
     declared = channels[channel]
     if value is None and not declared.nullable:
         raise ContractViolation(
-            f"node {node!r} returned None for {channel!r}, which must hold a "
-            f"{declared.contract.__name__}",
+            f"node {node!r} returned None for {channel!r}, which must hold a {declared.shown}",
             node=node,
             channel=channel,
             fields=[channel],
         )
-    return validate_as(node, channel, value, declared.contract)
+    return validate_as(node, channel, value, declared.contract, many=declared.many)
 
 
-def validate_as(node: str, channel: str, value: Any, model: type[VersionedContract]) -> Any:
-    """A channel value as ``model`` (None stays None), or ContractViolation naming the field."""
+def validate_as(
+    node: str, channel: str, value: Any, model: type[VersionedContract], *, many: bool = False
+) -> Any:
+    """A channel value as ``model``, or a list of it when ``many`` (None stays None).
+
+    Anything else is a ContractViolation naming the field (``channel.2.text`` for an item).
+    """
     if value is None:
         return None
-    try:
-        return model.model_validate(value)
-    except ValidationError as error:
+    if many and not isinstance(value, list | tuple):
         raise ContractViolation(
-            f"node {node!r} met an invalid {model.__name__} in {channel!r}: "
-            f"{describe_validation_error(error, channel)}",
+            f"node {node!r} met a {type(value).__name__} in {channel!r}, which holds a "
+            f"list[{model.__name__}]",
             node=node,
             channel=channel,
-            fields=_locations(error, channel),
-        ) from error
+            fields=[channel],
+        )
+    items = list(enumerate(value)) if many else [(None, value)]
+    found = []
+    for index, item in items:
+        where = channel if index is None else f"{channel}.{index}"
+        try:
+            found.append(model.model_validate(item))
+        except ValidationError as error:
+            raise ContractViolation(
+                f"node {node!r} met an invalid {model.__name__} in {channel!r}: "
+                f"{describe_validation_error(error, where)}",
+                node=node,
+                channel=channel,
+                fields=_locations(error, where),
+            ) from error
+    return found if many else found[0]
 
 
 class CheckedState(Mapping[str, Any]):
@@ -139,12 +156,15 @@ class CheckedState(Mapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def validated(self, node: str, channel: str, model: type[VersionedContract]) -> Any:
-        """The channel as ``model`` (None stays None), validated on its first read only."""
+    def validated(
+        self, node: str, channel: str, model: type[VersionedContract], *, many: bool = False
+    ) -> Any:
+        """The channel as ``model``, a list of it if ``many``, validated on its first read only."""
         self._check_declared(channel)
-        key = (channel, model)
+        key = (channel, list if many else model)
         if key not in self._checked:
-            self._checked[key] = validate_as(node, channel, self._state.get(channel), model)
+            value = self._state.get(channel)
+            self._checked[key] = validate_as(node, channel, value, model, many=many)
         return self._checked[key]
 
     def updated(
@@ -178,6 +198,15 @@ class CheckedState(Mapping[str, Any]):
         return CheckedState(
             {**self._state, **values}, checked, schema=schema, reader=self._reader, fix=self._fix
         )
+
+
+def read_declared(state: Mapping[str, Any], declared: Channel, *, node: str) -> Any:
+    """Read a channel as it is declared: its contract, or a list of it (or None)."""
+    if not declared.many:
+        return read(state, declared.name, declared.contract, node=node)
+    if isinstance(state, CheckedState):
+        return state.validated(node, declared.name, declared.contract, many=True)
+    return validate_as(node, declared.name, state.get(declared.name), declared.contract, many=True)
 
 
 def read(state: Mapping[str, Any], channel: str, model: type[M], *, node: str) -> M | None:

@@ -46,6 +46,20 @@ class Channel:
     """How a write merges into the value, as LangGraph's ``Annotated[Contract, reducer]``
     declares it (writes of one step too, e.g. parallel branches'); None: the write replaces
     the value, and two writes in one step fail (LangGraph's InvalidUpdateError)."""
+    many: bool = False
+    """The channel holds a list of its contract (``Annotated[list[Contract], operator.add]``,
+    as a map's results are gathered in LangGraph), each item validated as the contract."""
+
+    @property
+    def annotation(self) -> Any:
+        """The type of the channel's value: its contract, or a list of it."""
+        contract: Any = self.contract
+        return list[contract] if self.many else contract
+
+    @property
+    def shown(self) -> str:
+        """The channel's type as messages name it."""
+        return f"list[{self.contract.__name__}]" if self.many else self.contract.__name__
 
 
 def _unannotated(owner: str, name: str, annotation: Any) -> tuple[Any, Reducer | None]:
@@ -74,11 +88,15 @@ def _contract_of(owner: str, name: str, annotation: Any) -> Channel:
             raise ChannelError(f"{owner}.{name}: declare one contract (or Contract | None)")
         annotation, inner_reducer = _unannotated(owner, name, members[0])
         reducer = reducer or inner_reducer
+    many = get_origin(annotation) is list and len(get_args(annotation)) == 1
+    if many:
+        (annotation,) = get_args(annotation)
     if not (isinstance(annotation, type) and issubclass(annotation, VersionedContract)):
         raise ChannelError(
-            f"{owner}.{name} is {annotation!r}; state channels hold versioned contracts only"
+            f"{owner}.{name} is {annotation!r}; state channels hold versioned contracts only "
+            "(a contract, or a list of one: list[Contract])"
         )
-    return Channel(name=name, contract=annotation, nullable=nullable, reducer=reducer)
+    return Channel(name=name, contract=annotation, nullable=nullable, reducer=reducer, many=many)
 
 
 @cache
@@ -101,10 +119,10 @@ def merge(schemas: Iterable[tuple[str, type]]) -> dict[str, Channel]:
                 found[name] = (declarer, channel)
                 continue
             other, earlier = found[name]
-            if earlier.contract is not channel.contract:
+            if earlier.contract is not channel.contract or earlier.many != channel.many:
                 raise ChannelError(
-                    f"channel {name!r} is {earlier.contract.__name__} in {other} but "
-                    f"{channel.contract.__name__} in {declarer}"
+                    f"channel {name!r} is {earlier.shown} in {other} but "
+                    f"{channel.shown} in {declarer}"
                 )
             if earlier.reducer and channel.reducer and earlier.reducer is not channel.reducer:
                 raise ChannelError(
@@ -147,7 +165,7 @@ def state_schema(name: str, channels: dict[str, Channel], per_run: Iterable[str]
     fields: dict[str, Any] = {}
     run_inputs = set(per_run)
     for channel in channels.values():
-        kind: Any = channel.contract | None if channel.nullable else channel.contract
+        kind: Any = channel.annotation | None if channel.nullable else channel.annotation
         if channel.name in run_inputs:
             fields[channel.name] = Annotated[kind, RunInput]
             continue

@@ -47,7 +47,7 @@ from contracts import (
     Usage,
 )
 from graphs.agents import CONTRIBUTED, TOOLS, AgentOutput, request_channels
-from graphs.boundary import CheckedState, read, require, validate_channel
+from graphs.boundary import CheckedState, read, read_declared, require, validate_channel
 from graphs.budget import estimated_tokens
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
@@ -470,11 +470,23 @@ class NodeCall:
 
     def read(self, channel: str) -> Any:
         """A channel the node declared it reads, as its contract (or None), re-validated."""
-        return read(self.state, channel, self._input(channel).contract, node=self.spec.name)
+        return read_declared(self.state, self._input(channel), node=self.spec.name)
 
     def require(self, channel: str) -> Any:
         """A declared input that must be present at this point of the flow."""
-        return require(self.state, channel, self._input(channel).contract, node=self.spec.name)
+        declared = self._input(channel)
+        if not declared.many:
+            return require(self.state, channel, declared.contract, node=self.spec.name)
+        value = read_declared(self.state, declared, node=self.spec.name)
+        if value is None:
+            raise ContractViolation(
+                f"node {self.spec.name!r} needs {channel!r} ({declared.shown}) but the state "
+                "has none",
+                node=self.spec.name,
+                channel=channel,
+                fields=[channel],
+            )
+        return value
 
     def request(self, kind: type[RequestT], **given: Any) -> RequestT:
         """The agent's request: each ``from_channel`` field read from state, unless given.

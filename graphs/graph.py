@@ -353,7 +353,7 @@ def input_schema(spec: NodeSpec, route: Router, channels: Mapping[str, Channel])
     schema = node_schema(spec, route)
     if schema is None:
         return None
-    fields = {name: channels[name].contract | None for name in sorted(schema) if name in channels}
+    fields = {name: channels[name].annotation | None for name in sorted(schema) if name in channels}
     schema_type: type = TypedDict(f"{spec.name}_input", fields, total=False)  # type: ignore[misc]
     return schema_type
 

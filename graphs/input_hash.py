@@ -202,8 +202,17 @@ def _canonical(spec: NodeSpec, channel: str, value: Any) -> bytes:
     """
     if value is None:
         return b"null"
+    declared = spec.inputs[channel]
+    if declared.many:
+        items = validate_as(spec.name, channel, value, declared.contract, many=True)
+        return b"[" + b",".join(work_json(item) for item in items) + b"]"
     model = value if isinstance(value, BaseModel) else None
     if model is None:
-        model = validate_as(spec.name, channel, value, spec.inputs[channel].contract)
+        model = validate_as(spec.name, channel, value, declared.contract)
         assert isinstance(model, BaseModel)
+    return work_json(model)
+
+
+def work_json(model: BaseModel) -> bytes:
+    """A contract's JSON without what it declares is not work (``NOT_WORK``)."""
     return model.model_dump_json(exclude=set(getattr(model, "NOT_WORK", ()))).encode()

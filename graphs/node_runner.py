@@ -65,7 +65,7 @@ from contracts import (
     ToolReceipt,
     Usage,
 )
-from graphs.boundary import CheckedState, read, require, validate_channel
+from graphs.boundary import CheckedState, read, read_declared, require, validate_channel
 from graphs.budget import Tally, branch_share, exhausted, fanned_by, left, overrun
 from graphs.channels import Channel, channels_of
 from graphs.context import RunContext
@@ -298,7 +298,7 @@ def visit_update(visit: Visit) -> dict[str, Any]:
     if update is not None:
         return update
     inputs = {
-        channel: read(visit.state, channel, declared.contract, node=visit.spec.name)
+        channel: read_declared(visit.state, declared, node=visit.spec.name)
         for channel, declared in visit.spec.inputs.items()
         if channel not in OWN_RULES
     }
@@ -838,12 +838,20 @@ class Attempt:
 def _dump(update: dict[str, Any], *, leave_out: str) -> str:
     """The update as one JSON object (contracts serialised by pydantic, not re-walked)."""
     members = ",".join(
-        f"{json.dumps(channel)}:"
-        + (value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value))
+        f"{json.dumps(channel)}:{_json(value)}"
         for channel, value in sorted(update.items())
         if channel != leave_out
     )
     return "{" + members + "}"
+
+
+def _json(value: Any) -> str:
+    """A channel's value as JSON: a contract, a list of them (a list channel), or plain."""
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    if isinstance(value, list) and value and all(isinstance(v, BaseModel) for v in value):
+        return "[" + ",".join(item.model_dump_json() for item in value) + "]"
+    return json.dumps(value)
 
 
 def record_event(

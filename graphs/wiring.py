@@ -94,7 +94,7 @@ def contribute_reads(
                     f"give the request `{CONTRIBUTED}: ... = contributed_inputs()`"
                 )
             hints = get_type_hints(spec.reads) | {
-                name: channel.contract | None for name, channel in extra.items()
+                name: channel.annotation | None for name, channel in extra.items()
             }
             reads: type = TypedDict(spec.reads.__name__, hints)  # type: ignore[misc]
             spec = replace(spec, reads=reads, contributed=tuple(extra))

@@ -23,9 +23,9 @@ def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = boundary.validate_as
 
-    def counting(node: str, channel: str, value: Any, model: Any) -> Any:
+    def counting(node: str, channel: str, value: Any, model: Any, *, many: bool = False) -> Any:
         seen.append(channel)
-        return real(node, channel, value, model)
+        return real(node, channel, value, model, many=many)
 
     monkeypatch.setattr(boundary, "validate_as", counting)
     return seen
