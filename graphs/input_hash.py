@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from contracts import BranchTask, TaskSpec
 from graphs.boundary import validate_as
-from graphs.declare import NodeSpec, whole_task
+from graphs.declare import NodeSpec, sent, whole_task
 
 if TYPE_CHECKING:
     from graphs.context import RunContext
@@ -210,9 +210,17 @@ def _canonical(spec: NodeSpec, channel: str, value: Any) -> bytes:
     if model is None:
         model = validate_as(spec.name, channel, value, declared.contract)
         assert isinstance(model, BaseModel)
+    if channel == "branch" and spec.branch is sent:  # its payload is the work, not its place
+        return work_json(model, {"key", "nodes"})
     return work_json(model)
 
 
-def work_json(model: BaseModel) -> bytes:
-    """A contract's JSON without what it declares is not work (``NOT_WORK``)."""
-    return model.model_dump_json(exclude=set(getattr(model, "NOT_WORK", ()))).encode()
+def work_json(model: BaseModel, besides: Collection[str] = ()) -> bytes:
+    """A contract's JSON without what it declares is not work (``NOT_WORK``), nor ``besides``.
+
+    A task a Send or a list of names started is keyed by its place in the router's list,
+    and knows which nodes started beside it: neither changes its work, so a map whose
+    parts move, or a node that runs alone then beside another, reuses what it did.
+    """
+    left_out = set(getattr(model, "NOT_WORK", ())) | set(besides)
+    return model.model_dump_json(exclude=left_out).encode()

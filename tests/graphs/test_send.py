@@ -311,3 +311,27 @@ def test_a_task_recorded_finished_before_a_crash_is_replayed_by_its_input_hash_o
     replayed = [run for run in mapped if run.reused]
     assert replayed, "the crashed task's recorded result was replayed, audited as reused"
     assert len(replayed) + len(TITLES) == len([run for run in mapped if run.status == "succeeded"])
+
+
+class LoopState(TypedDict):
+    digest: Digest | None
+    plan: Plan | None
+
+
+@node("replan", reads=LoopState, writes=PlanOutput)
+def replan(state: LoopState, runtime: Runtime[RunContext]) -> PlanOutput:
+    """The plan; once it has been summarised, the same sections reversed with one more."""
+    titles = TITLES if state.get("digest") is None else ["delta", *reversed(TITLES)]
+    return {"plan": Plan(sections=[SectionPlan(title=title) for title in titles])}
+
+
+def once_more(state: LoopState) -> Literal["replan", "__end__"]:
+    plan = state.get("plan")
+    return "replan" if plan is not None and len(plan.sections) == len(TITLES) else STOP
+
+
+def test_a_map_whose_parts_moved_reruns_only_the_new_part(tmp_path: Path) -> None:
+    wiring: Wiring = ((replan, fan_sections), (summarise, "combine"), (combine, once_more))
+    run(wiring, tmp_path)
+    assert sorted(RAN) == sorted([*TITLES, "delta"]), "the moved sections were not run again"
+    assert COMBINED == [3, 7], "the second reduce read every task's notes, the moved ones too"
