@@ -51,6 +51,21 @@ def drafts_to_review(wiring: Wiring) -> list[NodeSpec]:
     return [spec for spec, _ in wiring if REVIEWER in ways[spec.name] and spec.name not in reached]
 
 
+def hands_review_on(wiring: Wiring) -> str:
+    """The node whose route takes the Reviewer's verdict on (to finalize, a round, a person).
+
+    The Reviewer itself as shipped; a project that runs it as a branch beside a check of its
+    own routes on from the join that waits for both, so a review a test writes into the
+    thread (``update_state(..., as_node=...)``) or a route it expects starts there.
+    """
+    joins = [spec.name for spec, _ in wiring if REVIEWER in {branch.name for branch in spec.joins}]
+    reviewer = next(spec for spec, _ in wiring if spec.name == REVIEWER)
+    if reviewer.branch is None:
+        return REVIEWER
+    assert len(joins) == 1, f"the Reviewer runs as a branch joined by {joins}"
+    return joins[0]
+
+
 def before_review(
     wiring: Wiring, via: str | tuple[str, ...], *, besides: frozenset[str] = frozenset()
 ) -> Wiring:
