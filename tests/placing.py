@@ -7,6 +7,10 @@ that node, and the extension goes after it. The place is derived from the wiring
 here, so a project's own additions leave the extensions' tests as they are. A project that
 added the very node an extension adds (a page's walkthrough, applied) already has it there:
 the extension's node takes its place.
+
+A test that writes a review into a thread, or expects the route a verdict takes, starts at
+the node that hands the review on (``hands_review_on``): the Reviewer as shipped, the join
+waiting for it when a project runs a check of its own beside it.
 """
 
 from __future__ import annotations
