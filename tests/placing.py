@@ -7,6 +7,10 @@ that node, and the extension goes after it. The place is derived from the wiring
 here, so a project's own additions leave the extensions' tests as they are. A project that
 added the very node an extension adds (a page's walkthrough, applied) already has it there:
 the extension's node takes its place.
+
+A test that writes a review into a thread, or expects the route a verdict takes, starts at
+the node that hands the review on (``hands_review_on``): the Reviewer as shipped, the join
+waiting for it when a project runs a check of its own beside it.
 """
 
 from __future__ import annotations
@@ -49,6 +53,21 @@ def drafts_to_review(wiring: Wiring) -> list[NodeSpec]:
                 reached.add(target)
                 pending.append(target)
     return [spec for spec, _ in wiring if REVIEWER in ways[spec.name] and spec.name not in reached]
+
+
+def hands_review_on(wiring: Wiring) -> str:
+    """The node whose route takes the Reviewer's verdict on (to finalize, a round, a person).
+
+    The Reviewer itself as shipped; a project that runs it as a branch beside a check of its
+    own routes on from the join that waits for both, so a review a test writes into the
+    thread (``update_state(..., as_node=...)``) or a route it expects starts there.
+    """
+    joins = [spec.name for spec, _ in wiring if REVIEWER in {branch.name for branch in spec.joins}]
+    reviewer = next(spec for spec, _ in wiring if spec.name == REVIEWER)
+    if reviewer.branch is None:
+        return REVIEWER
+    assert len(joins) == 1, f"the Reviewer runs as a branch joined by {joins}"
+    return joins[0]
 
 
 def before_review(

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.routes import unwalked
+
 
 def test_an_unmarked_test_that_starts_a_process_fails_naming_the_mark() -> None:
     with pytest.raises(pytest.fail.Exception, match=r"mark it @pytest\.mark\.e2e"):
@@ -35,8 +37,11 @@ def test_a_run_with_routes_walked_fails_naming_each_edge_its_tests_did_not_walk(
         timeout=300,
     )
     assert gated.returncode == 1, gated.stdout
-    named = "writer -> reviewer: route_after_writer names 'reviewer' in its Literal"
-    assert named in gated.stdout and "passed" in gated.stdout and "failed" not in gated.stdout
+    edges = unwalked(set())  # every route between two nodes, each named with its router
+    assert edges, "the graph has routes between nodes"
+    for line in edges:
+        assert f"FAILED (--routes-walked) {line}" in gated.stdout, line
+    assert "passed" in gated.stdout and "failed" not in gated.stdout
     plain = subprocess.run(
         [*args, "-m", "not e2e", "tests/test_fast_loop.py"],
         cwd=ROOT,

@@ -4,6 +4,7 @@ kill, and shows in status; a declaration that is left incomplete fails the build
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -172,3 +173,65 @@ def test_an_agent_protocol_that_cannot_be_checked_fails_at_declaration() -> None
 
     with pytest.raises(TypeError, match="must be a @runtime_checkable Protocol"):
         node("unchecked", reads=_Reads, writes=_WritesNothing, agent=Unchecked)
+
+
+BETWEEN_WRITER_AND_REVIEWER = "A node another agent reads"
+"""The docs/adapt.md section that puts a node of the project's between writer and reviewer."""
+ROUTE_TESTS = (
+    "tests/app/test_breakpoints.py",
+    "tests/app/test_budgets_and_recovery.py",
+    "tests/app/test_handoff_routes.py",
+    "tests/app/test_review_loop.py",
+    "tests/app/test_staleness.py",
+    "tests/graphs/test_approval.py",
+)
+"""Tests of the paths around review: each derives the route it expects from the graph."""
+
+
+@pytest.mark.e2e
+def test_the_tests_of_the_paths_around_review_pass_with_a_node_before_the_reviewer(
+    tmp_path: Path,
+) -> None:
+    from tests.docs.test_snippets import PROJECT, SNIPPETS, _apply, reader_env
+
+    copy = tmp_path / "project"
+    copy.mkdir()
+    for name in (*PROJECT, "tests"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, copy / name)
+    steps = [
+        snippet
+        for snippet in SNIPPETS
+        if snippet.section == BETWEEN_WRITER_AND_REVIEWER
+        and (snippet.language == "diff" or "file" in snippet.options)
+    ]
+    assert steps, f"docs/adapt.md has no section {BETWEEN_WRITER_AND_REVIEWER!r}"
+    for snippet in steps:
+        if snippet.language == "diff" and not _applies(snippet.text, copy):
+            pytest.skip(
+                "the page's diff is for the shipped graphs/graph.py, which this project "
+                "changed: tests/docs/test_snippets.py holds the page to the shipped one"
+            )
+    for snippet in steps:
+        _apply(snippet, copy)
+    unit = "not e2e and not slow and not server and not postgres"
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", unit, *ROUTE_TESTS],
+        cwd=copy,
+        env=reader_env(PYTHONPATH=str(copy)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert " failed" not in ran.stdout and " passed" in ran.stdout
+
+
+def _applies(diff: str, folder: Path) -> bool:
+    """Whether ``diff`` applies to ``folder`` as it is (``patch --dry-run``)."""
+    dry = ["patch", "-p1", "--forward", "--dry-run", "--no-backup-if-mismatch"]
+    done = subprocess.run(dry, input=diff, cwd=folder, capture_output=True, text=True, timeout=60)
+    return done.returncode == 0

@@ -15,11 +15,10 @@ from app.settings import Settings
 from app.workflow import Workflow
 from contracts import ErrorCode, RunOutcome, TaskSpec, TaskState, Usage
 from graphs import WIRING, AgentOutput, NodeCall, NodeResult, RunContext, node
-from graphs.graph import route_after_finalize, route_after_review
+from graphs.graph import route_after_finalize
 from graphs.nodes.finalize import finalize
 from graphs.nodes.research import WIDENED
-from graphs.nodes.reviewer import reviewer
-from graphs.routing import STOP, detour
+from graphs.routing import STOP, detour, placed_before
 from graphs.wiring import rerouted
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE, nodes_run, passes, write_corpus
@@ -296,8 +295,7 @@ def test_a_budget_spent_by_publishing_skips_a_node_after_it_and_keeps_the_articl
 def test_a_spent_budget_lets_a_node_that_cannot_spend_run_on_to_publishing(
     settings: Settings,
 ) -> None:
-    route = detour(route_after_review, "finalize", via="before_publish")
-    wiring = (*rerouted(WIRING, reviewer, route), (before_publish, "finalize"))
+    wiring = placed_before(WIRING, "finalize", before_publish)
     with (
         Workflow(settings, wiring=wiring) as plain,
         Workflow(settings, wiring=wiring, context=costly(plain, "writer", "reviewer")) as workflow,

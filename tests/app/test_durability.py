@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from langgraph.runtime import Runtime
 
 from app.exit_codes import ExitCode
 from app.settings import Settings
 from app.workflow import Workflow
 from bench._common import QUESTIONS
 from graphs import WIRING
+from graphs.declare import keys_of
 from tests import forked
 from tests.backends import backend_env
 from tests.cli import HANDOFF
@@ -27,13 +29,15 @@ from tests.routes import handed_on_by
 TASK = [OBJECTIVE, *(arg for question in QUESTIONS for arg in ("--question", question))]
 """The objective and two sub-questions: research runs three branches (q-1, q-2, q-3)."""
 KILLABLE = ("start", "after_artifact", "before_return")
+IN_BRANCH = "key"
+"""Stands for a branch task's key in a kill point, until the baseline run gives the key."""
 KILL_POINTS = [
     f"{spec.name}:{point}"
     for spec, _ in WIRING
     for point in spec.fault_points()
     if point in KILLABLE
 ] + [
-    f"{spec.name}[q-2]:{point}"
+    f"{spec.name}[{IN_BRANCH}]:{point}"
     for spec, _ in WIRING
     if spec.branch is not None
     for point in spec.fault_points()
@@ -42,7 +46,8 @@ KILL_POINTS = [
 """Every point a kill rule may name, from the node declarations: between nodes (start),
 inside a node after it wrote an artifact, and after its attempt was recorded as finished
 but before LangGraph saw the result (before_return); for a branch node, also inside one
-branch task (q-2) while its sibling tasks run beside it or have finished."""
+branch task (the middle key of its fan-out, ``Baseline.keys``: q-2 of research's three)
+while its sibling tasks run beside it or have finished."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,13 @@ class Baseline:
 
     article: bytes
     nodes: frozenset[str]
+    keys: dict[str, str]
+    """Each branch node's middle key of the fan-out from the run's last state."""
+
+    def point(self, point: str) -> str:
+        """``point`` with a branch task's key in place of ``IN_BRANCH``."""
+        node = point.partition("[")[0]
+        return point.replace(f"[{IN_BRANCH}]", f"[{self.keys.get(node, IN_BRANCH)}]")
 
 
 def handoff(
@@ -79,7 +91,18 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
     assert result.returncode == 0, result.stderr
     with open_workflow(data) as workflow:
         nodes = frozenset(run.node_id for run in workflow.history("t-base"))
-        return Baseline(workflow.artifact("t-base", "article"), nodes)
+        state, runtime = workflow.state("t-base"), Runtime(context=workflow.context)
+        keys = {
+            spec.name: middle(keys_of(spec, state, runtime))
+            for spec, _ in WIRING
+            if spec.branch is not None and spec.name in nodes
+        }
+        return Baseline(workflow.artifact("t-base", "article"), nodes, keys)
+
+
+def middle(keys: list[str]) -> str:
+    """The key in the middle of a fan-out's sorted keys (its only one, for one task)."""
+    return sorted(keys)[len(keys) // 2]
 
 
 @pytest.mark.slow
@@ -87,6 +110,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
 def test_sigkill_at_any_point_resumes_to_the_same_article_without_repeating_work(
     backend: Settings, baseline: Baseline, point: str
 ) -> None:
+    point = baseline.point(point)
     killed = handoff(backend, "run", *TASK, "--thread", "t-crash", fault=f"kill:{point}")
     if point.split(":")[0].partition("[")[0] not in baseline.nodes:
         assert killed.returncode == ExitCode.COMPLETED, "a node off the path is never reached"

@@ -17,6 +17,7 @@ from app.workflow import Workflow
 from contracts import DraftArticle, TaskState
 from tests.app.store_faults import delete
 from tests.conftest import OBJECTIVE
+from tests.placing import hands_review_on
 from tests.routes import check_handoffs_follow_the_route, graph_edges
 
 
@@ -92,4 +93,4 @@ def test_a_source_edited_before_review_sends_the_run_back_to_research(
     edited.write_text(edited.read_text(encoding="utf-8") + "\nA new paragraph.\n", "utf-8")
     outcome = workflow.resume("t-rev-research")
     assert outcome.state == TaskState.COMPLETED
-    walked(workflow, ("reviewer", "research"))
+    walked(workflow, (hands_review_on(workflow.wiring), "research"))

@@ -185,7 +185,7 @@ def test_a_draft_with_no_cited_sentence_is_never_approved(workflow: Workflow, bo
     workflow.put_artifact("t-empty", "draft", body.encode())
     outcome = workflow.resume("t-empty")
     nodes = [run.node_id for run in workflow.history("t-empty") if run.status == "succeeded"]
-    after_edit = nodes[nodes.index("reviewer") :]
+    after_edit = passes(nodes[nodes.index("reviewer") :], "reviewer", "writer", "finalize")
     assert after_edit[:2] == ["reviewer", "writer"], "the empty draft went back to the writer"
     assert outcome.result_status == "completed"
     assert CITATION.search(workflow.artifact("t-empty", "article").decode())

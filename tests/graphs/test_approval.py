@@ -2,7 +2,9 @@
 claims are refused, on both backends.
 
 The edits go through LangGraph's ``update_state`` on the Workflow's own graph, which no
-server policy guards: what is proven here is that the graph itself refuses them.
+server policy guards: what is proven here is that the graph itself refuses them. A review
+is written as the node that hands the review on (``tests.placing.hands_review_on``), so
+the edit takes the route a real review takes, however the project wired the Reviewer.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from graphs.approval import ApprovalUnproven
 from graphs.errors import IntegrityError
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE
+from tests.placing import hands_review_on
 
 FORGED = "The Rosetta Stone was carved by aliens in 1999 as a prank on Champollion."
 
@@ -71,7 +74,9 @@ def test_a_forged_approval_of_a_rejected_draft_is_refused_and_nothing_is_publish
             "draft_sha256": draft.body.sha256,
         }
     )
-    workflow.graph.update_state(config, {"review": forged}, as_node="reviewer")
+    workflow.graph.update_state(
+        config, {"review": forged}, as_node=hands_review_on(workflow.wiring)
+    )
 
     with pytest.raises(ApprovalUnproven) as refused:
         workflow.resume("forged")
@@ -91,7 +96,7 @@ def test_another_threads_draft_is_refused_as_not_this_threads_artifact(
     workflow.graph.update_state(
         workflow.config("victim"),
         {"draft": donor["draft"], "review": donor["review"]},
-        as_node="reviewer",
+        as_node=hands_review_on(workflow.wiring),
     )
 
     with pytest.raises(IntegrityError) as refused:
@@ -121,7 +126,9 @@ def test_a_cited_claim_edited_after_approval_is_refused_before_publishing(
     bundle: ResearchBundle = state["research"]
     facts = [quoting(fact, FORGED) if fact.id == cited else fact for fact in bundle.facts]
     workflow.graph.update_state(
-        config, {"research": bundle.model_copy(update={"facts": facts})}, as_node="reviewer"
+        config,
+        {"research": bundle.model_copy(update={"facts": facts})},
+        as_node=hands_review_on(workflow.wiring),
     )
 
     with pytest.raises(ApprovalUnproven) as refused:
