@@ -24,6 +24,7 @@ from contracts import (
 )
 from graphs.boundary import read, require
 from graphs.declare import NodeSpec, given_runtime
+from graphs.fan_out import beside
 from graphs.node_runner import Router, state_type
 from graphs.stale import only_revised_draft, research_changed
 from graphs.wiring import Route, Wiring, targets
@@ -93,28 +94,41 @@ def route_stale(state: Mapping[str, Any], report: FreshnessReport, allowed: Any)
 def detour(route: Router, target: str, *, via: str | tuple[str, ...]) -> Router:
     """``route``, going to ``via`` wherever it went to ``target``: a node put before another.
 
-    ``via`` is a node, or the branch nodes started side by side. The new router's
-    ``Literal`` is derived from ``route``'s, with ``target`` replaced by ``via``, so it names
-    exactly where it can go; a ``target`` ``route`` never returns is a TypeError here.
+    ``via`` is a node, or the branch nodes started side by side. Where ``route`` starts
+    ``target`` beside others (it returns a list of names), ``via`` goes before them all:
+    the route goes to ``via``, which goes on to that list (``placed_before``). The new
+    router's ``Literal`` is derived from ``route``'s, with ``target`` (and the nodes beside
+    it) replaced by ``via``, so it names exactly where it can go; a ``target`` ``route``
+    never returns is a TypeError here.
     """
     before = targets(route)
     if target not in before:
         raise TypeError(f"router {route.__name__} never goes to {target!r}; it goes to {before}")
     names = (via,) if isinstance(via, str) else via
-    kept = tuple(name for name in before if name != target)
+    siblings = started_beside(route, target)
+    kept = tuple(name for name in before if name != target and name not in siblings)
 
-    def routed(state: Mapping[str, Any], runtime: Any = None) -> str | tuple[str, ...]:
+    def routed(state: Mapping[str, Any], runtime: Any = None) -> Any:
         found = given_runtime(route, state, runtime)
-        return via if found == target else found
+        listed = isinstance(found, list | tuple) and target in found
+        return via if found == target or listed else found
 
     literal, pair = cast(Any, Literal), cast(Any, tuple)
     through = literal[via] if isinstance(via, str) else pair[tuple(literal[n] for n in names)]
     routed.__name__ = routed.__qualname__ = f"{route.__name__}_via_{'_'.join(names)}"
     routed.__annotations__ = {
         "state": state_type(route),
-        "return": literal[kept] | through,
+        "return": literal[kept] | through if kept else through,
     }
     return routed
+
+
+def started_beside(route: Route, target: str) -> tuple[str, ...]:
+    """The nodes ``route`` starts side by side with ``target``, ``target`` first; () if none."""
+    together = beside(route)
+    if target not in together:
+        return ()
+    return (target, *(name for name in together if name != target))
 
 
 def placed_before(
@@ -130,12 +144,14 @@ def placed_before(
     itself (``Command``) keeps its ways.
     """
     placed: list[tuple[NodeSpec, Route]] = []
+    onward: Route = target
     for spec, way in wiring:
         if callable(way) and target in targets(way):
+            onward = started_beside(way, target) or onward  # before the nodes beside it too
             way = detour(way, target, via=node.name)
         elif isinstance(way, str) and way == target:
             way = node.name
         elif isinstance(way, tuple) and target in way:
             way = tuple(node.name if name == target else name for name in way)
         placed.append((spec, way))
-    return (*placed, (node, target if route is None else route))
+    return (*placed, (node, onward if route is None else route))

@@ -16,9 +16,10 @@ waiting for it when a project runs a check of its own beside it.
 from __future__ import annotations
 
 from graphs import NodeSpec, Wiring
+from graphs.fan_out import mapped
 from graphs.graph import then
 from graphs.node_runner import Router
-from graphs.routing import detour
+from graphs.routing import detour, started_beside
 from graphs.wiring import Route, rerouted, targets
 
 REVIEWER = "reviewer"
@@ -62,8 +63,9 @@ def hands_review_on(wiring: Wiring) -> str:
     own routes on from the join that waits for both, so a review a test writes into the
     thread (``update_state(..., as_node=...)``) or a route it expects starts there.
     """
-    joins = [spec.name for spec, _ in wiring if REVIEWER in {branch.name for branch in spec.joins}]
-    reviewer = next(spec for spec, _ in wiring if spec.name == REVIEWER)
+    built = mapped(wiring)  # a join the wiring's list of names implies is one too
+    joins = [spec.name for spec, _ in built if REVIEWER in {branch.name for branch in spec.joins}]
+    reviewer = next(spec for spec, _ in built if spec.name == REVIEWER)
     if reviewer.branch is None:
         return REVIEWER
     assert len(joins) == 1, f"the Reviewer runs as a branch joined by {joins}"
@@ -86,6 +88,34 @@ def before_review(
     return wiring
 
 
+def beside_the_reviewer(
+    wiring: Wiring, added: tuple[tuple[NodeSpec, Route], ...]
+) -> tuple[tuple[NodeSpec, Route], ...]:
+    """The extension's routes to the Reviewer, starting what the project starts beside it.
+
+    A project whose new drafts go on to the Reviewer beside a node of its own (a route
+    returning both) gets the extension before both: its route to the Reviewer starts them
+    together, as the project's did.
+    """
+    siblings = next(
+        (
+            found
+            for spec in drafts_to_review(wiring)
+            for node, route in wiring
+            if node.name == spec.name and (found := started_beside(route, REVIEWER))
+        ),
+        (),
+    )
+    if not siblings:
+        return added
+    return tuple(
+        (spec, detour(router(spec, route), REVIEWER, via=siblings))
+        if REVIEWER in ways_on(route)
+        else (spec, route)
+        for spec, route in added
+    )
+
+
 def with_extension(
     wiring: Wiring, *added: tuple[NodeSpec, Route], via: str | tuple[str, ...] | None = None
 ) -> Wiring:
@@ -98,6 +128,7 @@ def with_extension(
     """
     names = {spec.name for spec, _ in added}
     first = via or added[0][0].name
+    added = beside_the_reviewer(wiring, added)
     if not names & {spec.name for spec, _ in wiring}:
         return (*before_review(wiring, first), *added)
     replaced = (*((spec, route) for spec, route in wiring if spec.name not in names), *added)

@@ -75,7 +75,7 @@ def ended_without_handoff(history: list[Any]) -> set[tuple[str, str]]:
 def check_handoffs_follow_the_route(workflow: Workflow) -> set[tuple[str, str]]:
     """Assert the invariant on every checkpoint of every thread; returns the edges walked."""
     edges: set[tuple[str, str]] = set()
-    nodes = {spec.name: spec for spec, _ in workflow.wiring}
+    nodes = {spec.name: spec for spec, _ in routed(workflow.wiring)}  # joins a list implies
     joins = {spec.name: spec for spec in nodes.values() if spec.joins}
     for thread_id in workflow.threads():
         config = workflow.config(thread_id)

@@ -41,6 +41,7 @@ from tests.extension_edit_titles import (
     route_after_edit_titles,
     wiring_with,
 )
+from tests.placing import beside_the_reviewer
 from tests.routes import check_handoffs_follow_the_route
 
 TITLE = OBJECTIVE  # the writer heads the article with the objective
@@ -296,7 +297,7 @@ def test_two_nodes_may_pause_the_same_way_and_each_is_asked_in_turn(
     wiring = tuple(
         (spec, to_again if spec is page.edit_titles else route) for spec, route in wiring_with(page)
     )
-    wiring = (*wiring, (again, route_after_edit_titles))
+    wiring = (*wiring, *beside_the_reviewer(WIRING, ((again, route_after_edit_titles),)))
     with Workflow(settings, wiring=wiring) as workflow:
         first = workflow.run(OBJECTIVE, "t-twice")
         assert first.human_request is not None

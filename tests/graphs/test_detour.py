@@ -16,7 +16,7 @@ from graphs import WIRING, get_step_info, node
 from graphs.errors import WiringError
 from graphs.nodes.writer import writer
 from graphs.outcomes import run_outcome
-from graphs.routing import STOP, RouteState, detour, placed_before, stopped
+from graphs.routing import STOP, RouteState, detour, placed_before, started_beside, stopped
 from graphs.wiring import rerouted, targets
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE, nodes_run
@@ -42,7 +42,8 @@ def test_a_detour_names_exactly_where_the_project_s_router_can_go() -> None:
     spec = drafts_to_review(WIRING)[0]
     route = router(spec, next(route for node, route in WIRING if node.name == spec.name))
     routed = detour(route, "reviewer", via="claim_check")
-    expected = {*targets(route)} - {"reviewer"} | {"claim_check"}
+    beside = set(started_beside(route, "reviewer"))  # what it starts with the reviewer, if any
+    expected = {*targets(route)} - {"reviewer"} - beside | {"claim_check"}
     assert set(targets(routed)) == expected
     assert routed.__name__ == f"{route.__name__}_via_claim_check"
 
@@ -127,3 +128,15 @@ def test_a_check_on_every_way_into_finalize_gates_publishing(
         assert "finalize" not in ran
     else:
         assert outcome.article is not None and ran.index("gate") < ran.index("finalize")
+
+
+def test_a_node_placed_before_one_a_route_starts_beside_another_goes_before_both() -> None:
+    def both(state: Mapping[str, Any]) -> list[Literal["reviewer", "check_spans"]]:
+        return ["reviewer", "check_spans"]
+
+    routed = detour(both, "reviewer", via="claim_check")
+    assert targets(routed) == ("claim_check",)
+    assert routed({}) == "claim_check"
+    assert started_beside(both, "reviewer") == ("reviewer", "check_spans")
+    placed = placed_before(((writer, both),), "reviewer", replace(check_spans, name="claim_check"))
+    assert placed[-1][1] == ("reviewer", "check_spans"), "it goes on to both, side by side"

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from app.workflow import Workflow
 from contracts import ErrorCode, RunChoices, TaskSpec, TaskState
+from graphs.graph import routed
 from tests.app.test_review_loop import SloppyWriter
 from tests.conftest import OBJECTIVE
 
@@ -32,7 +33,7 @@ def test_chosen_review_rounds_end_the_run_where_the_task_alone_would_go_on(
     choice = "choose: max_review_rounds=1"
     assert audit.count(choice) == 1, "recorded once"
     at = audit.index(choice)
-    branch_nodes = {spec.name for spec, _ in workflow.wiring if spec.branch is not None}
+    branch_nodes = {spec.name for spec, _ in routed(workflow.wiring) if spec.branch is not None}
     assert set(audit[:at]) <= branch_nodes and audit[at + 1] not in branch_nodes, (
         "by the first node that writes the task back: the first after any branches (the join)"
     )
