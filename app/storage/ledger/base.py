@@ -244,23 +244,25 @@ class SqlRunLedger(ABC):
         row), where a branch task's share of the budget is judged (``graphs.budget``).
         """
         outside = f"node_id NOT IN ({', '.join('?' for _ in fanned)})" if fanned else "1 = 1"
-        calls = self._spent("tool_calls")
-        tokens = self._spent("tokens")
-        statement = (
-            "WITH edge AS (SELECT coalesce(max(seq), 0) AS seq FROM handoff_node_runs "
-            f"WHERE thread_id = ? AND {outside}), "
-            "spend AS (SELECT seq, (node_id = ? AND input_hash = ?) AS mine, "
-            f"{calls} AS calls, {tokens} AS tokens "
-            "FROM handoff_node_runs WHERE thread_id = ?) "
-            "SELECT count(CASE WHEN mine THEN 1 END), sum(calls), sum(tokens), "
-            "sum(CASE WHEN spend.seq <= edge.seq THEN calls END), "
-            "sum(CASE WHEN spend.seq <= edge.seq THEN tokens END), "
-            "sum(CASE WHEN mine AND spend.seq > edge.seq THEN calls END), "
-            "sum(CASE WHEN mine AND spend.seq > edge.seq THEN tokens END) "
-            "FROM spend CROSS JOIN edge"
-        )
         params = (thread_id, *fanned, node_id, input_hash, thread_id)
         with self._cursor() as cursor:
+            # Written once the cursor is open: what a row spent is read from where the
+            # table keeps it, which the open connection tells (SQLite's ``_spent``).
+            calls = self._spent("tool_calls")
+            tokens = self._spent("tokens")
+            statement = (
+                "WITH edge AS (SELECT coalesce(max(seq), 0) AS seq FROM handoff_node_runs "
+                f"WHERE thread_id = ? AND {outside}), "
+                "spend AS (SELECT seq, (node_id = ? AND input_hash = ?) AS mine, "
+                f"{calls} AS calls, {tokens} AS tokens "
+                "FROM handoff_node_runs WHERE thread_id = ?) "
+                "SELECT count(CASE WHEN mine THEN 1 END), sum(calls), sum(tokens), "
+                "sum(CASE WHEN spend.seq <= edge.seq THEN calls END), "
+                "sum(CASE WHEN spend.seq <= edge.seq THEN tokens END), "
+                "sum(CASE WHEN mine AND spend.seq > edge.seq THEN calls END), "
+                "sum(CASE WHEN mine AND spend.seq > edge.seq THEN tokens END) "
+                "FROM spend CROSS JOIN edge"
+            )
             row = cursor.execute(self._sql(statement), params).fetchone()
         attempts, calls_all, tokens_all, calls_before, tokens_before, calls_own, tokens_own = (
             int(value or 0) for value in row
