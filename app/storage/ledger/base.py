@@ -78,7 +78,9 @@ class SqlRunLedger(ABC):
 
         ``fsync=False``: the commit may wait for the next fsynced one of the database, for
         a row something durable is about to follow (a database that cannot tell the
-        difference commits durably).
+        difference commits durably). A read commits nothing and asks for ``fsync=False``:
+        the level it leaves is the one the attempts' rows are written at, so switching
+        it back and forth costs no statement at each node.
         """
 
     @abstractmethod
@@ -145,7 +147,7 @@ class SqlRunLedger(ABC):
 
     def runs(self, thread_id: str) -> list[NodeRun]:
         """Every record of the thread, oldest first, each re-validated."""
-        with self._cursor() as cursor:
+        with self._cursor(fsync=False) as cursor:
             rows = cursor.execute(
                 self._sql("SELECT record FROM handoff_node_runs WHERE thread_id = ? ORDER BY seq"),
                 (thread_id,),
@@ -192,7 +194,7 @@ class SqlRunLedger(ABC):
 
     def _payload(self, statement: str, params: Sequence[Any]) -> str | None:
         """A stored payload, opened (it may be sealed, see ``keys``)."""
-        with self._cursor() as cursor:
+        with self._cursor(fsync=False) as cursor:
             row = cursor.execute(self._sql(statement), params).fetchone()
         return None if row is None else self._opened(row[0])
 
@@ -245,7 +247,7 @@ class SqlRunLedger(ABC):
         """
         outside = f"node_id NOT IN ({', '.join('?' for _ in fanned)})" if fanned else "1 = 1"
         params = (thread_id, *fanned, node_id, input_hash, thread_id)
-        with self._cursor() as cursor:
+        with self._cursor(fsync=False) as cursor:
             # Written once the cursor is open: what a row spent is read from where the
             # table keeps it, which the open connection tells (SQLite's ``_spent``).
             calls = self._spent("tool_calls")
