@@ -571,7 +571,12 @@ def reuse(visit: Visit) -> dict[str, Any] | None:
     twice. Or a revised task left the node's inputs as they were: its result holds. The
     envelope is made again from the state now (with the tool calls the work made), so it
     serves the task version in force, never the one the result was first made for.
+
+    The visit's tally (which the budget check reads next anyway) counts the attempts on
+    this very input: with none, there is no result to look up.
     """
+    if visit.tally.attempts == 0:
+        return None
     stored = visit.ctx.ledger.result(visit.step.thread_id, visit.spec.name, visit.key)
     if stored is None:
         return None

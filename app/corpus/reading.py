@@ -215,9 +215,21 @@ class CorpusPolicy:
         """The file's sha256 now, under the same rules; read only if it changed since.
 
         A file hashed before, and not changed since by its ``fstat`` (see
-        ``app.storage.file_digests``), is not read again.
+        ``app.storage.file_digests``), is not read again; nor opened, when the ``lstat``
+        of its resolved path is one its digest was remembered for (a link put there since
+        is not a regular file, and goes through the refusing open).
         """
-        fd, before = self._open(path, "source")
+        real = self.admit(path, "source")
+        try:
+            info: os.stat_result | None = os.lstat(real)
+        except OSError:
+            info = None  # the open below says why
+        if info is not None and stat.S_ISREG(info.st_mode):
+            known = self.digests.known(info)
+            if known is not None:
+                self.check_file("source", path, info)
+                return known
+        fd, before = self._open_admitted(real, path, "source")
         try:
             return self.digests.sha256(fd, before, lambda: self._read_fd(fd, path, "source"))
         finally:
@@ -225,7 +237,11 @@ class CorpusPolicy:
 
     def _open(self, path: Path, what: str) -> tuple[int, os.stat_result]:
         """A descriptor of the admitted file, and its stat: a file the rules allow reading."""
-        fd = os.open(self.admit(path, what), _OPEN_FLAGS)
+        return self._open_admitted(self.admit(path, what), path, what)
+
+    def _open_admitted(self, real: str | Path, path: Path, what: str) -> tuple[int, os.stat_result]:
+        """:meth:`_open` of a path :meth:`admit` resolved to ``real``."""
+        fd = os.open(real, _OPEN_FLAGS)
         try:
             info = os.fstat(fd)
             self.check_file(what, path, info)

@@ -181,6 +181,18 @@ class FolderBlobs:
             return None
 
     def _matches_in(self, directory: str, sha256: str) -> bool | None:
+        """Whether the blob in ``directory`` hashes to its name (None: there is none).
+
+        A regular file whose ``lstat`` is one its digest was remembered for is that
+        digest's file (``app.storage.file_digests``): told without opening it. Anything
+        else (a link planted as the blob included) goes through the refusing open.
+        """
+        try:
+            info = os.lstat(f"{directory}/{sha256}")
+        except FileNotFoundError:
+            return None
+        if stat.S_ISREG(info.st_mode) and self._digests.known(info) == sha256:
+            return True
         try:
             fd = self._open(directory, self._blob_name(sha256), os.O_RDONLY)
         except FileNotFoundError:

@@ -275,18 +275,20 @@ class SqliteArtifactStore(FolderBlobs, BatchedSyncs, ArtifactStoreBase[sqlite3.C
         with self._mutex:
             with self._transaction(durable=durable) as conn:
                 history = self._load_history(conn, artifact_id)
+                checked = self._stamp  # the count of changes the history is current at
                 head = history[-1] if history else None
                 ref = next_revision(first, head.kind if head else None, head)
                 if ref is not head:
                     self._insert(conn, ref)
-                    [(stamp,)] = conn.execute(self._stamp_query).fetchall()
                 if not self._has_blob(first.sha256):  # swept since it was written: again
                     self._write_blob(first.sha256, content)
             if ref is not head:
                 # Committed, and the only change since the cache was checked (no other
-                # writer gets in after BEGIN IMMEDIATE): the cache stays good.
+                # writer gets in after BEGIN IMMEDIATE): the cache stays good, and the
+                # count of changes is the one it was checked at plus this insert's
+                # (the trigger adds one per row), so it is not read back.
                 self._histories[artifact_id] = [*history, ref]
-                self._stamp = stamp
+                self._stamp = None if checked is None else checked + 1
         if durable and ref is head:
             # Nothing was committed, so nothing was fsynced; the head's own commit may be
             # another process's batched one, not yet durable.

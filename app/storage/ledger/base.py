@@ -78,7 +78,9 @@ class SqlRunLedger(ABC):
 
         ``fsync=False``: the commit may wait for the next fsynced one of the database, for
         a row something durable is about to follow (a database that cannot tell the
-        difference commits durably).
+        difference commits durably). A read commits nothing and asks for ``fsync=False``:
+        the level it leaves is the one the attempts' rows are written at, so switching
+        it back and forth costs no statement at each node.
         """
 
     @abstractmethod
@@ -145,7 +147,7 @@ class SqlRunLedger(ABC):
 
     def runs(self, thread_id: str) -> list[NodeRun]:
         """Every record of the thread, oldest first, each re-validated."""
-        with self._cursor() as cursor:
+        with self._cursor(fsync=False) as cursor:
             rows = cursor.execute(
                 self._sql("SELECT record FROM handoff_node_runs WHERE thread_id = ? ORDER BY seq"),
                 (thread_id,),
@@ -192,7 +194,7 @@ class SqlRunLedger(ABC):
 
     def _payload(self, statement: str, params: Sequence[Any]) -> str | None:
         """A stored payload, opened (it may be sealed, see ``keys``)."""
-        with self._cursor() as cursor:
+        with self._cursor(fsync=False) as cursor:
             row = cursor.execute(self._sql(statement), params).fetchone()
         return None if row is None else self._opened(row[0])
 
@@ -244,23 +246,25 @@ class SqlRunLedger(ABC):
         row), where a branch task's share of the budget is judged (``graphs.budget``).
         """
         outside = f"node_id NOT IN ({', '.join('?' for _ in fanned)})" if fanned else "1 = 1"
-        calls = self._spent("tool_calls")
-        tokens = self._spent("tokens")
-        statement = (
-            "WITH edge AS (SELECT coalesce(max(seq), 0) AS seq FROM handoff_node_runs "
-            f"WHERE thread_id = ? AND {outside}), "
-            "spend AS (SELECT seq, (node_id = ? AND input_hash = ?) AS mine, "
-            f"{calls} AS calls, {tokens} AS tokens "
-            "FROM handoff_node_runs WHERE thread_id = ?) "
-            "SELECT count(CASE WHEN mine THEN 1 END), sum(calls), sum(tokens), "
-            "sum(CASE WHEN spend.seq <= edge.seq THEN calls END), "
-            "sum(CASE WHEN spend.seq <= edge.seq THEN tokens END), "
-            "sum(CASE WHEN mine AND spend.seq > edge.seq THEN calls END), "
-            "sum(CASE WHEN mine AND spend.seq > edge.seq THEN tokens END) "
-            "FROM spend CROSS JOIN edge"
-        )
         params = (thread_id, *fanned, node_id, input_hash, thread_id)
-        with self._cursor() as cursor:
+        with self._cursor(fsync=False) as cursor:
+            # Written once the cursor is open: what a row spent is read from where the
+            # table keeps it, which the open connection tells (SQLite's ``_spent``).
+            calls = self._spent("tool_calls")
+            tokens = self._spent("tokens")
+            statement = (
+                "WITH edge AS (SELECT coalesce(max(seq), 0) AS seq FROM handoff_node_runs "
+                f"WHERE thread_id = ? AND {outside}), "
+                "spend AS (SELECT seq, (node_id = ? AND input_hash = ?) AS mine, "
+                f"{calls} AS calls, {tokens} AS tokens "
+                "FROM handoff_node_runs WHERE thread_id = ?) "
+                "SELECT count(CASE WHEN mine THEN 1 END), sum(calls), sum(tokens), "
+                "sum(CASE WHEN spend.seq <= edge.seq THEN calls END), "
+                "sum(CASE WHEN spend.seq <= edge.seq THEN tokens END), "
+                "sum(CASE WHEN mine AND spend.seq > edge.seq THEN calls END), "
+                "sum(CASE WHEN mine AND spend.seq > edge.seq THEN tokens END) "
+                "FROM spend CROSS JOIN edge"
+            )
             row = cursor.execute(self._sql(statement), params).fetchone()
         attempts, calls_all, tokens_all, calls_before, tokens_before, calls_own, tokens_own = (
             int(value or 0) for value in row

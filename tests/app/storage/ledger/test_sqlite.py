@@ -156,6 +156,20 @@ def test_records_are_kept_compressed_and_a_file_from_before_still_sums_its_text_
         assert reader.tally("t", "nobody", "z" * 64).spent == Usage(tool_calls=5, tokens=50)
 
 
+def test_a_ledger_whose_first_call_is_a_tally_sums_its_compressed_records(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "handoff.db"
+    worked = spending(a_run("succeeded"), 3)
+    with closing(SqliteRunLedger(database)) as ledger:
+        seq = ledger.start("t", worked.model_copy(update={"status": "running"}))
+        ledger.finish("t", seq, worked)
+    for read_only in (False, True):
+        with closing(SqliteRunLedger(database, read_only=read_only)) as fresh:
+            tally = fresh.tally("t", worked.node_id, worked.input_hash)
+            assert (tally.spent, tally.attempts) == (Usage(tool_calls=3, tokens=30), 1)
+
+
 def test_the_ledger_dictionary_is_the_one_rows_were_compressed_with() -> None:
     """Edited, it would leave every row compressed with it unreadable (see its docstring)."""
     assert zlib.adler32(LEDGER_DICTIONARY) == LEDGER_DICTIONARY_ID
