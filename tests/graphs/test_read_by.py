@@ -30,7 +30,7 @@ from tests.extension_claim_check import (
     ClaimCheckOutput,
     claim_check,
 )
-from tests.placing import before_review
+from tests.placing import before_review, beside_the_reviewer
 
 read_by_reviewer = node(
     "claim_check", reads=ClaimCheckInput, writes=ClaimCheckOutput, read_by=("reviewer",)
@@ -45,7 +45,8 @@ CONTRIBUTED = next(
 
 def wiring_with(checker: Any, next_node: str = "reviewer") -> Wiring:
     """The wiring with ``checker`` where a new draft goes on to review, then ``next_node``."""
-    return (*before_review(WIRING, "claim_check"), (checker, next_node))
+    added = beside_the_reviewer(WIRING, ((checker, next_node),))  # as the project starts it
+    return (*before_review(WIRING, "claim_check"), *added)
 
 
 @dataclass

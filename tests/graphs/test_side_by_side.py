@@ -26,6 +26,7 @@ from graphs.routing import STOP, detour
 from graphs.wiring import rerouted, targets
 from tests.extension_side_by_side import (
     WIRING_SIDE_BY_SIDE,
+    join_checks,
     measure_draft,
 )
 from tests.extension_span_check import OBJECTIVE, check_spans
@@ -109,7 +110,8 @@ def test_a_router_shared_by_two_nodes_stays_one_router_when_it_grows() -> None:
     def shared(state: Mapping[str, Any]) -> Literal["check_spans", "__end__"]:
         return "check_spans"
 
-    built = routed(((writer, shared), (reviewer, shared), *WIRING_SIDE_BY_SIDE[-3:]))
+    join = (join_checks, STOP)  # where the join goes is the project's, and not this test's
+    built = routed(((writer, shared), (reviewer, shared), *WIRING_SIDE_BY_SIDE[-3:-1], join))
     assert built[0][1] is built[1][1]
     assert built[0][1]({}) == ("check_spans", "measure_draft")
 

@@ -8,10 +8,11 @@ from app.faults.points import with_faults
 from app.workflow import Workflow
 from bench._common import QUESTIONS
 from graphs import WIRING, StepInfo
+from graphs.graph import routed
 from tests.conftest import OBJECTIVE
 
 DECLARED = {spec.name: spec.fault_points() for spec, _ in WIRING}
-BRANCH_NODES = {spec.name for spec, _ in WIRING if spec.branch is not None}
+BRANCH_NODES = {spec.name for spec, _ in routed(WIRING) if spec.branch is not None}
 
 
 def test_every_declared_point_of_every_node_that_ran_is_reached_in_order(
