@@ -16,8 +16,7 @@ waiting for it when a project runs a check of its own beside it.
 from __future__ import annotations
 
 from graphs import NodeSpec, Wiring
-from graphs.fan_out import mapped
-from graphs.graph import then
+from graphs.graph import routed, then
 from graphs.node_runner import Router
 from graphs.routing import detour, started_beside
 from graphs.wiring import Route, rerouted, targets
@@ -63,7 +62,7 @@ def hands_review_on(wiring: Wiring) -> str:
     own routes on from the join that waits for both, so a review a test writes into the
     thread (``update_state(..., as_node=...)``) or a route it expects starts there.
     """
-    built = mapped(wiring)  # a join the wiring's list of names implies is one too
+    built = routed(wiring)  # a join the wiring's list of names implies is one too
     joins = [spec.name for spec, _ in built if REVIEWER in {branch.name for branch in spec.joins}]
     reviewer = next(spec for spec, _ in built if spec.name == REVIEWER)
     if reviewer.branch is None:

@@ -40,11 +40,10 @@ def prune(
     does an artifact's blob that another thread's artifact names too.
     """
     age = parse_duration(older_than, "--older-than")
-    reports = [
+    report = PruneReport.added(
         workflow.prune(age, keep_last=keep_last, dry_run=dry_run)
         for workflow in each_graph(read_only=dry_run)
-    ]
-    report = sum(reports[1:], reports[0])
+    )
     if as_json:
         out.print_json(json.dumps(as_dict(report)))
         return

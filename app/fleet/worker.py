@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from app.durations import describe_duration
@@ -26,7 +26,7 @@ from app.fleet.outage import (
 from app.project_graphs import project_graphs
 from app.settings import Settings
 from app.storage.postgres import redact
-from app.workflow import PruneReport
+from app.workflow import PruneReport, Workflow
 from graphs.errors import HandoffError
 
 if TYPE_CHECKING:
@@ -146,6 +146,16 @@ async def sweep_every(settings: Settings, watch: OutageWatch) -> None:
         await asyncio.sleep(settings.sweep_seconds)
 
 
+def every_graph(settings: Settings) -> Iterator[Workflow]:
+    """The fleet's Workflow of each graph langgraph.json declares, each closed after.
+
+    ``app.opening.each_graph`` as the fleet opens it: each sweeps and prunes its own threads.
+    """
+    for graph_id in project_graphs(settings.graphs_config):
+        with fleet_workflow(settings, graph=graph_id) as workflow:
+            yield workflow
+
+
 def sweep(settings: Settings) -> int | None:
     """One sweep (``Workflow.sweep``); how many requests it answered, None if it failed.
 
@@ -153,10 +163,7 @@ def sweep(settings: Settings) -> int | None:
     (the database away) or its traceback (a bug), and the next one comes as planned.
     """
     try:
-        swept = []
-        for graph_id in project_graphs(settings.graphs_config):  # each sweeps its own threads
-            with fleet_workflow(settings, graph=graph_id) as workflow:
-                swept += workflow.sweep()
+        swept = [answered for workflow in every_graph(settings) for answered in workflow.sweep()]
     except Exception as error:
         if lost(error):  # the watch reports an outage, once, when the jobs meet it
             return None
@@ -179,15 +186,10 @@ def prune(settings: Settings) -> PruneReport | None:
     """
     assert settings.retention_older_than is not None
     try:
-        reports = []
-        for graph_id in project_graphs(settings.graphs_config):  # each prunes its own threads
-            with fleet_workflow(settings, graph=graph_id) as workflow:
-                reports.append(
-                    workflow.prune(
-                        settings.retention_older_than, keep_last=settings.retention_keep_last
-                    )
-                )
-        report = sum(reports[1:], reports[0])
+        older_than, keep_last = settings.retention_older_than, settings.retention_keep_last
+        report = PruneReport.added(
+            workflow.prune(older_than, keep_last=keep_last) for workflow in every_graph(settings)
+        )
     except HandoffError as error:
         line = redact(error_line(error), settings.resolved_database_url())
         log.warning("retention: pruning stopped: %s", line)

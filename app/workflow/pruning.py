@@ -61,14 +61,16 @@ class PruneReport:
         """The bytes of every thread pruned."""
         return sum(thread.bytes for thread in self.pruned)
 
-    def __add__(self, other: PruneReport) -> PruneReport:
-        """Both prunes as one: each of a project's graphs prunes its own threads."""
-        return PruneReport(
-            self.dry_run,
-            self.pruned + other.pruned,
-            self.kept + other.kept,
-            self.unused_files + other.unused_files,
-            self.unused_bytes + other.unused_bytes,
+    @classmethod
+    def added(cls, reports: Iterable[PruneReport]) -> PruneReport:
+        """Several prunes as one: each of a project's graphs prunes its own threads."""
+        found = list(reports)
+        return cls(
+            found[0].dry_run,
+            tuple(thread for report in found for thread in report.pruned),
+            tuple(kept for report in found for kept in report.kept),
+            sum(report.unused_files for report in found),
+            sum(report.unused_bytes for report in found),
         )
 
 
